@@ -1,0 +1,82 @@
+"""The detector contract every registered model follows.
+
+A detector is a :class:`Detector` (an ``nn.Module``) with a config dataclass ``Config`` that
+subclasses :class:`DetectorConfig`. ``forward(batch)`` takes the batch dict made by the training
+data pipeline and returns at least::
+
+    logits  [B, 2]  (real, fake) scores before softmax
+    prob    [B]     softmax probability of class 1 (fake / attack)
+    feat    [B, D]  penultimate features (for t-SNE)
+
+``loss(batch, out)`` returns a dict with ``total`` (the scalar to minimise) and every named term.
+
+Batch keys. Always present: ``image`` float [B, 3, H, W], already normalised with the detector's
+``mean``/``std`` (config); ``label`` long [B]. A detector lists what else it needs in
+``requires``; the data pipeline (``training/``) provides exactly these keys:
+
+=================  =================================================================================
+``mask``           float [B, 1, H, W] in [0, 1], 1 = manipulated pixel; zeros for real faces and for
+                   fakes without a mask (``has_mask`` bool [B] tells which are real masks)
+``landmarks``      float [B, 68, 2], dlib points in pixel coordinates of ``image`` (after augmentation)
+``method_label``   long [B]: 0 for real, 1..K for the dataset's manipulation methods (sorted names)
+``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
+``pairs``          each batch is half real, half fake, where possible from the same source video;
+                   ``pair_index`` long [B] gives each sample's partner (UCF)
+``blend:<name>``   online self-blended fakes made from real faces by ``training.blending``
+                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
+                   ``xray`` float [B, 1, H, W] where the generator makes one
+``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)
+=================  =================================================================================
+
+Every batch also carries ``video_id``, ``method``, ``dataset`` (lists of str) and ``attributes``
+(dict of lists) so predictions can be grouped; detectors must not depend on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+@dataclass
+class DetectorConfig:
+    """Settings every detector has; subclasses add their own fields.
+
+    ``pretrained``: ``false`` (random init), ``"timm"`` (hub weights; needs network) or a path
+    to a local state-dict file. ``mean``/``std``: input normalisation applied by the data
+    pipeline. ``input_size``: the resolution the detector is designed for.
+    """
+
+    pretrained: bool | str = False
+    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    input_size: int = 256
+
+
+class Detector(nn.Module):
+    """Base class of all detectors; see the module docstring for the contract."""
+
+    Config: ClassVar[type[DetectorConfig]] = DetectorConfig
+    requires: ClassVar[frozenset[str]] = frozenset()
+    name: ClassVar[str] = ""
+
+    def __init__(self, cfg: DetectorConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
+        raise NotImplementedError
+
+    def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Cross-entropy on ``logits``; detectors with more terms override this."""
+        ce = F.cross_entropy(out["logits"], batch["label"])
+        return {"total": ce, "ce": ce}
+
+    @staticmethod
+    def outputs(logits: torch.Tensor, feat: torch.Tensor, **extra: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The standard output dict from [B, 2] logits and [B, D] features."""
+        return {"logits": logits, "prob": torch.softmax(logits.float(), dim=1)[:, 1], "feat": feat, **extra}

@@ -1,0 +1,125 @@
+"""Name -> detector class registry, in the shape of timm's ``create_model``.
+
+Built-in detector modules are found by reading the source of ``detectors/**/*.py`` for
+``@register_detector("name")`` without importing them, so listing detectors never imports a
+detector's optional dependencies, and building one imports only its own module.
+A user's detector registers itself when its module is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+from collections.abc import Callable, Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+from configs import CONFIG_DIR, ConfigError, build_config, load_yaml
+from configs.loader import deep_merge
+from detectors.base import Detector, DetectorConfig
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_REGISTRY: dict[str, type[Detector]] = {}
+D = TypeVar("D", bound=type[Detector])
+
+
+def register_detector(name: str) -> Callable[[D], D]:
+    """Class decorator: make ``cls`` buildable as ``build_detector(name)``."""
+
+    def wrap(cls: D) -> D:
+        if not (isinstance(cls, type) and issubclass(cls, Detector)):
+            raise TypeError(f"@register_detector({name!r}) must decorate a Detector subclass")
+        known = _REGISTRY.get(name)
+        if known is not None and known is not cls and known.__qualname__ != cls.__qualname__:
+            raise ValueError(f"detector name {name!r} is already registered by {known.__module__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+@cache
+def _builtin_modules() -> dict[str, str]:
+    """Detector name -> module path, read from the decorators in the package's source."""
+    found: dict[str, str] = {}
+    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        module = ".".join(("detectors", *path.relative_to(_PACKAGE_DIR).with_suffix("").parts))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for deco in node.decorator_list:
+                if (
+                    isinstance(deco, ast.Call)
+                    and getattr(deco.func, "id", getattr(deco.func, "attr", None)) == "register_detector"
+                    and deco.args
+                    and isinstance(deco.args[0], ast.Constant)
+                ):
+                    found[str(deco.args[0].value)] = module
+    return found
+
+
+def list_detectors() -> list[str]:
+    """Names of every built-in and user-registered detector, sorted."""
+    return sorted(set(_builtin_modules()) | set(_REGISTRY))
+
+
+def get_detector_class(name: str) -> type[Detector]:
+    """The class registered as ``name``, importing its module on first use."""
+    if name not in _REGISTRY and name in _builtin_modules():
+        importlib.import_module(_builtin_modules()[name])
+    if name not in _REGISTRY:
+        raise KeyError(f"unknown detector {name!r}; known detectors: {', '.join(list_detectors())}")
+    return _REGISTRY[name]
+
+
+def detector_config_path(name: str) -> Path:
+    """``configs/detectors/<name>.yaml``."""
+    return CONFIG_DIR / "detectors" / f"{name}.yaml"
+
+
+def load_detector_yaml(name: str, path: str | Path | None = None) -> dict[str, Any]:
+    """The raw detector YAML (sections ``detector``, ``model``, ``train``); {} when absent."""
+    path = Path(path) if path is not None else detector_config_path(name)
+    if not path.is_file():
+        if path == detector_config_path(name):
+            return {}
+        raise ConfigError(f"{path}: detector config not found")
+    data = load_yaml(path)
+    unknown = sorted(set(data) - {"detector", "model", "train"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown key '{unknown[0]}'; allowed keys here: detector, model, train")
+    if data.get("detector", name) != name:
+        raise ConfigError(f"{path}: key 'detector' is {data['detector']!r} but {name!r} was asked for")
+    return data
+
+
+def build_detector(
+    name: str, cfg: DetectorConfig | Mapping[str, Any] | str | Path | None = None, **overrides: Any
+) -> Detector:
+    """Build detector ``name``.
+
+    ``cfg``: ``None`` reads the ``model`` section of ``configs/detectors/<name>.yaml``; a path
+    reads that YAML's ``model`` section; a mapping or a config dataclass is used as given.
+    ``overrides`` replace single fields last. Nothing is downloaded unless the config says
+    ``pretrained: timm``.
+    """
+    cls = get_detector_class(name)
+    source = f"detector {name!r}"
+    if isinstance(cfg, DetectorConfig):
+        data: dict[str, Any] = dataclasses.asdict(cfg)
+    elif cfg is None or isinstance(cfg, (str, Path)):
+        path = None if cfg is None else Path(cfg)
+        data = dict(load_detector_yaml(name, path).get("model") or {})
+        default = detector_config_path(name)
+        source = str(path or (default if default.is_file() else f"detector {name!r} defaults"))
+    elif isinstance(cfg, Mapping):
+        data = dict(cfg)
+    else:
+        raise TypeError(f"cfg must be None, a path, a mapping or a DetectorConfig, got {type(cfg).__name__}")
+    data = deep_merge(data, overrides)
+    config = build_config(cls.Config, data, source=source)
+    return cls(config)

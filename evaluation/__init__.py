@@ -1,0 +1,1 @@
+"""Metrics, video-level aggregation, predictions files, tables, plots and analysis tools."""

@@ -1,0 +1,1 @@
+"""Group metrics, FDR/ABF, ODTA, ISO PAD metrics, protocols, FairSWAP and metamorphic testing."""

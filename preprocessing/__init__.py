@@ -1,0 +1,1 @@
+"""Raw videos and images -> aligned face crops, landmarks, masks and the dataset index JSON."""

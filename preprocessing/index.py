@@ -1,0 +1,281 @@
+"""The dataset index: one JSON file per dataset that every later stage reads.
+
+Schema version 1 (all paths are POSIX paths relative to the directory of the index file)::
+
+    {
+      "schema_version": 1,
+      "dataset": "FF-c23",                 # name used by --train-data / --test-data
+      "task": "deepfake" | "pad",
+      "methods": ["real", "Deepfakes", ...],   # optional; derived from videos when absent
+      "split_info": {"val": "official"},   # optional: how each split was made (derived splits)
+      "videos": [
+        {
+          "id": "000_003",                 # unique together with "method"
+          "label": 1,                      # 0 real / bona fide, 1 fake / attack
+          "method": "Deepfakes",           # manipulation method or attack type; "real" for label 0
+          "split": "train" | "val" | "test",
+          "frames": ["Deepfakes/000_003/frames/000.png", ...],   # ordered
+          "landmarks": ["Deepfakes/000_003/landmarks/000.npy", ...] | null,  # 68x2 per frame
+          "masks": ["Deepfakes/000_003/masks/000.png", ...] | null,
+          "attributes": {"gender": "female", ...},   # groups for fairness; may be empty
+          "identity": "000",               # optional: subject id (identity-disjoint splits, pairs)
+          "source": "manipulated_sequences/Deepfakes/c23/videos/000_003.mp4",   # optional
+          "frame_indices": [0, 8, ...]     # optional: frame numbers in the source video
+        }, ...
+      ]
+    }
+
+Use :func:`read_index` / :func:`write_index` (atomic) and :func:`validate_index`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+SCHEMA_VERSION = 1
+SPLITS = ("train", "val", "test")
+TASKS = ("deepfake", "pad")
+
+
+class DatasetIndexError(ValueError):
+    """A dataset index file is malformed; the message names the file and the problem."""
+
+
+@dataclass
+class VideoEntry:
+    """One video (or image) of a dataset index."""
+
+    id: str
+    label: int
+    method: str
+    split: str
+    frames: list[str]
+    landmarks: list[str] | None = None
+    masks: list[str] | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+    identity: str | None = None
+    source: str | None = None
+    frame_indices: list[int] | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """Unique key of the video inside its dataset (FF++ fake ids repeat across methods)."""
+        return (self.method, self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None or k in _REQUIRED}
+
+
+_REQUIRED = ("id", "label", "method", "split", "frames", "landmarks", "masks", "attributes")
+_OPTIONAL = ("identity", "source", "frame_indices")
+
+
+@dataclass
+class DatasetIndex:
+    """A whole dataset index; ``root`` is the directory that relative paths start from."""
+
+    dataset: str
+    task: str
+    videos: list[VideoEntry]
+    root: Path = Path(".")
+    methods: list[str] | None = None
+    split_info: dict[str, str] = field(default_factory=dict)
+
+    def split(self, *names: str) -> list[VideoEntry]:
+        """The videos of the given splits, in index order."""
+        return [v for v in self.videos if v.split in names]
+
+    def resolve(self, relative: str) -> Path:
+        """Absolute path of a path stored in the index."""
+        return self.root / relative
+
+    @property
+    def method_names(self) -> list[str]:
+        """``methods`` if given, else the sorted methods found in the videos (``real`` first)."""
+        if self.methods:
+            return list(self.methods)
+        found = sorted({v.method for v in self.videos} - {"real"})
+        return (["real"] if any(v.label == 0 for v in self.videos) else []) + found
+
+    @property
+    def attribute_names(self) -> list[str]:
+        """Every attribute key used by at least one video, sorted."""
+        return sorted({k for v in self.videos for k in v.attributes})
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "dataset": self.dataset,
+            "task": self.task,
+        }
+        if self.methods:
+            data["methods"] = list(self.methods)
+        if self.split_info:
+            data["split_info"] = dict(self.split_info)
+        data["videos"] = [v.to_json() for v in self.videos]
+        return data
+
+
+def _check_rel_path(value: Any, where: str, errors: list[str]) -> None:
+    if not isinstance(value, str) or not value:
+        errors.append(f"{where}: expected a non-empty relative path string, got {value!r}")
+        return
+    if "\\" in value or value.startswith("/") or PurePosixPath(value).is_absolute():
+        errors.append(f"{where}: path {value!r} must be relative to the index, with '/'")
+    elif len(value) > 1 and value[1] == ":":
+        errors.append(f"{where}: path {value!r} looks like a Windows absolute path")
+
+
+def _check_path_list(value: Any, where: str, n_frames: int, errors: list[str]) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        errors.append(f"{where}: expected a list of paths or null, got {type(value).__name__}")
+        return
+    if len(value) != n_frames:
+        errors.append(f"{where}: has {len(value)} entries but the video has {n_frames} frames")
+    for i, item in enumerate(value):
+        _check_rel_path(item, f"{where}[{i}]", errors)
+
+
+def validate_index(
+    data: Any, source: str = "<index>", root: Path | None = None, check_files: bool = False
+) -> list[str]:
+    """Every problem of a raw index mapping, as messages; empty when the index is valid.
+
+    With ``check_files`` (and ``root``), every frame, landmark and mask file must exist.
+    """
+    errors: list[str] = []
+    if not isinstance(data, dict):
+        return [f"{source}: the top level must be a JSON object"]
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        errors.append(f"{source}: schema_version must be {SCHEMA_VERSION}, got {version!r}")
+    if not isinstance(data.get("dataset"), str) or not data.get("dataset"):
+        errors.append(f"{source}: 'dataset' must be a non-empty string")
+    if data.get("task") not in TASKS:
+        errors.append(f"{source}: 'task' must be one of {TASKS}, got {data.get('task')!r}")
+    known_top = {"schema_version", "dataset", "task", "methods", "split_info", "videos"}
+    for key in sorted(set(data) - known_top):
+        errors.append(f"{source}: unknown top-level key {key!r}; allowed: {sorted(known_top)}")
+    videos = data.get("videos")
+    if not isinstance(videos, list):
+        errors.append(f"{source}: 'videos' must be a list")
+        return errors
+    seen: set[tuple[str, str]] = set()
+    for n, video in enumerate(videos):
+        where = f"{source}: videos[{n}]"
+        if not isinstance(video, dict):
+            errors.append(f"{where}: must be an object")
+            continue
+        if isinstance(video.get("id"), str):
+            where = f"{source}: video {video.get('method')}/{video['id']}"
+        missing = [k for k in _REQUIRED if k not in video]
+        if missing:
+            errors.append(f"{where}: missing keys {missing}")
+            continue
+        unknown = sorted(set(video) - set(_REQUIRED) - set(_OPTIONAL))
+        if unknown:
+            errors.append(f"{where}: unknown keys {unknown}")
+        if not isinstance(video["id"], str) or not video["id"]:
+            errors.append(f"{where}: 'id' must be a non-empty string")
+        if video["label"] not in (0, 1) or isinstance(video["label"], bool):
+            errors.append(f"{where}: 'label' must be 0 (real/bona fide) or 1 (fake/attack)")
+        if not isinstance(video["method"], str) or not video["method"]:
+            errors.append(f"{where}: 'method' must be a non-empty string")
+        if video["split"] not in SPLITS:
+            errors.append(f"{where}: 'split' must be one of {SPLITS}, got {video['split']!r}")
+        frames = video["frames"]
+        if not isinstance(frames, list) or not frames:
+            errors.append(f"{where}: 'frames' must be a non-empty list")
+            frames = []
+        for i, item in enumerate(frames):
+            _check_rel_path(item, f"{where}: frames[{i}]", errors)
+        _check_path_list(video["landmarks"], f"{where}: landmarks", len(frames), errors)
+        _check_path_list(video["masks"], f"{where}: masks", len(frames), errors)
+        attrs = video["attributes"]
+        if not isinstance(attrs, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in attrs.items()
+        ):
+            errors.append(f"{where}: 'attributes' must map strings to strings")
+        indices = video.get("frame_indices")
+        if indices is not None and (
+            not isinstance(indices, list) or len(indices) != len(frames)
+            or not all(isinstance(i, int) for i in indices)
+        ):
+            errors.append(f"{where}: 'frame_indices' must list one integer per frame")
+        key = (video["method"], video["id"])
+        if key in seen:
+            errors.append(f"{where}: duplicate video (method {key[0]!r}, id {key[1]!r})")
+        seen.add(key)
+        if check_files and root is not None and not errors:
+            for kind in ("frames", "landmarks", "masks"):
+                for rel in video[kind] or []:
+                    if not (root / rel).is_file():
+                        errors.append(f"{where}: {kind} file {rel!r} does not exist under {root}")
+    return errors
+
+
+def index_from_json(data: dict[str, Any], root: Path, source: str = "<index>") -> DatasetIndex:
+    """Build a :class:`DatasetIndex` from a validated mapping (raises on any problem)."""
+    errors = validate_index(data, source)
+    if errors:
+        shown = "\n  ".join(errors[:20])
+        more = f"\n  ... and {len(errors) - 20} more" if len(errors) > 20 else ""
+        raise DatasetIndexError(f"invalid dataset index:\n  {shown}{more}")
+    videos = [VideoEntry(**v) for v in data["videos"]]
+    return DatasetIndex(
+        dataset=data["dataset"],
+        task=data["task"],
+        videos=videos,
+        root=root,
+        methods=data.get("methods"),
+        split_info=dict(data.get("split_info") or {}),
+    )
+
+
+def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
+    """Read and validate an index file; paths resolve against the file's directory."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetIndexError(f"{path}: dataset index not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DatasetIndexError(f"{path}: not valid JSON: {exc}") from None
+    root = path.resolve().parent
+    index = index_from_json(data, root, source=str(path))
+    if check_files:
+        errors = validate_index(data, str(path), root=root, check_files=True)
+        if errors:
+            raise DatasetIndexError("dataset index points to missing files:\n  " + "\n  ".join(errors[:20]))
+    return index
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_index(index: DatasetIndex, path: str | Path) -> None:
+    """Validate and atomically write an index; its paths must be relative to ``path``'s folder."""
+    data = index.to_json()
+    errors = validate_index(data, str(path))
+    if errors:
+        raise DatasetIndexError("refusing to write an invalid index:\n  " + "\n  ".join(errors[:20]))
+    atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+

@@ -1,0 +1,1 @@
+"""Dataset reader, augmentations, samplers, the trainer, checkpoints and DDP."""
