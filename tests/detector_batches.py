@@ -1,0 +1,56 @@
+"""Tiny batches that satisfy a detector's ``requires`` (see detectors/base.py), for tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from detectors.base import Detector
+
+
+def make_batch(detector: Detector | type[Detector], size: int, batch_size: int = 4, seed: int = 0) -> dict[str, Any]:
+    """A fixed random batch at ``size`` x ``size`` with every key the detector requires.
+
+    Half the samples are real (label 0), half fake. Detectors that train on online blends
+    (``blend:<name>``) get the pipeline's layout: the first half real, the second half fakes.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    requires = set(detector.requires)
+    n = batch_size
+    if any(r.startswith("blend:") for r in requires):
+        label = torch.tensor([0] * (n // 2) + [1] * (n - n // 2))
+    else:
+        label = torch.tensor([i % 2 for i in range(n)])
+    image = torch.randn(n, 3, size, size, generator=gen)
+    # Make the classes separable so that a few optimiser steps can lower the loss.
+    image[label == 1] += 0.5
+    batch: dict[str, Any] = {
+        "image": image,
+        "label": label,
+        "video_id": [f"v{i}" for i in range(n)],
+        "method": ["real" if y == 0 else "fake" for y in label.tolist()],
+        "dataset": ["test"] * n,
+        "frame": list(range(n)),
+        "attributes": {"gender": ["female" if i % 2 else "male" for i in range(n)]},
+    }
+    if "mask" in requires:
+        mask = (torch.rand(n, 1, size, size, generator=gen) > 0.5).float()
+        mask[label == 0] = 0.0
+        batch["mask"] = mask
+        batch["has_mask"] = label == 1
+    if "landmarks" in requires:
+        batch["landmarks"] = size * (0.2 + 0.6 * torch.rand(n, 68, 2, generator=gen))
+    if "method_label" in requires:
+        batch["method_label"] = torch.where(label == 1, 1 + torch.arange(n) % 2, torch.zeros(n, dtype=torch.long))
+    if "views" in requires:
+        noise = 0.05 * torch.randn(n, 2, 3, size, size, generator=gen)
+        batch["views"] = image.unsqueeze(1) + noise
+    if "pairs" in requires:
+        batch["pair_index"] = torch.arange(n) ^ 1
+    if "blend:xray" in requires:
+        m = torch.zeros(n, 1, size, size)
+        m[label == 1, :, size // 4 : 3 * size // 4, size // 4 : 3 * size // 4] = 1.0
+        batch["mask"] = m
+        batch["xray"] = 4 * m * (1 - m)
+    return batch

@@ -1,0 +1,83 @@
+"""The typed YAML config layer: layering, validation and its error messages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pytest
+
+from configs import ConfigError, config_to_dict, load_config, parse_overrides
+
+
+@dataclass
+class Optim:
+    name: Literal["adam", "sgd"] = "adam"
+    lr: float = 2e-4
+    betas: tuple[float, float] = (0.9, 0.999)
+
+
+@dataclass
+class Cfg:
+    epochs: int = 10
+    data: list[str] = field(default_factory=lambda: ["FF-c23"])
+    optim: Optim = field(default_factory=Optim)
+    note: str | None = None
+    amp: bool = True
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "cfg.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_layering_defaults_file_overrides(tmp_path) -> None:
+    path = write(tmp_path, "epochs: 3\noptim:\n  lr: 0.001\n")
+    cfg = load_config(Cfg, path, overrides=["optim.name=sgd", "data=[a, b]", "note=hi"])
+    assert cfg.epochs == 3 and cfg.optim.lr == 0.001 and cfg.optim.name == "sgd"
+    assert cfg.data == ["a", "b"] and cfg.note == "hi" and cfg.amp is True
+    assert cfg.optim.betas == (0.9, 0.999)
+    assert config_to_dict(cfg)["optim"] == {"name": "sgd", "lr": 0.001, "betas": [0.9, 0.999]}
+
+
+def test_int_is_accepted_as_float(tmp_path) -> None:
+    assert load_config(Cfg, write(tmp_path, "optim: {lr: 1}")).optim.lr == 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("epoch: 3", "unknown key 'epoch'; allowed keys here: amp, data, epochs, note, optim"),
+        ("optim: {lrate: 1}", "unknown key 'optim.lrate'"),
+        ("epochs: three", "key 'epochs' expects an integer, got 'three'"),
+        ("epochs: true", "key 'epochs' expects an integer"),
+        ("amp: 1", "key 'amp' expects true or false"),
+        ("optim: {name: rmsprop}", "allowed values: 'adam', 'sgd'"),
+        ("optim: {betas: [0.9]}", "key 'optim.betas' expects 2 items"),
+        ("data: FF", "key 'data' expects a list"),
+        ("optim: 3", "key 'optim' expects a mapping"),
+    ],
+)
+def test_bad_values_name_file_key_and_allowed(tmp_path, text: str, expected: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(Cfg, path)
+    assert str(path) in str(err.value)
+    assert expected in str(err.value)
+
+
+def test_missing_and_malformed_files(tmp_path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(Cfg, tmp_path / "nope.yaml")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(Cfg, write(tmp_path, "epochs: [1,"))
+    with pytest.raises(ConfigError, match="top level must be a mapping"):
+        load_config(Cfg, write(tmp_path, "- 1\n- 2\n"))
+
+
+def test_bad_override_syntax() -> None:
+    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
+        parse_overrides(["epochs"])
+    with pytest.raises(ConfigError, match="unknown key 'optim.x'"):
+        load_config(Cfg, overrides=["optim.x=1"])

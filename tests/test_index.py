@@ -1,0 +1,101 @@
+"""Dataset index schema v1: validation, atomic round trip and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from preprocessing.index import (
+    DatasetIndex,
+    DatasetIndexError,
+    VideoEntry,
+    read_index,
+    validate_index,
+    write_index,
+)
+
+
+def video(vid: str = "000", label: int = 0, method: str = "real", n: int = 2) -> VideoEntry:
+    return VideoEntry(
+        id=vid,
+        label=label,
+        method=method,
+        split="train",
+        frames=[f"{method}/{vid}/frames/{i:03d}.png" for i in range(n)],
+        landmarks=[f"{method}/{vid}/landmarks/{i:03d}.npy" for i in range(n)],
+        attributes={"gender": "female"},
+    )
+
+
+def make_files(root, index: DatasetIndex) -> None:
+    for v in index.videos:
+        for rel in v.frames + (v.landmarks or []):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_bytes(b"x")
+
+
+def test_round_trip_with_repeated_ids_across_methods(tmp_path) -> None:
+    index = DatasetIndex("FF", "deepfake", [video(), video("000_003", 1, "Deepfakes"), video("000_003", 1, "FaceSwap")])
+    path = tmp_path / "FF.json"
+    write_index(index, path)
+    make_files(tmp_path, index)
+    back = read_index(path, check_files=True)
+    assert [v.key for v in back.videos] == [v.key for v in index.videos]
+    assert back.root == tmp_path.resolve()
+    assert back.resolve(back.videos[0].frames[0]).is_file()
+    assert back.method_names == ["real", "Deepfakes", "FaceSwap"]
+    assert back.attribute_names == ["gender"]
+    assert not list(tmp_path.glob(".*.tmp")), "atomic write left a temporary file"
+
+
+def test_missing_frame_is_named(tmp_path) -> None:
+    index = DatasetIndex("FF", "deepfake", [video()])
+    path = tmp_path / "FF.json"
+    write_index(index, path)
+    with pytest.raises(DatasetIndexError, match=r"frames file 'real/000/frames/000.png' does not exist"):
+        read_index(path, check_files=True)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(schema_version=2), "schema_version must be 1"),
+        (lambda d: d["videos"][0].update(label=2), "'label' must be 0"),
+        (lambda d: d["videos"][0].update(split="training"), "'split' must be one of"),
+        (lambda d: d["videos"][0].update(frames=[]), "'frames' must be a non-empty list"),
+        (lambda d: d["videos"][0].update(frames=["/abs/a.png", "b.png"]), "must be relative"),
+        (lambda d: d["videos"][0].update(frames=["C:\\x\\a.png", "b.png"]), "must be relative"),
+        (lambda d: d["videos"][0].update(landmarks=["a.npy"]), "has 1 entries but the video has 2"),
+        (lambda d: d["videos"][0].pop("method"), "missing keys ['method']"),
+        (lambda d: d["videos"].append(dict(d["videos"][0])), "duplicate video"),
+        (lambda d: d["videos"][0].update(attributes={"age": 30}), "'attributes' must map strings"),
+        (lambda d: d.update(extra=1), "unknown top-level key 'extra'"),
+        (lambda d: d.update(task="audio"), "'task' must be one of"),
+    ],
+)
+def test_broken_index_is_rejected_with_reason(tmp_path, edit, message: str) -> None:
+    data = DatasetIndex("FF", "deepfake", [video()]).to_json()
+    edit(data)
+    assert any(message in e for e in validate_index(data, "x.json"))
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DatasetIndexError) as err:
+        read_index(path)
+    assert str(path) in str(err.value) and message in str(err.value)
+
+
+def test_unreadable_index_files(tmp_path) -> None:
+    with pytest.raises(DatasetIndexError, match="not found"):
+        read_index(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(DatasetIndexError, match="not valid JSON"):
+        read_index(bad)
+
+
+def test_invalid_index_is_never_written(tmp_path) -> None:
+    index = DatasetIndex("FF", "deepfake", [video(label=5)])
+    with pytest.raises(DatasetIndexError, match="refusing to write"):
+        write_index(index, tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()
