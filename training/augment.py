@@ -1,0 +1,75 @@
+"""Training augmentations with albumentations 2.x (DeepfakeBench, paper 002 Appendix A.3).
+
+The pipeline and its defaults are DeepfakeBench's: horizontal flip p 0.5, rotation +-10 deg
+p 0.5, Gaussian blur (kernel 3-7) p 0.5, isotropic resize with a random interpolation, one of
+brightness/contrast (+-0.1), FancyPCA, hue-saturation-value with p 0.5, and JPEG compression
+quality 40-100 p 0.5. Landmarks (68 ``xy`` keypoints) and masks are transformed with the image.
+Every call is seeded, so a sample's augmentation depends only on (seed, epoch, index); all frames
+of a clip get the same seed and therefore the same augmentation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import albumentations as A
+import cv2
+import numpy as np
+
+from training.config import AugmentConfig
+
+
+def build_augment(cfg: AugmentConfig, resolution: int) -> A.Compose | None:
+    """The albumentations pipeline for ``cfg``; ``None`` when augmentation is disabled."""
+    if not cfg.enabled:
+        return None
+    iso = [
+        A.LongestMaxSize(max_size=resolution, interpolation=interp)
+        for interp in (cv2.INTER_CUBIC, cv2.INTER_LINEAR, cv2.INTER_AREA)
+    ]
+    color = cfg.color
+    transforms = [
+        A.HorizontalFlip(p=cfg.hflip.p),
+        A.Rotate(limit=cfg.rotate.limit, border_mode=cv2.BORDER_REFLECT_101, p=cfg.rotate.p),
+        A.GaussianBlur(blur_limit=cfg.blur.blur_limit, p=cfg.blur.p),
+        A.OneOf(iso, p=cfg.isotropic_resize.p),
+        A.PadIfNeeded(resolution, resolution, border_mode=cv2.BORDER_CONSTANT),
+        A.OneOf(
+            [
+                A.RandomBrightnessContrast(color.brightness_limit, color.contrast_limit),
+                A.FancyPCA(alpha=color.fancy_pca_alpha),
+                A.HueSaturationValue(
+                    color.hue_shift_limit, color.sat_shift_limit, color.val_shift_limit
+                ),
+            ],
+            p=color.p,
+        ),
+        A.ImageCompression(quality_range=cfg.jpeg.quality, p=cfg.jpeg.p),
+    ]
+    return A.Compose(
+        transforms,
+        keypoint_params=A.KeypointParams(format="xy", remove_invisible=False),
+        seed=0,
+    )
+
+
+def apply_augment(
+    pipeline: A.Compose | None,
+    seed: int,
+    image: np.ndarray,
+    landmarks: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Augment one frame with a fixed ``seed``; returns (image, landmarks, mask)."""
+    if pipeline is None:
+        return image, landmarks, mask
+    pipeline.set_random_seed(seed)
+    kwargs: dict[str, Any] = {"image": image}
+    kwargs["keypoints"] = (
+        landmarks if landmarks is not None else np.zeros((0, 2), dtype=np.float32)
+    )
+    if mask is not None:
+        kwargs["mask"] = mask
+    out = pipeline(**kwargs)
+    points = np.asarray(out["keypoints"], dtype=np.float32).reshape(-1, 2)
+    return out["image"], (points if landmarks is not None else None), out.get("mask")

@@ -1,0 +1,218 @@
+"""The trainer's typed configuration (``TrainConfig``) and its layered loader.
+
+Defaults follow DeepfakeBench (paper 002, Sec. 4.1 and Appendix A.3): Adam, lr 2e-4,
+betas (0.9, 0.999), batch 32, 32 frames per video for training and testing, 256x256 faces, and
+the augmentations of :class:`AugmentConfig`. Layers: dataclass defaults < the detector YAML's
+``model:``/``train:`` sections < each YAML file < ``--set`` overrides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from configs import ConfigError, load_config, load_yaml, parse_overrides
+from detectors.registry import get_detector_class, load_detector_yaml
+
+
+@dataclass
+class OptimizerConfig:
+    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD."""
+
+    name: Literal["adam", "adamw", "sgd"] = "adam"
+    lr: float = 2e-4
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+    momentum: float = 0.9
+    nesterov: bool = False
+
+
+@dataclass
+class SchedulerConfig:
+    """Learning-rate schedule, stepped once per optimiser step (not once per run).
+
+    ``step``: multiply by ``gamma`` every ``step_size`` epochs; ``cosine``: cosine decay to
+    ``min_lr`` over the run; ``none``: constant. ``warmup_steps`` > 0 adds a linear warm-up.
+    """
+
+    name: Literal["none", "step", "cosine"] = "none"
+    step_size: int = 10
+    gamma: float = 0.1
+    min_lr: float = 0.0
+    warmup_steps: int = 0
+
+
+@dataclass
+class FlipConfig:
+    p: float = 0.5
+
+
+@dataclass
+class RotateConfig:
+    p: float = 0.5
+    limit: float = 10.0
+
+
+@dataclass
+class BlurConfig:
+    p: float = 0.5
+    blur_limit: tuple[int, int] = (3, 7)
+
+
+@dataclass
+class IsotropicResizeConfig:
+    """Resize the longest side to the resolution with a random interpolation pair (p=1)."""
+
+    p: float = 1.0
+
+
+@dataclass
+class ColorConfig:
+    """One of brightness/contrast, FancyPCA, hue-saturation-value, applied with ``p``."""
+
+    p: float = 0.5
+    brightness_limit: tuple[float, float] = (-0.1, 0.1)
+    contrast_limit: tuple[float, float] = (-0.1, 0.1)
+    fancy_pca_alpha: float = 0.1
+    hue_shift_limit: float = 20.0
+    sat_shift_limit: float = 30.0
+    val_shift_limit: float = 20.0
+
+
+@dataclass
+class JpegConfig:
+    p: float = 0.5
+    quality: tuple[int, int] = (40, 100)
+
+
+@dataclass
+class AugmentConfig:
+    """Training augmentations (DeepfakeBench A.3); set ``p: 0`` to switch one off."""
+
+    enabled: bool = True
+    hflip: FlipConfig = field(default_factory=FlipConfig)
+    rotate: RotateConfig = field(default_factory=RotateConfig)
+    blur: BlurConfig = field(default_factory=BlurConfig)
+    isotropic_resize: IsotropicResizeConfig = field(default_factory=IsotropicResizeConfig)
+    color: ColorConfig = field(default_factory=ColorConfig)
+    jpeg: JpegConfig = field(default_factory=JpegConfig)
+
+
+@dataclass
+class FairSwapConfig:
+    """FairSWAP batch augmentation (paper 001 Sec. V), applied after collation."""
+
+    enabled: bool = False
+    p1: float = 0.3
+    p2: float = 0.3
+    p3: float = 0.5
+    p4: float = 0.5
+    patch: int = 64
+    group_key: str = "gender"
+
+
+@dataclass
+class TrainSection:
+    """Everything about how to train; a detector YAML's ``train:`` section overrides these."""
+
+    epochs: int = 10
+    batch_size: int = 32
+    eval_batch_size: int | None = None
+    frame_num: int = 32
+    test_frame_num: int = 32
+    resolution: int | None = None
+    frames_per_clip: int = 1
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    grad_clip: float | None = None
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
+    channels_last: bool | None = None
+    compile: bool = False
+    seed: int = 1024
+    sampler: Literal["shuffle", "class_balanced", "group_balanced"] = "shuffle"
+    group_key: str | None = None
+    augment: AugmentConfig = field(default_factory=AugmentConfig)
+    fairswap: FairSwapConfig = field(default_factory=FairSwapConfig)
+    pixel_map_size: int = 14
+    eval_every_steps: int = 0
+    checkpoint_every_steps: int = 0
+    selection: Literal["val", "test-top3"] = "val"
+    selection_metric: Literal["auc", "ap", "eer", "acc", "loss"] = "auc"
+    selection_level: Literal["frame", "video"] = "frame"
+    patience: int | None = None
+    log_every_steps: int = 20
+    save_predictions: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "frame_num", "test_frame_num", "frames_per_clip"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
+        if self.sampler == "group_balanced" and not self.group_key:
+            raise ValueError("train.sampler 'group_balanced' needs train.group_key (an attribute)")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"train.patience must be >= 1 or null, got {self.patience}")
+
+
+@dataclass
+class DataSection:
+    """Which datasets to use: names resolve to ``<data_root>/<name>.json``."""
+
+    data_root: str = "datasets"
+    train_data: list[str] = field(default_factory=list)
+    val_data: list[str] = field(default_factory=list)
+    test_data: list[str] = field(default_factory=list)
+    num_workers: int = 2
+    cache: bool = False
+    cache_dir: str | None = None
+
+
+@dataclass
+class TrainConfig:
+    """A full training run: ``detector``, its ``model`` fields, ``train`` and ``data`` sections."""
+
+    detector: str = "meso4"
+    model: dict[str, Any] = field(default_factory=dict)
+    train: TrainSection = field(default_factory=TrainSection)
+    data: DataSection = field(default_factory=DataSection)
+    output_dir: str = "runs"
+    run_name: str | None = None
+    device: str = "auto"
+
+
+def load_train_config(
+    detector: str | None = None,
+    *yaml_paths: str | Path | None,
+    overrides: Iterable[str] | Mapping[str, Any] = (),
+    detector_yaml: str | Path | None = None,
+) -> TrainConfig:
+    """Resolve a :class:`TrainConfig`.
+
+    Layers: defaults < ``configs/detectors/<detector>.yaml`` (``model`` and ``train``) <
+    each file of ``yaml_paths`` (same shape as :class:`TrainConfig`) < ``overrides``
+    (``"train.lr=1e-4"`` strings or a nested mapping). ``detector`` may also come from a file
+    or an override (precedence: ``--set detector=`` > argument > files); the detector YAML of
+    the final name is used.
+    """
+    from_files = None
+    for path in yaml_paths:
+        if path is not None:
+            from_files = load_yaml(path).get("detector", from_files)
+    over = dict(overrides) if isinstance(overrides, Mapping) else parse_overrides(overrides)
+    name = over.get("detector") or detector or from_files
+    if not name or not isinstance(name, str):
+        raise ConfigError("no detector given: pass --detector NAME or set 'detector' in a config")
+    try:
+        get_detector_class(name)
+    except KeyError as exc:
+        raise ConfigError(str(exc.args[0])) from None
+    over["detector"] = name
+    det_yaml = load_detector_yaml(name, detector_yaml)
+    base = {
+        "detector": name,
+        "model": dict(det_yaml.get("model") or {}),
+        "train": dict(det_yaml.get("train") or {}),
+    }
+    return load_config(TrainConfig, *yaml_paths, overrides=over, base=base)
