@@ -5,7 +5,7 @@
   the edges of an image, Oppenheim & Lim 1981) and by iFWA (DeepfakeBench, Appendix, Table 7).
 - :func:`dct_matrix`, :func:`dct2d`, :func:`idct2d`: the orthonormal DCT-II basis and the
   separable 2-D transform ``D x D^T`` of F3Net (Qian et al., ECCV 2020, Sec. 3.1, Eq. 1).
-- :func:`band_mask`: the binary diagonal band ``start <= i + j <= end`` of a DCT spectrum that
+- :func:`band_mask`: the binary diagonal band ``start <= i + j < end`` of a DCT spectrum that
   F3Net's FAD and LFS filters are built from (Sec. 3.1-3.2).
 """
 
@@ -57,7 +57,10 @@ def idct2d(coeffs: torch.Tensor, mat: torch.Tensor) -> torch.Tensor:
 
 
 def band_mask(size: int, start: float, end: float) -> torch.Tensor:
-    """Binary [size, size] mask of the DCT band ``start <= i + j <= end`` (low frequencies at 0)."""
+    """Binary [size, size] mask of the DCT band ``start <= i + j < end`` (low frequencies at 0).
+
+    Half-open, so consecutive bands partition the spectrum.
+    """
     idx = torch.arange(size, dtype=torch.float32)
     diag = idx.unsqueeze(1) + idx.unsqueeze(0)
-    return ((diag >= start) & (diag <= end)).float()
+    return ((diag >= start) & (diag < end)).float()

@@ -193,7 +193,11 @@ def _curve(
     else:
         pos_w, neg_w = pos, 1.0 - pos
     last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]
-    return s[last], np.cumsum(pos_w)[last], np.cumsum(neg_w)[last]
+    thr, tps, fps = s[last], np.cumsum(pos_w)[last], np.cumsum(neg_w)[last]
+    if weight is not None:  # drop thresholds of zero-weight samples: same curve as repeating samples
+        keep = np.diff(np.r_[0.0, tps + fps]) > 0
+        thr, tps, fps = thr[keep], tps[keep], fps[keep]
+    return thr, tps, fps
 
 
 def _rates(tps: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

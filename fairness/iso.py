@@ -82,7 +82,10 @@ def _species_scores(
     species = np.asarray(species, dtype=object)
     if species.shape != y_true.shape:
         raise ValueError("species must have one entry per sample")
-    return {str(s): y_score[attacks & (species == s)] for s in sorted({str(v) for v in species[attacks]})}
+    return {
+        str(s): y_score[attacks & (species == s)]
+        for s in sorted({str(v) for v in species[attacks]})
+    }
 
 
 def apcer_per_species(

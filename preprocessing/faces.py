@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ def _model_file(name: str) -> str:
     return str(path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(kind: str) -> Any:
     """Load one dlib model, once per process."""
     import dlib

@@ -19,8 +19,13 @@ import numpy as np
 from training.config import AugmentConfig
 
 
-def build_augment(cfg: AugmentConfig, resolution: int) -> A.Compose | None:
-    """The albumentations pipeline for ``cfg``; ``None`` when augmentation is disabled."""
+def build_augment(cfg: AugmentConfig, resolution: int, keypoints: bool = False) -> A.Compose | None:
+    """The albumentations pipeline for ``cfg``; ``None`` when augmentation is disabled.
+
+    With ``keypoints`` the pipeline also moves 68 landmarks; rotation then fills the corners
+    with black instead of reflecting (albumentations 2.x copies keypoints into reflected
+    borders, which would break the 68-point layout).
+    """
     if not cfg.enabled:
         return None
     iso = [
@@ -30,7 +35,11 @@ def build_augment(cfg: AugmentConfig, resolution: int) -> A.Compose | None:
     color = cfg.color
     transforms = [
         A.HorizontalFlip(p=cfg.hflip.p),
-        A.Rotate(limit=cfg.rotate.limit, border_mode=cv2.BORDER_REFLECT_101, p=cfg.rotate.p),
+        A.Rotate(
+            limit=cfg.rotate.limit,
+            border_mode=cv2.BORDER_CONSTANT if keypoints else cv2.BORDER_REFLECT_101,
+            p=cfg.rotate.p,
+        ),
         A.GaussianBlur(blur_limit=cfg.blur.blur_limit, p=cfg.blur.p),
         A.OneOf(iso, p=cfg.isotropic_resize.p),
         A.PadIfNeeded(resolution, resolution, border_mode=cv2.BORDER_CONSTANT),
@@ -48,7 +57,7 @@ def build_augment(cfg: AugmentConfig, resolution: int) -> A.Compose | None:
     ]
     return A.Compose(
         transforms,
-        keypoint_params=A.KeypointParams(format="xy", remove_invisible=False),
+        keypoint_params=A.KeypointParams(format="xy", remove_invisible=False) if keypoints else None,
         seed=0,
     )
 
@@ -65,11 +74,14 @@ def apply_augment(
         return image, landmarks, mask
     pipeline.set_random_seed(seed)
     kwargs: dict[str, Any] = {"image": image}
-    kwargs["keypoints"] = (
-        landmarks if landmarks is not None else np.zeros((0, 2), dtype=np.float32)
-    )
+    if landmarks is not None:
+        if "keypoints" not in pipeline.processors:
+            raise ValueError("landmarks given but the pipeline was built without keypoints=True")
+        kwargs["keypoints"] = landmarks
     if mask is not None:
         kwargs["mask"] = mask
     out = pipeline(**kwargs)
-    points = np.asarray(out["keypoints"], dtype=np.float32).reshape(-1, 2)
-    return out["image"], (points if landmarks is not None else None), out.get("mask")
+    points = None
+    if landmarks is not None:
+        points = np.asarray(out["keypoints"], dtype=np.float32).reshape(-1, 2)
+    return out["image"], points, out.get("mask")

@@ -50,7 +50,12 @@ class BlendingError(ValueError):
 
 
 def _check_inputs(image: np.ndarray, landmarks: np.ndarray, what: str = "image") -> np.ndarray:
-    if not isinstance(image, np.ndarray) or image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
+    if (
+        not isinstance(image, np.ndarray)
+        or image.dtype != np.uint8
+        or image.ndim != 3
+        or image.shape[2] != 3
+    ):
         got = f"{getattr(image, 'dtype', type(image).__name__)} {getattr(image, 'shape', '')}"
         raise BlendingError(f"{what}: expected a uint8 HxWx3 RGB array, got {got}")
     pts = np.asarray(landmarks, dtype=np.float32)
@@ -79,7 +84,9 @@ def _elastic_deform(mask: np.ndarray, rng: np.random.Generator, strength: float)
     dx = cv2.resize(coarse[0], (w, h), interpolation=cv2.INTER_CUBIC)
     dy = cv2.resize(coarse[1], (w, h), interpolation=cv2.INTER_CUBIC)
     xs, ys = np.meshgrid(np.arange(w, dtype=np.float32), np.arange(h, dtype=np.float32))
-    warped = cv2.remap(mask, xs + dx, ys + dy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0)
+    warped = cv2.remap(
+        mask, xs + dx, ys + dy, cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT, borderValue=0
+    )
     return (warped > 0.5).astype(np.float32)
 
 
@@ -88,7 +95,9 @@ def _odd(n: float) -> int:
     return n if n % 2 else n + 1
 
 
-def random_blend_mask(shape_hw: Sequence[int], landmarks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def random_blend_mask(
+    shape_hw: Sequence[int], landmarks: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Deformed, smoothed convex-hull mask in [0, 1], zero outside the landmark hull.
 
     The hull is deformed (SBI Sec. 3.3 / Face X-ray Sec. 3.3), kept inside the hull, eroded by
@@ -137,7 +146,13 @@ def _sbi_source_transform() -> A.Compose:
                 ],
                 p=1.0,
             ),
-            A.OneOf([A.Downscale(scale_range=(0.5, 0.75), p=1.0), A.Sharpen((0.2, 0.5), (0.5, 1.0), p=1.0)], p=1.0),
+            A.OneOf(
+                [
+                    A.Downscale(scale_range=(0.5, 0.75), p=1.0),
+                    A.Sharpen((0.2, 0.5), (0.5, 1.0), p=1.0),
+                ],
+                p=1.0,
+            ),
         ]
     )
 
@@ -150,10 +165,14 @@ def _sbi_resize_translate(image: np.ndarray, rng: np.random.Generator) -> np.nda
     ty = float(rng.uniform(-0.015, 0.015)) * h
     cx, cy = w / 2.0, h / 2.0
     matrix = np.array([[s, 0, (1 - s) * cx + tx], [0, s, (1 - s) * cy + ty]], dtype=np.float32)
-    return cv2.warpAffine(image, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101)
+    return cv2.warpAffine(
+        image, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
+    )
 
 
-def self_blend(image: np.ndarray, landmarks: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def self_blend(
+    image: np.ndarray, landmarks: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Self-Blended Image of a real face (SBI, CVPR 2022): ``(blended uint8 image, float32 mask)``.
 
     The returned mask already includes the blend ratio, so ``blended = src * M + img * (1 - M)``.
@@ -175,12 +194,16 @@ def _eye_level_matrix(landmarks: np.ndarray) -> np.ndarray:
     return cv2.getRotationMatrix2D((float(centre[0]), float(centre[1])), angle, 1.0)
 
 
-def face_warp(image: np.ndarray, landmarks: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def face_warp(
+    image: np.ndarray, landmarks: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """FWA fake of a real face (Li & Lyu 2019, Sec. 3): ``(uint8 image, float32 mask)``."""
     pts = _check_inputs(image, landmarks)
     h, w = image.shape[:2]
     rot = _eye_level_matrix(pts)
-    aligned = cv2.warpAffine(image, rot, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101)
+    aligned = cv2.warpAffine(
+        image, rot, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
+    )
     aligned_pts = pts @ rot[:, :2].T + rot[:, 2]
     x0, y0 = np.floor(aligned_pts.min(0)).astype(int)
     x1, y1 = np.ceil(aligned_pts.max(0)).astype(int) + 1
@@ -189,12 +212,20 @@ def face_warp(image: np.ndarray, landmarks: np.ndarray, rng: np.random.Generator
         raise BlendingError(f"face_warp: face box {x1 - x0}x{y1 - y0} px is too small")
     face = aligned[y0:y1, x0:x1]
     scale = float(rng.choice(FWA_SCALES))
-    small = cv2.resize(face, (max(1, round(face.shape[1] * scale)), max(1, round(face.shape[0] * scale))), interpolation=cv2.INTER_AREA)
+    small = cv2.resize(
+        face,
+        (max(1, round(face.shape[1] * scale)), max(1, round(face.shape[0] * scale))),
+        interpolation=cv2.INTER_AREA,
+    )
     small = cv2.GaussianBlur(small, (_odd(rng.choice((3, 5, 7))), _odd(rng.choice((3, 5, 7)))), 0)
     warped = aligned.copy()
-    warped[y0:y1, x0:x1] = cv2.resize(small, (face.shape[1], face.shape[0]), interpolation=cv2.INTER_LINEAR)
+    warped[y0:y1, x0:x1] = cv2.resize(
+        small, (face.shape[1], face.shape[0]), interpolation=cv2.INTER_LINEAR
+    )
     back = cv2.invertAffineTransform(rot)
-    source = cv2.warpAffine(warped, back, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101)
+    source = cv2.warpAffine(
+        warped, back, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
+    )
     mask = random_blend_mask((h, w), pts, rng)
     return _blend(source, image, mask), mask
 
@@ -213,7 +244,10 @@ def color_transfer(source: np.ndarray, target: np.ndarray, mask: np.ndarray) -> 
 
 
 def xray_blend(
-    image: np.ndarray, landmarks: np.ndarray, partner: tuple[np.ndarray, np.ndarray], rng: np.random.Generator
+    image: np.ndarray,
+    landmarks: np.ndarray,
+    partner: tuple[np.ndarray, np.ndarray],
+    rng: np.random.Generator,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Face X-ray blended image (Li et al. 2020, Sec. 3.3): ``(uint8 image, mask M, x-ray B)``.
 
@@ -229,7 +263,9 @@ def xray_blend(
     matrix, _ = cv2.estimateAffinePartial2D(p_pts, pts, method=cv2.LMEDS)
     if matrix is None:
         raise BlendingError("xray: cannot align the partner face (degenerate landmarks)")
-    source = cv2.warpAffine(p_img, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101)
+    source = cv2.warpAffine(
+        p_img, matrix, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101
+    )
     mask = random_blend_mask((h, w), pts, rng)
     source = color_transfer(source, image, mask)
     blended = _blend(source, image, mask)
@@ -335,8 +371,12 @@ class NearestLandmarks:
                 log.warning("NearestLandmarks: video %s has no landmarks; skipped", video.id)
                 continue
             for frame, lm in zip(video.frames, video.landmarks, strict=True):
-                entries.append(Partner(f"{video.method}/{video.id}", index.resolve(frame), index.resolve(lm)))
-        stamp = hashlib.sha256(json.dumps([k, *[_file_stamp(e.landmarks) for e in entries]]).encode()).hexdigest()[:16]
+                entries.append(
+                    Partner(f"{video.method}/{video.id}", index.resolve(frame), index.resolve(lm))
+                )
+        stamp = hashlib.sha256(
+            json.dumps([k, *[_file_stamp(e.landmarks) for e in entries]]).encode()
+        ).hexdigest()[:16]
         cache_root = Path(cache_dir) if cache_dir is not None else Path(index.root)
         cache_file = cache_root / f".nearest_landmarks_{stamp}.npz"
         if cache_file.is_file():
@@ -345,7 +385,9 @@ class NearestLandmarks:
                 keep = data["keep"]
                 return cls([entries[i] for i in keep], data["landmarks"], data["table"])
             except (OSError, KeyError, ValueError) as exc:
-                log.warning("NearestLandmarks: cache %s unreadable (%s); rebuilding", cache_file, exc)
+                log.warning(
+                    "NearestLandmarks: cache %s unreadable (%s); rebuilding", cache_file, exc
+                )
         points, keep = [], []
         for i, entry in enumerate(entries):
             try:
@@ -354,17 +396,25 @@ class NearestLandmarks:
                 log.warning("NearestLandmarks: cannot read %s (%s); skipped", entry.landmarks, exc)
                 continue
             if pts.shape != (68, 2) or not np.isfinite(pts).all():
-                log.warning("NearestLandmarks: %s has shape %s, not (68, 2); skipped", entry.landmarks, pts.shape)
+                log.warning(
+                    "NearestLandmarks: %s has shape %s, not (68, 2); skipped",
+                    entry.landmarks,
+                    pts.shape,
+                )
                 continue
             points.append(pts)
             keep.append(i)
         if not points:
-            raise BlendingError(f"NearestLandmarks: no readable landmarks in split {split!r} of {index.dataset}")
+            raise BlendingError(
+                f"NearestLandmarks: no readable landmarks in split {split!r} of {index.dataset}"
+            )
         table = cls.build([entries[i] for i in keep], np.stack(points), k=k)
         cache_root.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cache_root, suffix=".npz")
         os.close(fd)
-        np.savez(tmp, keep=np.asarray(keep, dtype=np.int64), landmarks=table.landmarks, table=table.table)
+        np.savez(
+            tmp, keep=np.asarray(keep, dtype=np.int64), landmarks=table.landmarks, table=table.table
+        )
         os.replace(tmp, cache_file)
         return table
 
@@ -375,13 +425,23 @@ class NearestLandmarks:
         """A random partner among the k nearest of a table frame (by its absolute frame path)."""
         i = self._by_frame.get(str(frame))
         if i is None:
-            raise KeyError(f"NearestLandmarks: frame {frame} is not a real training frame of the table")
+            raise KeyError(
+                f"NearestLandmarks: frame {frame} is not a real training frame of the table"
+            )
         row = self.table[i][self.table[i] >= 0]
         if len(row) == 0:
-            raise BlendingError(f"NearestLandmarks: frame {frame} has no partner from another video")
+            raise BlendingError(
+                f"NearestLandmarks: frame {frame} has no partner from another video"
+            )
         return self.entries[int(rng.choice(row))]
 
-    def query(self, landmarks: np.ndarray, rng: np.random.Generator, k: int = 100, exclude_video: str | None = None) -> Partner:
+    def query(
+        self,
+        landmarks: np.ndarray,
+        rng: np.random.Generator,
+        k: int = 100,
+        exclude_video: str | None = None,
+    ) -> Partner:
         """A random partner among the k frames nearest to arbitrary ``landmarks``."""
         feats = _normalise(self.landmarks)
         dist = np.linalg.norm(feats - _normalise(np.asarray(landmarks))[0], axis=1)

@@ -4,7 +4,7 @@ Paper 000 (metamorphic fairness testing), section "makeup" / Figure 5: the landm
 of a face region are taken by their indices, the discrete points are interpolated into a smooth
 boundary line, and the interior of the boundary is filled. Here the boundaries are cubic
 B-splines through the landmarks (``scipy.interpolate.splprep`` with ``s=0``: the curve passes
-through every point), and the interior is rasterised with ``skimage.draw.polygon``.
+through every point), and the interior is rasterised with ``cv2.fillPoly`` (1/16-pixel vertices).
 
 Regions (image coordinates; dlib's indices, "right" is the subject's right = image left):
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import cv2
 import numpy as np
 from scipy import interpolate
-from skimage.draw import polygon as fill_polygon
 
 COMPONENTS = ("eyeliner", "eyeshadow", "blush", "lipstick")
 
@@ -36,6 +36,8 @@ LEFT_BROW = (22, 23, 24, 25, 26)
 OUTER_LIP = tuple(range(48, 60))
 INNER_LIP = tuple(range(60, 68))
 BETWEEN_BROWS = (21, 22, 27)
+_SHIFT = 4  # cv2.fillPoly sub-pixel bits: vertices at 1/16 pixel
+_SUBPIXEL = 1 << _SHIFT
 
 
 class LandmarkError(ValueError):
@@ -93,11 +95,11 @@ def spline_curve(points: np.ndarray, closed: bool, samples: int = 100) -> np.nda
 
 def fill_curve(shape_hw: tuple[int, int], curve: np.ndarray) -> np.ndarray:
     """Boolean mask of the interior of the closed polygon ``curve`` (x, y) in an HxW image."""
-    mask = np.zeros(shape_hw, dtype=bool)
+    mask = np.zeros(shape_hw, dtype=np.uint8)
     if len(curve) >= 3:
-        rr, cc = fill_polygon(curve[:, 1], curve[:, 0], shape=shape_hw)
-        mask[rr, cc] = True
-    return mask
+        points = np.rint(np.asarray(curve) * _SUBPIXEL).astype(np.int32)
+        cv2.fillPoly(mask, [points], 1, lineType=cv2.LINE_8, shift=_SHIFT)
+    return mask.astype(bool)
 
 
 def _band(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -105,7 +107,9 @@ def _band(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
     return np.vstack([lower, upper[::-1]])
 
 
-def _eyeliner(lm: np.ndarray, eye: Sequence[int], outer_first: bool, thickness: float) -> np.ndarray:
+def _eyeliner(
+    lm: np.ndarray, eye: Sequence[int], outer_first: bool, thickness: float
+) -> np.ndarray:
     lid = spline_curve(lm[list(eye)], closed=False, samples=60)
     width = np.linalg.norm(lm[eye[-1]] - lm[eye[0]])
     outer, inner = (lm[eye[0]], lm[eye[-1]]) if outer_first else (lm[eye[-1]], lm[eye[0]])
@@ -121,7 +125,9 @@ def _eyeliner(lm: np.ndarray, eye: Sequence[int], outer_first: bool, thickness: 
     return np.vstack([lid, wing, upper[::-1]])
 
 
-def _eyeshadow(lm: np.ndarray, eye: Sequence[int], brow: Sequence[int], height: float) -> np.ndarray:
+def _eyeshadow(
+    lm: np.ndarray, eye: Sequence[int], brow: Sequence[int], height: float
+) -> np.ndarray:
     lid = spline_curve(lm[list(eye)], closed=False, samples=60)
     brow_curve = spline_curve(lm[list(brow)], closed=False, samples=60)
     # brows run outer->inner on the right and inner->outer on the left, like the eyes' indices
@@ -178,7 +184,9 @@ def region_outlines(
     raise ValueError(f"unknown makeup component {component!r}; known: {', '.join(COMPONENTS)}")
 
 
-def region_mask(shape_hw: tuple[int, int], landmarks: np.ndarray, component: str, **sizes: float) -> np.ndarray:
+def region_mask(
+    shape_hw: tuple[int, int], landmarks: np.ndarray, component: str, **sizes: float
+) -> np.ndarray:
     """Boolean HxW mask of one makeup component's region."""
     fill, cut = region_outlines(landmarks, component, **sizes)
     mask = np.zeros(shape_hw, dtype=bool)
@@ -189,7 +197,9 @@ def region_mask(shape_hw: tuple[int, int], landmarks: np.ndarray, component: str
     return mask
 
 
-def between_brows_box(landmarks: np.ndarray, shape_hw: tuple[int, int]) -> tuple[int, int, int, int]:
+def between_brows_box(
+    landmarks: np.ndarray, shape_hw: tuple[int, int]
+) -> tuple[int, int, int, int]:
     """The rectangle (x0, y0, x1, y1), end-exclusive, between the eyebrows (paper Figure 4).
 
     Horizontally between the inner brow ends (21, 22), vertically from the lower of the two

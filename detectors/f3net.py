@@ -1,0 +1,185 @@
+"""F3Net: "Thinking in Frequency" (Qian et al., ECCV 2020).
+
+Two Xception streams over two frequency views of the face, fused by cross-attention:
+
+- FAD, frequency-aware decomposition (Sec. 3.1, Eq. 1-2): the 2-D DCT of each colour channel is
+  split by three filters ``h_base + sigma(h_w)`` (fixed binary band plus a learnable part,
+  ``sigma(x) = (1 - e^-x) / (1 + e^-x) = 2 sigmoid(x) - 1``) into the low (first 1/16 of the
+  spectrum), middle (1/16 to 1/8) and high (last 7/8) bands, plus the full band; each filtered
+  spectrum goes back through the inverse DCT, giving 4 x 3 = 12 channels.
+- LFS, local frequency statistics (Sec. 3.2, Eq. 3): a 10x10 sliding-window DCT (stride 2,
+  padding 4) of the grey image in [0, 255]; for each of M = 6 diagonal bands with learnable
+  filters, ``q = log10 || D(p) * h ||_1`` gives one channel at half resolution.
+- MixBlock (Sec. 3.3, Fig. 4): cross-attention between the streams after Xception's block 7
+  (728 channels) and block 12 (1024 channels), in the layout of the public re-implementation
+  github.com/yyk-wew/F3Net; the two pooled 2048-d features are concatenated, dropout 0.2,
+  linear 4096 -> 2, cross-entropy.
+
+``mode: fad`` keeps only the FAD stream, as DeepfakeBench does (paper 002, Appendix A.2 item 13).
+Each stream's first convolution is widened from the (pretrained) RGB one, split across its
+input channels (DeepfakeBench's F3Net); the LFS stream's has stride 1 since LFS already halves
+the resolution.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from detectors.backbones.xception import FEATURES, create_xception, run_stage, widen_first_conv
+from detectors.base import Detector, DetectorConfig
+from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d
+from detectors.registry import register_detector
+
+
+class BandFilter(nn.Module):
+    """``h_base + (2 sigmoid(h_w) - 1)`` on a [size, size] DCT spectrum, ``h_w ~ N(0, 0.1)``."""
+
+    def __init__(self, size: int, start: float, end: float) -> None:
+        super().__init__()
+        self.register_buffer("base", band_mask(size, start, end), persistent=False)
+        self.learnable = nn.Parameter(torch.randn(size, size) * 0.1)
+
+    def forward(self) -> torch.Tensor:
+        return self.base + 2.0 * torch.sigmoid(self.learnable) - 1.0
+
+
+class FAD(nn.Module):
+    """Frequency-aware decomposition: [B, 3, S, S] -> [B, 12, S, S] (low, mid, high, all)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.register_buffer("dct", dct_matrix(size), persistent=False)
+        low, mid = size / math.sqrt(8.0), size / 2.0  # triangles of 1/16 and 1/8 of the area
+        bands = [(0.0, low), (low, mid), (mid, 2.0 * size), (0.0, 2.0 * size)]
+        self.filters = nn.ModuleList(BandFilter(size, a, b) for a, b in bands)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        freq = dct2d(x, self.dct)
+        return torch.cat([idct2d(freq * f(), self.dct) for f in self.filters], dim=1)
+
+
+class LFS(nn.Module):
+    """Local frequency statistics: grey [B, 1, S, S] in [0, 255] -> [B, M, S', S'] log-energies."""
+
+    def __init__(self, window: int = 10, bands: int = 6, stride: int = 2, eps: float = 1e-15) -> None:
+        super().__init__()
+        self.window, self.stride, self.eps = window, stride, eps
+        self.register_buffer("dct", dct_matrix(window), persistent=False)
+        width = 2.0 * window / bands
+        self.filters = nn.ModuleList(BandFilter(window, width * i, width * (i + 1)) for i in range(bands))
+
+    def forward(self, gray: torch.Tensor) -> torch.Tensor:
+        b, _, h, w = gray.shape
+        s, pad = self.window, self.window // 2 - 1
+        out_h, out_w = (h + 2 * pad - s) // self.stride + 1, (w + 2 * pad - s) // self.stride + 1
+        patches = F.unfold(gray, s, padding=pad, stride=self.stride)  # [B, S*S, L]
+        coeffs = dct2d(patches.transpose(1, 2).reshape(b, -1, s, s), self.dct).abs()
+        stats = [
+            torch.log10((coeffs * f().abs()).sum(dim=(-2, -1)) + self.eps) for f in self.filters
+        ]
+        return torch.stack(stats, dim=1).reshape(b, len(self.filters), out_h, out_w)
+
+
+class MixBlock(nn.Module):
+    """Cross-attention fusion of the FAD and LFS feature maps (square maps of ``channels``)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.fad_query = nn.Conv2d(channels, channels, 1)
+        self.lfs_query = nn.Conv2d(channels, channels, 1)
+        self.fad_key = nn.Conv2d(channels, channels, 1)
+        self.lfs_key = nn.Conv2d(channels, channels, 1)
+        self.fad_gamma = nn.Parameter(torch.zeros(1))
+        self.lfs_gamma = nn.Parameter(torch.zeros(1))
+        self.fad_conv = nn.Conv2d(channels, channels, 1, groups=channels)
+        self.fad_bn = nn.BatchNorm2d(channels)
+        self.lfs_conv = nn.Conv2d(channels, channels, 1, groups=channels)
+        self.lfs_bn = nn.BatchNorm2d(channels)
+
+    def forward(self, x_fad: torch.Tensor, x_lfs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b, c, h, w = x_fad.shape
+        if h != w or x_lfs.shape != x_fad.shape:
+            raise ValueError(f"MixBlock needs equal square maps, got {tuple(x_fad.shape)} and {tuple(x_lfs.shape)}")
+        query = torch.cat([self.fad_query(x_fad).view(-1, h, w), self.lfs_query(x_lfs).view(-1, h, w)], dim=2)
+        key = torch.cat(
+            [self.fad_key(x_fad).view(-1, h, w).transpose(1, 2), self.lfs_key(x_lfs).view(-1, h, w).transpose(1, 2)],
+            dim=1,
+        )
+        attention = torch.softmax(torch.bmm(query, key), dim=-1).view(b, c, h, w)
+        att_lfs = x_lfs * attention * (2.0 * torch.sigmoid(self.lfs_gamma) - 1.0)
+        att_fad = x_fad * attention * (2.0 * torch.sigmoid(self.fad_gamma) - 1.0)
+        return x_fad + self.fad_bn(self.fad_conv(att_lfs)), x_lfs + self.lfs_bn(self.lfs_conv(att_fad))
+
+
+@dataclass
+class F3NetConfig(DetectorConfig):
+    """``mode``: ``mix`` (FAD + LFS + MixBlocks, the paper) or ``fad`` (DeepfakeBench)."""
+
+    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
+    mode: Literal["mix", "fad"] = "mix"
+    lfs_window: int = 10
+    lfs_bands: int = 6
+    dropout: float = 0.2
+
+    def __post_init__(self) -> None:
+        if self.lfs_bands % 3:
+            raise ValueError(f"lfs_bands must be a multiple of 3 (RGB kernel split), got {self.lfs_bands}")
+        if self.lfs_window < 2:
+            raise ValueError(f"lfs_window must be >= 2, got {self.lfs_window}")
+
+
+@register_detector("f3net")
+class F3Net(Detector):
+    """FAD and LFS Xception streams with two MixBlocks, or the FAD stream alone."""
+
+    Config = F3NetConfig
+
+    def __init__(self, cfg: F3NetConfig) -> None:
+        super().__init__(cfg)
+        self.register_buffer("mean", torch.tensor(cfg.mean).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(cfg.std).view(1, 3, 1, 1), persistent=False)
+        self.fad = FAD(cfg.input_size)
+        self.fad_xception = create_xception(cfg.pretrained)
+        widen_first_conv(self.fad_xception, 12, stride=2, mode="split")
+        streams = 1
+        if cfg.mode == "mix":
+            streams = 2
+            self.lfs = LFS(cfg.lfs_window, cfg.lfs_bands)
+            self.lfs_xception = create_xception(cfg.pretrained)
+            widen_first_conv(self.lfs_xception, cfg.lfs_bands, stride=1, mode="split")
+            self.mix7 = MixBlock(728)
+            self.mix12 = MixBlock(1024)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(streams * FEATURES, 2)
+
+    def _gray255(self, image: torch.Tensor) -> torch.Tensor:
+        """Un-normalise to [0, 255] and take the ITU-R 601 luma, as LFS works on grey pixels."""
+        rgb = (image * self.std + self.mean) * 255.0
+        return (0.299 * rgb[:, 0:1] + 0.587 * rgb[:, 1:2] + 0.114 * rgb[:, 2:3]).contiguous()
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        image = batch["image"]
+        size = self.cfg.input_size
+        if image.shape[-2:] != (size, size):
+            raise ValueError(f"F3Net was built for {size}x{size} inputs (FAD's DCT), got {tuple(image.shape[-2:])}")
+        x = self.fad(image)
+        if self.cfg.mode == "fad":
+            x = F.adaptive_avg_pool2d(self.fad_xception.forward_features(x), 1).flatten(1)
+            return self.outputs(self.head(self.drop(x)), x)
+        y = self.lfs(self._gray255(image))
+        for stage in ("stem1", "stem2", "entry", "middle1"):
+            x, y = run_stage(self.fad_xception, stage, x), run_stage(self.lfs_xception, stage, y)
+        x, y = self.mix7(x, y)
+        x, y = run_stage(self.fad_xception, "middle2", x), run_stage(self.lfs_xception, "middle2", y)
+        x, y = run_stage(self.fad_xception, "exit1", x), run_stage(self.lfs_xception, "exit1", y)
+        x, y = self.mix12(x, y)
+        x, y = run_stage(self.fad_xception, "exit2", x), run_stage(self.lfs_xception, "exit2", y)
+        feat = torch.cat([F.adaptive_avg_pool2d(t, 1).flatten(1) for t in (x, y)], dim=1)
+        return self.outputs(self.head(self.drop(feat)), feat)

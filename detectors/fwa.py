@@ -1,0 +1,72 @@
+"""DSP-FWA (Li & Lyu, "Exposing DeepFake Videos By Detecting Face Warping Artifacts", CVPRW 2019)
+and iFWA (DeepfakeBench, paper 002, Appendix A.4, Tables 6-7).
+
+FWA trains on real faces only: the data pipeline turns each real face into a fake with the
+face-warping-artifact generator :func:`training.blending.face_warp` (align, shrink to a random
+scale in {0.2, ..., 0.8}, Gaussian blur, resize back, blend into the landmark hull with a smoothed
+mask; Sec. 3 of the paper) and collates real + fake into a batch of 2B (``blend:fwa``). As in
+DeepfakeBench (Table 1 and Appendix A.2 item 7), the classifier is Xception (the original used
+ResNet-50 with dual spatial pyramid pooling) so that detectors share one backbone.
+
+iFWA adds the SPSL phase spectrum (:func:`detectors.frequency.phase_spectrum`) as a fourth input
+channel; Xception's first convolution is widened to 4 inputs from the RGB-averaged kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from detectors.backbones.xception import FEATURES, create_xception, widen_first_conv
+from detectors.base import Detector, DetectorConfig
+from detectors.frequency import phase_spectrum
+from detectors.registry import register_detector
+
+
+@dataclass
+class FWAConfig(DetectorConfig):
+    """``dropout``: dropout before the 2-way linear head."""
+
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+
+@register_detector("fwa")
+class FWA(Detector):
+    """Xception -> dropout -> ``Linear(2048, 2)``, trained on real faces and their FWA fakes."""
+
+    Config = FWAConfig
+    requires = frozenset({"blend:fwa"})
+    in_chans = 3
+
+    def __init__(self, cfg: FWAConfig) -> None:
+        super().__init__(cfg)
+        self.backbone = create_xception(cfg.pretrained)
+        if self.in_chans != 3:
+            widen_first_conv(self.backbone, self.in_chans, stride=2, mode="mean")
+        self.drop = nn.Dropout(cfg.dropout)
+        self.head = nn.Linear(FEATURES, 2)
+
+    def inputs(self, image: torch.Tensor) -> torch.Tensor:
+        """The network input made from the normalised RGB batch."""
+        return image
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        feat = self.backbone(self.inputs(batch["image"]))
+        return self.outputs(self.head(self.drop(feat)), feat)
+
+
+@register_detector("ifwa")
+class IFWA(FWA):
+    """FWA with the phase spectrum as a fourth input channel (paper 002, Appendix A.4)."""
+
+    in_chans = 4
+
+    def inputs(self, image: torch.Tensor) -> torch.Tensor:
+        return torch.cat([image, phase_spectrum(image)], dim=1)

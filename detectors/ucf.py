@@ -1,0 +1,248 @@
+"""UCF (Yan et al., "UCF: Uncovering Common Features for Generalizable Deepfake Detection",
+ICCV 2023), following DeepfakeBench's reference implementation (paper 002, Table 1).
+
+* Two Xception encoders (Sec. 3.2): the forgery encoder and the content encoder, each ending in
+  a 1x1 conv 2048 -> 512 + BN + ReLU.
+* The forgery features are split by two 1x1-conv stacks into *specific* and *common* forgery
+  features (256 channels each); heads (pool, Linear 256 -> 512, LeakyReLU, Linear, dropout)
+  classify common features as real/fake and specific features as the manipulation method
+  (``method_label``: 0 real, 1..K fakes).
+* Conditional decoder (Sec. 3.3): AdaIN injects forgery features (specific ++ common) as the
+  style into the content features, three upsampling stages and a tanh give an image. Each image
+  is reconstructed from its own content and its own forgery features (self) and from its own
+  content and its pair partner's forgery features (cross; ``pair_index``).
+* Losses (Sec. 3.4): ``CE_common + 0.1 * CE_specific + 0.3 * reconstruction + 0.05 *
+  contrastive``; reconstruction is ``2 * (L1_self + L1_cross)`` (the sum of DeepfakeBench's four
+  half-batch terms), contrastive is the triplet margin loss (margin 3) that pulls common features
+  of the same label together and pushes the other label away, and likewise for specific
+  features grouped by method. With probability ``shuffle_p`` the common features are permuted
+  within each label during training (DeepfakeBench's index augmentation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from detectors.backbones.xception import create_xception
+from detectors.base import Detector, DetectorConfig
+from detectors.registry import register_detector
+
+
+@dataclass
+class UCFConfig(DetectorConfig):
+    """``num_methods``: manipulation methods of the training set (FF++: 4); loss weights."""
+
+    num_methods: int = 4
+    feat_dim: int = 512
+    spe_weight: float = 0.1
+    rec_weight: float = 0.3
+    con_weight: float = 0.05
+    margin: float = 3.0
+    shuffle_p: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.num_methods < 1:
+            raise ValueError(f"num_methods must be >= 1, got {self.num_methods}")
+        if self.feat_dim < 2 or self.feat_dim % 2:
+            raise ValueError(f"feat_dim must be an even number >= 2, got {self.feat_dim}")
+        if not 0 <= self.shuffle_p <= 1:
+            raise ValueError(f"shuffle_p must be in [0, 1], got {self.shuffle_p}")
+
+
+class _Encoder(nn.Module):
+    """Xception features (no pooling) + 1x1 conv to ``dim`` channels, BN, ReLU."""
+
+    def __init__(self, pretrained: bool | str, dim: int) -> None:
+        super().__init__()
+        self.xception = create_xception(pretrained)
+        self.adjust = nn.Sequential(nn.Conv2d(2048, dim, 1, 1), nn.BatchNorm2d(dim), nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.adjust(self.xception.forward_features(x))
+
+
+def _conv1x1_stack(cin: int, hidden: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, hidden, 1),
+        nn.LeakyReLU(inplace=True),
+        nn.Conv2d(hidden, hidden, 1),
+        nn.LeakyReLU(inplace=True),
+        nn.Conv2d(hidden, cout, 1),
+    )
+
+
+class _Head(nn.Module):
+    """Global pool -> Linear -> LeakyReLU -> Linear -> dropout 0.2; returns (logits, pooled)."""
+
+    def __init__(self, cin: int, hidden: int, cout: int) -> None:
+        super().__init__()
+        self.mlp = nn.Sequential(
+            nn.Linear(cin, hidden), nn.LeakyReLU(inplace=True), nn.Linear(hidden, cout)
+        )
+        self.drop = nn.Dropout(0.2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        pooled = F.adaptive_avg_pool2d(x, 1).flatten(1)
+        return self.drop(self.mlp(pooled)), pooled
+
+
+def adain(content: torch.Tensor, style: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """Adaptive instance normalisation: content statistics replaced by the style's, per channel."""
+    c = content.flatten(2)
+    s = style.flatten(2)
+    c_mean, c_std = c.mean(-1)[..., None, None], (c.var(-1) + eps).sqrt()[..., None, None]
+    s_mean, s_std = s.mean(-1)[..., None, None], (s.var(-1) + eps).sqrt()[..., None, None]
+    return (content - c_mean) / c_std * s_std + s_mean
+
+
+def _double_conv(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, padding=1),
+        nn.ReLU(inplace=True),
+        nn.Conv2d(cout, cout, 3, padding=1),
+        nn.ReLU(inplace=True),
+    )
+
+
+class ConditionalDecoder(nn.Module):
+    """AdaIN decoder: forgery features (style) + content features -> image in [-1, 1] at 32x."""
+
+    def __init__(self, dim: int = 512) -> None:
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.dropout = nn.Dropout(0.3)
+        self.conv3 = _double_conv(dim, 256)
+        self.conv2 = _double_conv(256, 128)
+        self.conv1 = _double_conv(128, 64)
+        self.last = nn.Conv2d(64, 3, 1)
+        self.up_last = nn.Upsample(scale_factor=4, mode="bilinear", align_corners=True)
+
+    def forward(self, style: torch.Tensor, content: torch.Tensor) -> torch.Tensor:
+        x, c = content, style
+        for conv in (self.conv3, self.conv2, self.conv1):
+            x = conv(self.dropout(self.up(adain(x, c))))
+            c = conv(self.dropout(self.up(c)))
+        return torch.tanh(self.up_last(self.last(x)))
+
+
+def _random_member(pool: torch.Tensor) -> torch.Tensor:
+    """For each sample, the index of a random sample ``j`` with ``pool[i, j]`` true (-1 if none)."""
+    scores = torch.rand(pool.shape, device=pool.device).masked_fill(~pool, -1.0)
+    best = scores.argmax(dim=1)
+    return torch.where(pool.any(dim=1), best, torch.full_like(best, -1))
+
+
+def _permute_within(groups: torch.Tensor) -> torch.Tensor:
+    """A random permutation that maps each sample to a sample of the same group."""
+    perm = torch.arange(len(groups), device=groups.device)
+    for g in groups.unique():
+        idx = (groups == g).nonzero().flatten()
+        perm[idx] = idx[torch.randperm(len(idx), device=groups.device)]
+    return perm
+
+
+def triplet_loss(
+    feat: torch.Tensor, groups: torch.Tensor, label: torch.Tensor, margin: float
+) -> torch.Tensor:
+    """Mean ``max(0, d(a, p) - d(a, n) + margin)``: p from the same group, n of the other label."""
+    pos = _permute_within(groups)
+    neg = _random_member(label[:, None] != label[None, :])
+    ok = neg >= 0
+    if not ok.any():
+        return feat.sum() * 0.0
+    a, p, n = feat[ok], feat[pos[ok]], feat[neg[ok]]
+    return torch.clamp(
+        F.pairwise_distance(a, p) - F.pairwise_distance(a, n) + margin, min=0.0
+    ).mean()
+
+
+@register_detector("ucf")
+class UCF(Detector):
+    """Forgery/content encoders, common/specific heads and the conditional decoder."""
+
+    Config = UCFConfig
+    requires = frozenset({"pairs", "method_label"})
+
+    def __init__(self, cfg: UCFConfig) -> None:
+        super().__init__(cfg)
+        half = cfg.feat_dim // 2
+        self.encoder_f = _Encoder(cfg.pretrained, cfg.feat_dim)
+        self.encoder_c = _Encoder(cfg.pretrained, cfg.feat_dim)
+        self.block_spe = _conv1x1_stack(cfg.feat_dim, half, half)
+        self.block_sha = _conv1x1_stack(cfg.feat_dim, half, half)
+        self.head_spe = _Head(half, cfg.feat_dim, cfg.num_methods + 1)
+        self.head_sha = _Head(half, cfg.feat_dim, 2)
+        self.decoder = ConditionalDecoder(cfg.feat_dim)
+
+    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        image = batch["image"]
+        forgery = self.encoder_f(image)
+        f_spe, f_sha = self.block_spe(forgery), self.block_sha(forgery)
+        pair = batch.get("pair_index")
+        if not self.training or pair is None:
+            logits, feat = self.head_sha(f_sha)
+            return self.outputs(logits, feat)
+        label = batch["label"]
+        if self.cfg.shuffle_p > 0 and torch.rand(()) < self.cfg.shuffle_p:
+            f_sha = f_sha[_permute_within(label)]
+        content = self.encoder_c(image)
+        f_all = torch.cat([f_spe, f_sha], dim=1)
+        pair = pair.to(image.device)
+        recon_self = self.decoder(f_all, content)
+        recon_cross = self.decoder(f_all[pair], content)
+        if recon_self.shape[-2:] != image.shape[-2:]:
+            recon_self = F.interpolate(
+                recon_self, size=image.shape[-2:], mode="bilinear", align_corners=True
+            )
+            recon_cross = F.interpolate(
+                recon_cross, size=image.shape[-2:], mode="bilinear", align_corners=True
+            )
+        logits, feat = self.head_sha(f_sha)
+        logits_spe, feat_spe = self.head_spe(f_spe)
+        return self.outputs(
+            logits,
+            feat,
+            logits_spe=logits_spe,
+            feat_spe=feat_spe,
+            recon_self=recon_self,
+            recon_cross=recon_cross,
+        )
+
+    def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The four UCF losses in training; common-feature CE alone at evaluation."""
+        label = batch["label"]
+        ce = F.cross_entropy(out["logits"], label)
+        if "recon_self" not in out:
+            return {"total": ce, "ce": ce}
+        method = batch.get("method_label")
+        if method is None:
+            raise KeyError("UCF training needs batch key 'method_label' (0 real, 1..K methods)")
+        method = method.to(label.device)
+        if int(method.max()) > self.cfg.num_methods:
+            raise ValueError(
+                f"method_label {int(method.max())} exceeds model.num_methods={self.cfg.num_methods}"
+            )
+        image = batch["image"].float()
+        spe = F.cross_entropy(out["logits_spe"], method)
+        rec = 2.0 * (
+            (out["recon_self"].float() - image).abs().mean()
+            + (out["recon_cross"].float() - image).abs().mean()
+        )
+        con = triplet_loss(out["feat"], label, label, self.cfg.margin) + triplet_loss(
+            out["feat_spe"], method, label, self.cfg.margin
+        )
+        total = (
+            ce + self.cfg.spe_weight * spe + self.cfg.rec_weight * rec + self.cfg.con_weight * con
+        )
+        return {
+            "total": total,
+            "ce": ce,
+            "specific": spe,
+            "reconstruction": rec,
+            "contrastive": con,
+        }

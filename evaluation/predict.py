@@ -1,0 +1,205 @@
+"""Run a detector over a dataset index (or plain images) and produce a predictions file's rows.
+
+Frames are read, resized to the detector's ``input_size`` and normalised with its ``mean``/``std``
+exactly as during training (:mod:`training.data`), without augmentation. One row per frame.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Sampler
+from tqdm import tqdm
+
+from detectors.base import Detector
+from evaluation.predictions import Predictions
+from preprocessing.index import DatasetIndex, read_index
+
+log = logging.getLogger(__name__)
+
+TRAIN_ONLY_KEYS = ("pairs",)
+
+
+def eval_requires(requires: frozenset[str]) -> frozenset[str]:
+    """The ``requires`` keys that make sense without training (no pairs, no online blends)."""
+    return frozenset(k for k in requires if k not in TRAIN_ONLY_KEYS and not k.startswith("blend:"))
+
+
+def autocast(device: torch.device, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` for ``dtype`` (bf16/fp16), or a no-op for fp32."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+@torch.no_grad()
+def predict_loader(
+    detector: torch.nn.Module,
+    loader: DataLoader,
+    *,
+    mean: Sequence[float],
+    std: Sequence[float],
+    device: str | torch.device = "cpu",
+    amp_dtype: torch.dtype | None = None,
+    channels_last: bool = False,
+    progress: bool = True,
+) -> tuple[dict[str, list[Any]], list[str], list[str]]:
+    """Rows (column lists) of every frame of ``loader``, plus replaced and skipped inputs."""
+    from training.data import to_device
+
+    device = torch.device(device)
+    was_training = detector.training
+    detector.eval()
+    cols: dict[str, list[Any]] = {k: [] for k in ("dataset", "video_id", "frame", "label", "score", "method")}
+    attrs: list[dict[str, str]] = []
+    replaced: list[str] = []
+    skipped: list[str] = []
+    try:
+        for batch in tqdm(loader, desc="predict", leave=False, disable=not progress):
+            replaced.extend(batch.get("_replaced", ()))
+            skipped.extend(batch.get("_skipped", ()))
+            if "image" not in batch:
+                continue
+            batch = to_device(batch, device, mean, std, channels_last)
+            with autocast(device, amp_dtype):
+                out = detector(batch)
+            prob = out["prob"].float().cpu().numpy()
+            if not np.isfinite(prob).all():
+                raise FloatingPointError("the detector produced NaN or infinite scores")
+            cols["score"].extend(prob.tolist())
+            cols["label"].extend(batch["label"].cpu().tolist())
+            cols["frame"].extend(batch["frame"].cpu().tolist())
+            for key in ("dataset", "video_id", "method"):
+                cols[key].extend(batch[key])
+            n = len(prob)
+            names = list(batch["attributes"])
+            attrs.extend({k: batch["attributes"][k][i] for k in names} for i in range(n))
+    finally:
+        detector.train(was_training)
+    names = sorted({k for a in attrs for k in a})
+    for k in names:
+        cols[f"attr:{k}"] = [a.get(k, "") for a in attrs]
+    return cols, replaced, skipped
+
+
+def rows_to_predictions(cols: dict[str, list[Any]]) -> Predictions:
+    """A :class:`Predictions` from the column lists of :func:`predict_loader`."""
+    attributes = {k[5:]: v for k, v in cols.items() if k.startswith("attr:")}
+    return Predictions(
+        dataset=cols["dataset"],
+        video_id=cols["video_id"],
+        frame=cols["frame"],
+        label=cols["label"],
+        score=cols["score"],
+        method=cols["method"],
+        attributes=attributes,
+    )
+
+
+def make_eval_loader(
+    dataset: torch.utils.data.Dataset,
+    batch_size: int,
+    num_workers: int = 0,
+    sampler: Sampler | None = None,
+    pin_memory: bool = False,
+) -> DataLoader:
+    """A deterministic evaluation loader (no shuffling; its own generator, so the global RNG
+    is not consumed)."""
+    from training.data import collate
+
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=False,
+        sampler=sampler,
+        num_workers=num_workers,
+        collate_fn=collate,
+        pin_memory=pin_memory,
+        generator=torch.Generator().manual_seed(0),
+        persistent_workers=False,
+    )
+
+
+def predict_index(
+    detector: Detector,
+    index: DatasetIndex | str | Path,
+    split: str = "test",
+    *,
+    frame_num: int | None = None,
+    batch_size: int = 32,
+    num_workers: int = 0,
+    device: str = "cpu",
+    amp: bool = False,
+) -> Predictions:
+    """Score the frames of ``split`` of ``index`` (``frame_num`` per video; ``None`` = all).
+
+    Returns one row per frame with dataset, video_id, frame, label, score, method and every
+    attribute. Unreadable frames are logged and replaced by another frame of the same video.
+    """
+    from training.data import FrameDataset
+
+    if not isinstance(index, DatasetIndex):
+        index = read_index(index)
+    cfg = detector.cfg
+    dataset = FrameDataset(
+        [index],
+        split,
+        frame_num=frame_num or max(len(v.frames) for v in index.split(split) or index.videos),
+        resolution=cfg.input_size,
+        requires=eval_requires(type(detector).requires),
+    )
+    dev = torch.device(device)
+    detector.to(dev)
+    amp_dtype = None
+    if amp:
+        amp_dtype = torch.bfloat16 if dev.type == "cpu" or torch.cuda.is_bf16_supported() else torch.float16
+    loader = make_eval_loader(dataset, batch_size, num_workers, pin_memory=dev.type == "cuda")
+    cols, replaced, skipped = predict_loader(
+        detector, loader, mean=cfg.mean, std=cfg.std, device=dev, amp_dtype=amp_dtype
+    )
+    if replaced or skipped:
+        log.warning("%s/%s: %d frames replaced, %d samples skipped", index.dataset, split, len(replaced), len(skipped))
+    return rows_to_predictions(cols)
+
+
+@torch.no_grad()
+def predict_images(
+    detector: Detector, images: Sequence[np.ndarray], batch_size: int = 32, device: str = "cpu"
+) -> np.ndarray:
+    """Class-1 scores of uint8 HxWx3 RGB ``images``, resized to ``cfg.input_size`` and
+    normalised with ``cfg.mean``/``cfg.std``."""
+    cfg = detector.cfg
+    size = cfg.input_size
+    dev = torch.device(device)
+    detector.to(dev)
+    was_training = detector.training
+    detector.eval()
+    mean = torch.tensor(cfg.mean, device=dev).view(1, 3, 1, 1)
+    std = torch.tensor(cfg.std, device=dev).view(1, 3, 1, 1)
+    scores: list[np.ndarray] = []
+    try:
+        for start in range(0, len(images), batch_size):
+            chunk = []
+            for n, img in enumerate(images[start : start + batch_size], start):
+                img = np.asarray(img)
+                if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+                    raise ValueError(f"images[{n}] must be uint8 HxWx3 RGB, got {img.dtype} {img.shape}")
+                if img.shape[:2] != (size, size):
+                    interp = cv2.INTER_AREA if max(img.shape[:2]) > size else cv2.INTER_CUBIC
+                    img = cv2.resize(img, (size, size), interpolation=interp)
+                chunk.append(img)
+            x = torch.from_numpy(np.stack(chunk)).to(dev).permute(0, 3, 1, 2).float().div_(255.0)
+            x = (x - mean) / std
+            n = len(chunk)
+            batch = {"image": x, "label": torch.zeros(n, dtype=torch.long, device=dev)}
+            scores.append(detector(batch)["prob"].float().cpu().numpy())
+    finally:
+        detector.train(was_training)
+    return np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)

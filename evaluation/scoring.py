@@ -1,0 +1,85 @@
+"""Metrics of a predictions file at frame and video level, with optional bootstrap intervals.
+
+DeepfakeBench (paper 002, Sec. 3.2) reports frame-level metrics; video-level ones are added here
+with the video key ``dataset/method/video_id`` (FF++ fake ids repeat across methods).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from evaluation.confidence import bootstrap_ci
+from evaluation.metrics import factorize, summarize, video_scores
+from evaluation.predictions import Predictions
+
+LEVELS = ("frame", "video")
+
+
+def video_codes(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
+    """Per-frame integer video codes and the sorted video keys (:attr:`Predictions.video_key`)."""
+    return factorize(pred.video_key)
+
+
+def evaluate_predictions(
+    pred: Predictions,
+    *,
+    level: str = "frame",
+    reduce: str = "mean",
+    threshold: float = 0.5,
+    fpr_targets: Sequence[float] = (0.01, 0.1),
+    n_boot: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
+    codes: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """``{"level", "n_frames", "n_videos", "n_real", "n_fake", "metrics": {...}, "ci": {...}}``.
+
+    ``metrics`` holds every :func:`evaluation.metrics.summarize` value; ``ci`` (only when
+    ``n_boot > 0``) maps each metric to ``[low, high]`` from a bootstrap over videos.
+    ``n_real``/``n_fake`` count the scored units (frames or videos). ``codes``: the result of
+    :func:`video_codes`, to compute it once for several calls.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    if len(pred) == 0:
+        raise ValueError("no predictions to evaluate")
+    codes, keys = video_codes(pred) if codes is None else codes
+    y, s = pred.label, pred.score
+    if level == "video":
+        y, s, _ = video_scores(y, s, codes, reduce=reduce)
+    result: dict[str, Any] = {
+        "level": level,
+        "reduce": reduce if level == "video" else None,
+        "threshold": threshold,
+        "n_frames": len(pred),
+        "n_videos": len(keys),
+        "n_real": int((y == 0).sum()),
+        "n_fake": int((y == 1).sum()),
+        "metrics": summarize(y, s, threshold=threshold, fpr_targets=fpr_targets),
+    }
+    if n_boot > 0:
+        ci = bootstrap_ci(
+            pred.label,
+            pred.score,
+            codes,
+            level=level,
+            reduce=reduce,
+            threshold=threshold,
+            fpr_targets=fpr_targets,
+            n_boot=n_boot,
+            confidence=confidence,
+            seed=seed,
+        )
+        result["ci"] = {name: [iv.low, iv.high] for name, iv in ci.items()}
+        result["confidence"] = confidence
+        result["n_boot"] = n_boot
+    return result
+
+
+def evaluate_levels(pred: Predictions, levels: Sequence[str] = LEVELS, **kwargs: Any) -> dict[str, dict[str, Any]]:
+    """:func:`evaluate_predictions` at each level, grouping the videos once."""
+    codes = video_codes(pred)
+    return {level: evaluate_predictions(pred, level=level, codes=codes, **kwargs) for level in levels}

@@ -1,0 +1,254 @@
+"""Result tables: the cross-domain leaderboard (paper 002, Table 3) and cross-manipulation matrices
+(Figure 2), written as CSV, Markdown and JSON.
+
+A :class:`Result` is one (detector, training data, test data) evaluation. Table 3 layout: rows are
+detectors grouped by type (Naive, Spatial, Frequency); columns are the within-domain test sets,
+their average and Top-3 count, then the cross-domain test sets, their average and Top-3 count.
+"Top3" counts the test sets of the group on which the detector ranks within the top 3 (ranking
+with ties: a detector is in the top k when fewer than k detectors are strictly better).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from preprocessing.index import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+#: Paper 002, Table 3 column order.
+WITHIN_DOMAIN = ("FF-c23", "FF-c40", "FF-DF", "FF-F2F", "FF-FS", "FF-NT")
+CROSS_DOMAIN = ("CDFv1", "CDFv2", "DF-1.0", "DFD", "DFDC", "DFDCP", "FSh", "UADFV")
+FF_METHODS = ("FF-DF", "FF-F2F", "FF-FS", "FF-NT")
+#: Detector types of paper 002, Table 1 (plus the PAD detectors of paper 001); row order.
+DETECTOR_TYPES: dict[str, str] = {
+    "meso4": "Naive",
+    "meso4inception": "Naive",
+    "cnn_aug": "Naive",
+    "xception": "Naive",
+    "efficientnet": "Naive",
+    "resnet_dsc": "Naive",
+    "capsule": "Spatial",
+    "fwa": "Spatial",
+    "xray": "Spatial",
+    "ffd": "Spatial",
+    "core": "Spatial",
+    "recce": "Spatial",
+    "ucf": "Spatial",
+    "f3net": "Frequency",
+    "spsl": "Frequency",
+    "srm": "Frequency",
+    "lbp_mlp": "PAD",
+    "pad_resnet50": "PAD",
+    "deeppixbis": "PAD",
+    "lmfd_pad": "PAD",
+}
+TYPE_ORDER = ("Naive", "Spatial", "Frequency", "PAD", "Other")
+LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
+
+
+@dataclass(frozen=True)
+class Result:
+    """Metrics of one detector trained on ``train_data`` and tested on ``test_data``."""
+
+    detector: str
+    train_data: str
+    test_data: str
+    metrics: Mapping[str, float]
+
+
+@dataclass
+class Table:
+    """A plain table: column names and rows of cells (str, int or float; NaN = missing)."""
+
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    title: str = ""
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+    def to_csv(self) -> str:
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(self.columns)
+        for row in self.rows:
+            writer.writerow(["" if _missing(c) else c for c in row])
+        return buffer.getvalue()
+
+    def to_markdown(self, digits: int = 4) -> str:
+        head = "| " + " | ".join(self.columns) + " |"
+        rule = "|" + "|".join("---" if i < 1 else "---:" for i in range(len(self.columns))) + "|"
+        body = ["| " + " | ".join(_fmt(c, digits) for c in row) + " |" for row in self.rows]
+        return "\n".join([f"**{self.title}**\n" if self.title else "", head, rule, *body]).lstrip() + "\n"
+
+    def to_html(self, digits: int = 4) -> str:
+        cells = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
+        rows = "".join("<tr>" + "".join(f"<td>{_esc(_fmt(c, digits))}</td>" for c in r) + "</tr>" for r in self.rows)
+        caption = f"<caption>{_esc(self.title)}</caption>" if self.title else ""
+        return f"<table>{caption}<thead><tr>{cells}</tr></thead><tbody>{rows}</tbody></table>"
+
+    def to_json(self) -> str:
+        clean = [{k: (None if _missing(v) else v) for k, v in r.items()} for r in self.records()]
+        return json.dumps({"title": self.title, "columns": self.columns, "rows": clean}, indent=2)
+
+    def write(self, stem: str | Path) -> list[Path]:
+        """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.json`` atomically; returns the paths."""
+        stem = Path(stem)
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        paths = []
+        for suffix, text in ((".csv", self.to_csv()), (".md", self.to_markdown()), (".json", self.to_json())):
+            path = stem.with_name(stem.name + suffix)
+            atomic_write_text(path, text)
+            paths.append(path)
+        return paths
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _fmt(value: Any, digits: int) -> str:
+    if _missing(value):
+        return "-"
+    if isinstance(value, (float, np.floating)):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _esc(value: Any) -> str:
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _ordered(names: Iterable[str], reference: Sequence[str]) -> list[str]:
+    """``names`` in ``reference`` order, unknown names after them, sorted."""
+    names = set(names)
+    return [n for n in reference if n in names] + sorted(names - set(reference))
+
+
+def top_k_counts(values: np.ndarray, k: int = 3, higher_is_better: bool = True) -> np.ndarray:
+    """Per row, the number of columns in which it ranks within the top ``k`` (NaN never counts).
+
+    ``values``: detectors x test sets. A row is in the top ``k`` of a column when fewer than ``k``
+    rows are strictly better in that column, so ties share a rank.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 2:
+        raise ValueError(f"values must be 2-D (detectors x test sets), got shape {v.shape}")
+    v = v if higher_is_better else -v
+    filled = np.where(np.isnan(v), -np.inf, v)
+    better = (filled[None, :, :] > filled[:, None, :]).sum(axis=1)
+    return ((better < k) & ~np.isnan(v)).sum(axis=1)
+
+
+def detector_type(name: str, types: Mapping[str, str] | None = None) -> str:
+    """Naive / Spatial / Frequency / PAD / Other."""
+    return (types or DETECTOR_TYPES).get(name, "Other")
+
+
+def leaderboard(
+    results: Iterable[Result],
+    metric: str = "auc",
+    *,
+    within: Sequence[str] | None = None,
+    train_data: str | None = None,
+    types: Mapping[str, str] | None = None,
+    k: int = 3,
+) -> Table:
+    """Paper 002, Table 3 for ``metric`` from the results of several detectors.
+
+    ``within``: the within-domain test sets (default: those named ``FF*``, as in the paper);
+    all other test sets are cross-domain. ``train_data``: keep only results trained on it.
+    An average over a group is NaN (with a warning) when the detector lacks one of its sets.
+    If a detector has several results for one test set, the last one wins (with a warning).
+    """
+    table: dict[str, dict[str, float]] = {}
+    for r in results:
+        if train_data is not None and r.train_data != train_data:
+            continue
+        row = table.setdefault(r.detector, {})
+        if r.test_data in row:
+            log.warning("leaderboard: %s has two results on %s; keeping the last", r.detector, r.test_data)
+        if metric not in r.metrics:
+            raise KeyError(f"metric {metric!r} missing for {r.detector} on {r.test_data}; have {sorted(r.metrics)}")
+        row[r.test_data] = float(r.metrics[metric])
+    if not table:
+        raise ValueError("no results to put in the leaderboard")
+    test_sets = {t for row in table.values() for t in row}
+    is_within = (lambda t: t in within) if within is not None else (lambda t: t.startswith("FF"))
+    groups = [
+        ("Within", _ordered([t for t in test_sets if is_within(t)], WITHIN_DOMAIN)),
+        ("Cross", _ordered([t for t in test_sets if not is_within(t)], CROSS_DOMAIN)),
+    ]
+    type_rank = {t: i for i, t in enumerate(TYPE_ORDER)}
+    known = list(types or DETECTOR_TYPES)
+    detectors = sorted(
+        table,
+        key=lambda d: (
+            type_rank.get(detector_type(d, types), len(TYPE_ORDER)),
+            known.index(d) if d in known else len(known),
+            d,
+        ),
+    )
+    higher = metric not in LOWER_IS_BETTER
+    columns = ["Type", "Detector"]
+    blocks = []
+    for label, sets in groups:
+        if not sets:
+            continue
+        values = np.array([[table[d].get(t, np.nan) for t in sets] for d in detectors], dtype=np.float64)
+        avg = np.full(len(detectors), np.nan)
+        for i, d in enumerate(detectors):
+            if np.isnan(values[i]).any():
+                missing = [t for t, v in zip(sets, values[i], strict=True) if np.isnan(v)]
+                log.warning("leaderboard: %s lacks %s; its %s average is left empty", d, missing, label)
+            else:
+                avg[i] = values[i].mean()
+        blocks.append((values, avg, top_k_counts(values, k, higher)))
+        columns += [*sets, f"{label} Avg.", f"{label} Top{k}"]
+    rows = []
+    for i, d in enumerate(detectors):
+        row: list[Any] = [detector_type(d, types), d]
+        for values, avg, top in blocks:
+            row += [*(float(v) for v in values[i]), float(avg[i]), int(top[i])]
+        rows.append(row)
+    return Table(columns, rows, title=f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k})")
+
+
+def cross_manipulation(
+    results: Iterable[Result], metric: str = "auc", methods: Sequence[str] = FF_METHODS
+) -> dict[str, Table]:
+    """Per detector, a train-set x test-set matrix of ``metric`` (paper 002, Figure 2).
+
+    Rows and columns are the ``methods`` found in the results (in that order); missing pairs are NaN.
+    """
+    per: dict[str, dict[tuple[str, str], float]] = {}
+    for r in results:
+        if r.train_data in methods and r.test_data in methods:
+            per.setdefault(r.detector, {})[(r.train_data, r.test_data)] = float(r.metrics[metric])
+    out = {}
+    for det, cells in sorted(per.items()):
+        trains = [m for m in methods if any(t == m for t, _ in cells)]
+        tests = [m for m in methods if any(s == m for _, s in cells)]
+        rows = [[tr, *(cells.get((tr, te), float("nan")) for te in tests)] for tr in trains]
+        out[det] = Table(["train \\ test", *tests], rows, title=f"{det}: cross-manipulation {metric.upper()}")
+    return out
+
+
+def metric_table(results: Iterable[Result], metrics: Sequence[str]) -> Table:
+    """One row per result with the chosen metrics (the per-run table of ``scripts/test.py``)."""
+    rows = [
+        [r.detector, r.train_data, r.test_data, *(float(r.metrics.get(m, float("nan"))) for m in metrics)]
+        for r in results
+    ]
+    return Table(["detector", "train_data", "test_data", *metrics], rows)

@@ -1,0 +1,112 @@
+"""Test faces of a dataset index, with their 68 landmarks, for the metamorphic runner.
+
+Landmarks come from the index's landmark files (``.npy``, 68x2, in the crop's pixels, as the
+preprocessing writes them); a frame without a usable file is analysed with
+:class:`preprocessing.faces.FaceAnalyzer` (largest face). A frame that cannot be read, or in
+which no face is found, is yielded as a :class:`~fairness.metamorphic.runner.Skipped` record
+with its reason, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from fairness.metamorphic.regions import LandmarkError, check_landmarks
+from fairness.metamorphic.runner import FaceSample, Skipped
+from preprocessing.index import DatasetIndex, VideoEntry, read_index
+
+log = logging.getLogger(__name__)
+
+
+def read_rgb(path: Path) -> np.ndarray | None:
+    """An image file as RGB uint8, or None when it cannot be read."""
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    return None if bgr is None else np.ascontiguousarray(bgr[..., ::-1])
+
+
+def frame_positions(n_frames: int, frame_num: int | None) -> list[int]:
+    """``frame_num`` evenly spaced positions among ``n_frames`` (all when None or larger)."""
+    if frame_num is None or frame_num >= n_frames:
+        return list(range(n_frames))
+    if frame_num < 1:
+        raise ValueError(f"frame_num must be at least 1, got {frame_num}")
+    return sorted({int(round(p)) for p in np.linspace(0, n_frames - 1, frame_num)})
+
+
+class LandmarkSource:
+    """Landmarks of a frame: its stored file when usable, else dlib through ``analyzer``."""
+
+    def __init__(self, analyzer: Any | None = None) -> None:
+        self._analyzer = analyzer
+
+    @property
+    def analyzer(self) -> Any:
+        if self._analyzer is None:
+            from preprocessing.faces import FaceAnalyzer
+
+            self._analyzer = FaceAnalyzer()
+        return self._analyzer
+
+    def __call__(self, image: np.ndarray, stored: Path | None, key: str) -> np.ndarray | str:
+        """The (68, 2) landmarks, or the reason none could be had."""
+        if stored is not None:
+            try:
+                return check_landmarks(np.load(stored, allow_pickle=False), source=str(stored))
+            except (OSError, ValueError, LandmarkError) as exc:
+                log.warning("%s: landmark file unusable (%s); detecting the face instead", key, exc)
+        faces = self.analyzer.analyze(image)
+        if not faces:
+            return "no face found by the landmark detector"
+        return check_landmarks(faces[0][1], source=key)
+
+
+def _video_samples(
+    index: DatasetIndex, video: VideoEntry, frame_num: int | None, landmarks: LandmarkSource
+) -> Iterator[FaceSample | Skipped]:
+    for pos in frame_positions(len(video.frames), frame_num):
+        key = f"{index.dataset}/{video.method}/{video.id}/{pos:03d}"
+        path = index.resolve(video.frames[pos])
+        image = read_rgb(path)
+        if image is None:
+            yield Skipped(key, f"unreadable image {path}")
+            continue
+        stored = index.resolve(video.landmarks[pos]) if video.landmarks else None
+        found = landmarks(image, stored, key)
+        if isinstance(found, str):
+            yield Skipped(key, found)
+            continue
+        yield FaceSample(
+            key=key,
+            image=image,
+            label=video.label,
+            attributes=dict(video.attributes),
+            landmarks=found,
+            dataset=index.dataset,
+            video_id=video.id,
+            frame=pos,
+            method=video.method,
+        )
+
+
+def samples_from_index(
+    index: DatasetIndex | str | Path,
+    split: str = "test",
+    *,
+    frame_num: int | None = None,
+    analyzer: Any | None = None,
+) -> Iterator[FaceSample | Skipped]:
+    """Faces of ``split`` (``frame_num`` evenly spaced frames per video; all when None)."""
+    if not isinstance(index, DatasetIndex):
+        index = read_index(index)
+    videos = index.split(split)
+    if not videos:
+        raise ValueError(f"dataset {index.dataset!r} has no videos in split {split!r}")
+    landmarks = LandmarkSource(analyzer)
+    for video in videos:
+        yield from _video_samples(index, video, frame_num, landmarks)

@@ -1,0 +1,73 @@
+"""Metamorphic testing of a trained run: what ``scripts/metamorphic.py`` calls."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from fairness.metamorphic.data import samples_from_index
+from fairness.metamorphic.relations import load_relations
+from fairness.metamorphic.report import write_report
+from fairness.metamorphic.runner import detector_scorer, run_metamorphic
+
+log = logging.getLogger(__name__)
+
+
+def resolve_index_path(test_data: str, data_root: str | Path) -> Path:
+    """A dataset name -> ``<data_root>/<name>.json``; an existing ``.json`` path is kept."""
+    path = Path(test_data)
+    if path.suffix == ".json" and path.is_file():
+        return path
+    resolved = Path(data_root) / f"{test_data}.json"
+    if not resolved.is_file():
+        raise FileNotFoundError(
+            f"test data {test_data!r}: no index {resolved} (set --data-root, or pass a .json path)"
+        )
+    return resolved
+
+
+def _run_data_root(run_cfg: dict[str, Any]) -> str:
+    data = run_cfg.get("data") if isinstance(run_cfg, dict) else None
+    if isinstance(data, dict) and data.get("data_root"):
+        return str(data["data_root"])
+    return str(run_cfg.get("data_root", "datasets")) if isinstance(run_cfg, dict) else "datasets"
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    test_data: str,
+    relations: str | Path | None = None,
+    *,
+    data_root: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    weights: str = "best",
+    split: str = "test",
+    frame_num: int | None = None,
+    batch_size: int = 32,
+    device: str = "cpu",
+    overrides: Iterable[str] = (),
+    n_examples: int = 4,
+) -> dict[str, Path]:
+    """Load a run's detector, test it on ``test_data`` under every relation, write the report.
+
+    ``data_root`` defaults to the run config's ``data.data_root``; ``out_dir`` to
+    ``<run_dir>/metamorphic/<test_data name>``. Returns the written files by name.
+    """
+    from training.checkpoint import load_run
+
+    config, transforms = load_relations(relations, overrides)
+    detector, run_cfg = load_run(run_dir, weights=weights)
+    index_path = resolve_index_path(test_data, data_root or _run_data_root(run_cfg))
+    out = Path(out_dir) if out_dir is not None else Path(run_dir) / "metamorphic" / index_path.stem
+    log.info("metamorphic test of %s on %s (%s split) -> %s", run_dir, index_path, split, out)
+    result = run_metamorphic(
+        samples_from_index(index_path, split, frame_num=frame_num),
+        config,
+        transforms,
+        detector_scorer(detector, batch_size=batch_size, device=device),
+        chunk_size=max(batch_size, 1),
+        n_examples=n_examples,
+    )
+    return write_report(result, out)

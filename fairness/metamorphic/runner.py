@@ -1,0 +1,235 @@
+"""Apply every test case to every test face and score source and follow-up inputs.
+
+The detector is reached only through a *scorer*: ``scorer(list of RGB uint8 images) -> scores``
+(probability of fake), so any model can be tested; :func:`detector_scorer` wraps a registered
+detector with :func:`evaluation.predict.predict_images`. A face on which a transform cannot be
+applied (no landmarks, a failing transform) is skipped with its reason, for every case, as the
+paper removed faces that makeup could not be applied to; the benchmark is computed on the same
+faces as the test cases.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from evaluation.predictions import Predictions
+from fairness.metamorphic.regions import LandmarkError, check_landmarks
+from fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
+from fairness.metamorphic.transforms import Transform
+
+log = logging.getLogger(__name__)
+
+Scorer = Callable[[list[np.ndarray]], np.ndarray]
+
+
+@dataclass
+class FaceSample:
+    """One test face: RGB uint8 image, label (0 real, 1 fake), attributes and 68 landmarks."""
+
+    key: str
+    image: np.ndarray
+    label: int
+    attributes: dict[str, str] = field(default_factory=dict)
+    landmarks: np.ndarray | None = None
+    dataset: str = ""
+    video_id: str = ""
+    frame: int = 0
+    method: str = ""
+
+    def meta(self) -> FaceMeta:
+        """Everything but the pixels and landmarks."""
+        return FaceMeta(
+            key=self.key,
+            label=int(self.label),
+            attributes=dict(self.attributes),
+            dataset=self.dataset,
+            video_id=self.video_id,
+            frame=self.frame,
+            method=self.method,
+        )
+
+
+@dataclass
+class FaceMeta:
+    """A tested face without its pixels: what the tables and predictions need."""
+
+    key: str
+    label: int
+    attributes: dict[str, str]
+    dataset: str
+    video_id: str
+    frame: int
+    method: str
+
+
+@dataclass
+class Skipped:
+    """A face left out of the test, and why."""
+
+    key: str
+    reason: str
+
+
+@dataclass
+class MetamorphicResult:
+    """Scores of the benchmark and of every test case on the same faces, plus what was skipped."""
+
+    config: MetamorphicConfig
+    rows: list[FaceMeta]
+    scores: dict[str, np.ndarray]  # BENCHMARK and every case id -> [n]
+    changed: dict[str, np.ndarray]  # case id -> fraction of pixels each transform changed
+    skipped: list[Skipped] = field(default_factory=list)
+    examples: list[tuple[str, dict[str, np.ndarray]]] = field(default_factory=list)
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [case.id for case in self.config.cases]
+
+    @property
+    def labels(self) -> np.ndarray:
+        return np.array([r.label for r in self.rows], dtype=np.int64)
+
+    def attribute(self, name: str) -> np.ndarray:
+        """One attribute per face ('' where a face lacks it)."""
+        return np.array([r.attributes.get(name, "") for r in self.rows], dtype=object)
+
+    def predictions(self, case_id: str) -> Predictions:
+        """The scores of ``case_id`` (or ``benchmark``) as a predictions table."""
+        names = sorted({k for r in self.rows for k in r.attributes})
+        return Predictions(
+            dataset=[r.dataset for r in self.rows],
+            video_id=[r.video_id or r.key for r in self.rows],
+            frame=[r.frame for r in self.rows],
+            label=self.labels,
+            score=self.scores[case_id],
+            method=[r.method for r in self.rows],
+            attributes={k: self.attribute(k) for k in names},
+        )
+
+
+def detector_scorer(detector: Any, batch_size: int = 32, device: str = "cpu") -> Scorer:
+    """A scorer that runs a registered detector through ``evaluation.predict.predict_images``."""
+    from evaluation.predict import predict_images
+
+    def score(images: list[np.ndarray]) -> np.ndarray:
+        return predict_images(detector, images, batch_size=batch_size, device=device)
+
+    return score
+
+
+def _transform_all(
+    sample: FaceSample, cases: Sequence[str], transforms: dict[str, Transform]
+) -> tuple[dict[str, np.ndarray], dict[str, float]] | Skipped:
+    """Every case's image of one face, or the reason it cannot be tested."""
+    if sample.label not in (0, 1):
+        return Skipped(sample.key, f"label must be 0 (real) or 1 (fake), got {sample.label!r}")
+    landmarks = sample.landmarks
+    if any(transforms[c].needs_landmarks for c in cases):
+        try:
+            landmarks = check_landmarks(landmarks, source=f"{sample.key}: landmarks")
+        except LandmarkError as exc:
+            return Skipped(sample.key, str(exc))
+    images, changed = {}, {}
+    for case in cases:
+        try:
+            out, mask = transforms[case](sample.image, landmarks)
+        except (ValueError, LandmarkError, IndexError) as exc:
+            return Skipped(sample.key, f"{case}: transform failed: {exc}")
+        if out.shape != sample.image.shape or out.dtype != np.uint8:
+            return Skipped(sample.key, f"{case}: transform returned {out.dtype} {out.shape}")
+        images[case] = out
+        changed[case] = float(np.mean(np.asarray(mask) > 0))
+    return images, changed
+
+
+def _score(scorer: Scorer, images: list[np.ndarray], what: str) -> np.ndarray:
+    scores = np.asarray(scorer(images), dtype=np.float64).reshape(-1)
+    if len(scores) != len(images):
+        raise ValueError(f"scorer returned {len(scores)} scores for {len(images)} {what} images")
+    if not np.isfinite(scores).all():
+        raise ValueError(f"scorer returned NaN or infinite scores for {what} images")
+    return scores
+
+
+def _chunks(
+    items: Iterable[FaceSample | Skipped], size: int
+) -> Iterator[list[FaceSample | Skipped]]:
+    chunk: list[FaceSample | Skipped] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def run_metamorphic(
+    samples: Iterable[FaceSample | Skipped],
+    config: MetamorphicConfig,
+    transforms: dict[str, Transform],
+    scorer: Scorer,
+    *,
+    chunk_size: int = 64,
+    n_examples: int = 4,
+    progress: bool = True,
+) -> MetamorphicResult:
+    """Score every face untransformed and under every test case.
+
+    ``samples`` may also yield :class:`Skipped` records (faces the loader could not read);
+    they are kept in the result. Faces are processed ``chunk_size`` at a time, so memory does
+    not grow with the test set; the first ``n_examples`` tested faces are kept for the sheet.
+    """
+    cases = [case.id for case in config.cases]
+    missing = [c for c in cases if c not in transforms]
+    if missing:
+        raise KeyError(f"no transform built for test cases {missing}")
+    rows: list[FaceMeta] = []
+    scores: dict[str, list[np.ndarray]] = {BENCHMARK: [], **{c: [] for c in cases}}
+    changed: dict[str, list[float]] = {c: [] for c in cases}
+    skipped: list[Skipped] = []
+    examples: list[tuple[str, dict[str, np.ndarray]]] = []
+    bar = tqdm(desc="metamorphic", unit="face", disable=not progress)
+    for chunk in _chunks(samples, chunk_size):
+        kept: list[FaceSample] = []
+        follow: dict[str, list[np.ndarray]] = {c: [] for c in cases}
+        for sample in chunk:
+            made = (
+                sample if isinstance(sample, Skipped) else _transform_all(sample, cases, transforms)
+            )
+            if isinstance(made, Skipped):
+                log.warning("skipped %s: %s", made.key, made.reason)
+                skipped.append(made)
+                continue
+            images, fractions = made
+            kept.append(sample)
+            for c in cases:
+                follow[c].append(images[c])
+                changed[c].append(fractions[c])
+            if len(examples) < n_examples:
+                examples.append((sample.key, {BENCHMARK: sample.image, **images}))
+        bar.update(len(chunk))
+        if not kept:
+            continue
+        scores[BENCHMARK].append(_score(scorer, [s.image for s in kept], BENCHMARK))
+        for c in cases:
+            scores[c].append(_score(scorer, follow[c], c))
+        rows.extend(s.meta() for s in kept)
+    bar.close()
+    if not rows:
+        reasons = "; ".join(f"{s.key}: {s.reason}" for s in skipped[:5])
+        raise ValueError(f"no face could be tested ({len(skipped)} skipped: {reasons})")
+    return MetamorphicResult(
+        config=config,
+        rows=rows,
+        scores={k: np.concatenate(v) for k, v in scores.items()},
+        changed={k: np.asarray(v) for k, v in changed.items()},
+        skipped=skipped,
+        examples=examples,
+    )

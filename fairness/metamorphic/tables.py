@@ -1,0 +1,168 @@
+"""Per test case, per group tables of a metamorphic run (paper 000, Table 4 and Figure 6).
+
+One row per (test case, group), the benchmark (untransformed faces) first, and a row ``all``
+per case with every face. Columns: confusion matrix (tn, fp, fn, tp; positive = fake), accuracy,
+precision, recall and F1 of the fake class (:func:`fairness.metrics.binary_rates`), the bias
+factor |acc_female - acc_male| of the case (:func:`fairness.metrics.bias_factor`; the largest
+pairwise gap for more than two groups), the change of accuracy, precision, recall, F1 and bias
+factor against the benchmark, and the violation rate: the share of faces on which the case's
+relation does not hold, with the decision flips split into fake->real and real->fake (shares
+of all faces of the row). Undefined values (no predicted fakes, a single group) are NaN.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+import numpy as np
+
+from fairness.metamorphic.relations import BENCHMARK, relation_holds
+from fairness.metamorphic.runner import MetamorphicResult
+from fairness.metrics import bias_factor, binary_rates
+
+ALL = "all"
+COLUMNS = (
+    "relation",
+    "case",
+    "source",
+    "group",
+    "n",
+    "tn",
+    "fp",
+    "fn",
+    "tp",
+    "accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "bias_factor",
+    "accuracy_change",
+    "precision_change",
+    "recall_change",
+    "f1_change",
+    "bias_factor_change",
+    "violation_rate",
+    "fake_to_real",
+    "real_to_fake",
+    "changed_pixels",
+)
+_CHANGED = ("accuracy", "precision", "recall", "f1", "bias_factor")
+
+
+def result_groups(result: MetamorphicResult) -> list[str]:
+    """The configured groups, or every non-empty value of the group attribute found."""
+    if result.config.groups:
+        return list(result.config.groups)
+    values = result.attribute(result.config.group_key)
+    return sorted({str(v) for v in values if v})
+
+
+def _bias(labels: np.ndarray, decisions: np.ndarray, groups: np.ndarray, names: list[str]) -> float:
+    rows = np.isin(groups, names)
+    if len(set(groups[rows])) < 2:
+        return float("nan")
+    return bias_factor(labels[rows], decisions[rows], groups[rows])
+
+
+def case_table(result: MetamorphicResult) -> list[dict[str, Any]]:
+    """The rows described in the module docstring, benchmark first, then cases in file order."""
+    cfg = result.config
+    labels = result.labels
+    groups = result.attribute(cfg.group_key).astype(str)
+    names = result_groups(result)
+    decisions = {k: (v >= cfg.threshold).astype(np.int64) for k, v in result.scores.items()}
+    rows: list[dict[str, Any]] = []
+    benchmark: dict[str, dict[str, Any]] = {}
+    for case_id in [BENCHMARK, *result.case_ids]:
+        if case_id == BENCHMARK:
+            relation, source, oracle, tolerance = "", "", "same_decision", 0.0
+        else:
+            rel = cfg.relation_of(case_id)
+            case = next(c for c in rel.cases if c.id == case_id)
+            relation, source, oracle, tolerance = rel.id, case.source, rel.oracle, rel.tolerance
+        pred = decisions[case_id]
+        bias = _bias(labels, pred, groups, names)
+        if source:
+            holds = relation_holds(
+                oracle, result.scores[source], result.scores[case_id], cfg.threshold, tolerance
+            )
+            flip_fr = (decisions[source] == 1) & (pred == 0)
+            flip_rf = (decisions[source] == 0) & (pred == 1)
+        for group in [*names, ALL]:
+            sel = np.ones(len(labels), bool) if group == ALL else groups == group
+            row: dict[str, Any] = {
+                "relation": relation,
+                "case": case_id,
+                "source": source,
+                "group": group,
+                "n": int(sel.sum()),
+            }
+            if sel.any():
+                rates = binary_rates(labels[sel], pred[sel])
+                row.update(
+                    {k: rates[k] for k in ("tn", "fp", "fn", "tp", "precision", "recall", "f1")}
+                )
+                row["accuracy"] = rates["acc"]
+            else:
+                row.update({k: 0 for k in ("tn", "fp", "fn", "tp")})
+                row.update({k: float("nan") for k in ("accuracy", "precision", "recall", "f1")})
+            row["bias_factor"] = bias
+            if case_id == BENCHMARK:
+                benchmark[group] = row
+                for name in _CHANGED:
+                    row[f"{name}_change"] = 0.0
+                row.update(
+                    violation_rate=0.0, fake_to_real=0.0, real_to_fake=0.0, changed_pixels=0.0
+                )
+            else:
+                for name in _CHANGED:
+                    row[f"{name}_change"] = row[name] - benchmark[group][name]
+                n = max(row["n"], 1)
+                row["violation_rate"] = float((~holds[sel]).sum() / n) if row["n"] else float("nan")
+                row["fake_to_real"] = float(flip_fr[sel].sum() / n) if row["n"] else float("nan")
+                row["real_to_fake"] = float(flip_rf[sel].sum() / n) if row["n"] else float("nan")
+                row["changed_pixels"] = (
+                    float(result.changed[case_id][sel].mean()) if row["n"] else float("nan")
+                )
+            rows.append({k: row[k] for k in COLUMNS})
+    return rows
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def table_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with NaN replaced by ``null`` (strict JSON)."""
+    return [{k: _json_value(v) for k, v in row.items()} for row in rows]
+
+
+def _cell(value: Any, percent: bool) -> str:
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        return f"{100 * value:.2f}" if percent else f"{value:.4f}"
+    return str(value)
+
+
+def table_markdown(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> str:
+    """A Markdown table; rates are printed in percent, as in the paper."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row[c], percent=True) for c in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def table_csv(rows: list[dict[str, Any]]) -> str:
+    """CSV text of the rows (NaN as an empty cell)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if _json_value(v) is None else v) for k, v in row.items()})
+    return buffer.getvalue()

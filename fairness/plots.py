@@ -1,0 +1,112 @@
+"""Fairness figures (paper 001 Figs. 6-11 styles, paper 000 per-gender accuracy), drawn with
+matplotlib's object API (no pyplot state, no display needed) and saved atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from sklearn.metrics import roc_curve
+
+from fairness.abf import FairnessCurves
+
+
+def save_figure(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
+    """Save ``fig`` through a temporary file and a rename (format from the suffix)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def plot_group_roc(
+    y_true: np.ndarray, y_score: np.ndarray, groups: np.ndarray, path: str | Path, title: str = ""
+) -> Path:
+    """One ROC curve per group (groups holding one class are skipped)."""
+    fig = Figure(figsize=(5, 5))
+    ax = fig.add_subplot()
+    for g in sorted(set(groups)):
+        rows = groups == g
+        if len(set(y_true[rows].tolist())) < 2:
+            continue
+        fpr, tpr, _ = roc_curve(y_true[rows], y_score[rows])
+        ax.plot(fpr, tpr, label=f"{g} (n={rows.sum()})")
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
+    ax.set(xlabel="FPR (BPCER)", ylabel="TPR (1 - APCER)", title=title or "ROC per group")
+    ax.legend(loc="lower right", fontsize=8)
+    return save_figure(fig, path)
+
+
+def plot_odta(
+    odta: Mapping[str, Mapping[str, np.ndarray]],
+    xs: Sequence[float],
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """1 - BPCER at APCER_x of each test group, one line per (threshold group, test group)."""
+    fig = Figure(figsize=(6, 4))
+    ax = fig.add_subplot()
+    labels = [f"{100 * x:g}%" for x in xs]
+    pos = np.arange(len(xs))
+    styles = ["-", "--", ":", "-."]
+    for k, (tg, per_group) in enumerate(odta.items()):
+        for g, values in per_group.items():
+            ax.plot(
+                pos,
+                values,
+                marker="o",
+                ls=styles[k % len(styles)],
+                label=f"test {g}, tau from {tg}",
+            )
+    ax.set_xticks(pos, labels)
+    ax.set(xlabel="APCER_x", ylabel="1 - BPCER", title=title or "1 - BPCER at APCER_x (ODTA)")
+    ax.legend(fontsize=7)
+    return save_figure(fig, path)
+
+
+def plot_fairness_curves(
+    curves: Mapping[str, FairnessCurves], path: str | Path, title: str = ""
+) -> Path:
+    """FDR (left) and ABF (right) against x for each named curve set (Figs. 7, 9)."""
+    fig = Figure(figsize=(10, 4))
+    ax_fdr, ax_abf = fig.subplots(1, 2)
+    for name, c in curves.items():
+        ax_fdr.plot(c.xs, c.fdr, label=name)
+        ax_abf.plot(c.xs, c.abf, label=name)
+    ax_fdr.set(xlabel="x (tau = APCER_x)", ylabel="FDR", title="FDR")
+    ax_abf.set(xlabel="x (tau = APCER_x)", ylabel="ABF", title="ABF")
+    for ax in (ax_fdr, ax_abf):
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def plot_group_accuracy(
+    accuracies: Mapping[str, float],
+    bias: float,
+    pair: tuple[str, str],
+    path: str | Path,
+    title: str = "",
+) -> Path:
+    """Bar chart of each group's accuracy, titled with the bias factor and its pair."""
+    fig = Figure(figsize=(max(4, 1 + 0.8 * len(accuracies)), 4))
+    ax = fig.add_subplot()
+    names = list(accuracies)
+    ax.bar(names, [100 * accuracies[g] for g in names], color="tab:blue")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("accuracy (%)")
+    head = f"{title}: " if title else ""
+    ax.set_title(f"{head}bias factor {100 * bias:.2f}% ({pair[0]} vs {pair[1]})")
+    return save_figure(fig, path)

@@ -1,0 +1,333 @@
+"""Fairness protocols (paper 001, Sec. III-C) and their runner.
+
+A protocol YAML (``configs/fairness/protocol_*.yaml``) names the attribute whose groups split
+the training data, the sub-protocols (train on all groups fused, or on some groups only), the
+attributes whose groups are tested, the detectors, and whether to train a baseline and/or a
+FairSWAP model. :func:`run_protocol` trains every (detector, variant, sub-protocol) through the
+trainer, predicts the test split, and writes the paper's tables:
+
+* ``eer``: EER (%) per test group, baseline / FairSWAP / improvement (Tables II, IV, VI);
+* ``fdr_abf``: FDR-AUC and ABF-AUC per sub-protocol (or tested attribute) with their average
+  (Tables III, V, VII).
+
+Finished runs are skipped on a re-run (their predictions file is kept), so a killed protocol
+resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from configs import load_config
+from configs.loader import deep_merge
+from evaluation.metrics import SingleClassError, eer
+from evaluation.predictions import Predictions, read_predictions, write_predictions
+from fairness.abf import DEFAULT_XS, curve_auc, fairness_curves
+from fairness.report import ReportConfig
+from fairness.splits import derive_any, filter_train, gender_balanced_split, save_index
+from fairness.tables import write_table
+from preprocessing.index import read_index
+
+log = logging.getLogger(__name__)
+
+VARIANTS = {False: "B", True: "FairSwap"}
+
+
+@dataclass
+class SubProtocol:
+    """One training subset: ``train_groups`` of the protocol's ``train_attribute`` (null: fused)."""
+
+    id: str
+    train_groups: list[str] | None = None
+    label: str | None = None  # row name in the tables; default: "Fused" or the groups
+
+
+@dataclass
+class DerivedAttribute:
+    """An attribute that is ``labels[0]`` when any of ``any_of`` is positive (e.g. occlusion)."""
+
+    name: str
+    any_of: list[str]
+    labels: tuple[str, str] = ("yes", "no")
+
+
+@dataclass
+class BalanceConfig:
+    """Paper 000's re-splitting: balance by ``attribute``, train:test 3:2, 10 % of train as val."""
+
+    enabled: bool = False
+    attribute: str = "gender"
+    train_test: tuple[int, int] = (3, 2)
+    val_fraction: float = 0.1
+    seed: int = 0
+
+
+@dataclass
+class FairnessProtocol:
+    """A protocol YAML; see ``configs/fairness/protocol_1.yaml``."""
+
+    name: str
+    test_attributes: list[str]
+    subprotocols: list[SubProtocol]
+    detectors: list[str]
+    train_attribute: str | None = None
+    description: str = ""
+    fairswap: list[bool] = field(default_factory=lambda: [False, True])
+    derive: list[DerivedAttribute] = field(default_factory=list)
+    balance: BalanceConfig = field(default_factory=BalanceConfig)
+    train: dict[str, Any] = field(default_factory=dict)  # trainer overrides (TrainConfig shape)
+    level: str = "frame"
+    alpha: float = 0.5
+    xs: list[float] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.test_attributes or not self.subprotocols or not self.detectors:
+            raise ValueError("test_attributes, subprotocols and detectors must not be empty")
+        if not self.fairswap:
+            raise ValueError("fairswap must list at least one of false (baseline) and true")
+        if any(s.train_groups for s in self.subprotocols) and not self.train_attribute:
+            raise ValueError("subprotocols with train_groups need train_attribute")
+        ids = [s.id for s in self.subprotocols]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"subprotocol ids must be unique, got {ids}")
+        if self.level not in ("frame", "video"):
+            raise ValueError(f"level must be 'frame' or 'video', got {self.level!r}")
+
+
+def load_protocol(path: str | Path, overrides: Sequence[str] = ()) -> FairnessProtocol:
+    """Read and validate a protocol YAML (errors name the file and key)."""
+    return load_config(FairnessProtocol, path, overrides=overrides)
+
+
+def train_and_predict(
+    detector: str,
+    data_root: Path,
+    dataset: str,
+    fairswap: bool,
+    out_dir: Path,
+    run_name: str,
+    train_configs: Sequence[str | Path],
+    overrides: dict[str, Any],
+) -> Predictions:
+    """Train ``detector`` on ``<data_root>/<dataset>.json`` with the trainer and predict its test
+    split with the best checkpoint (``training.Trainer``, ``evaluation.predict``)."""
+    import torch
+
+    from evaluation.predict import predict_index
+    from training.checkpoint import load_run
+    from training.config import load_train_config
+    from training.trainer import Trainer
+
+    layer = {
+        "data": {
+            "data_root": str(data_root),
+            "train_data": [dataset],
+            "val_data": [dataset],
+            "test_data": [dataset],
+        },
+        "train": {"fairswap": {"enabled": fairswap}},
+        "output_dir": str(out_dir),
+        "run_name": run_name,
+    }
+    cfg = load_train_config(detector, *train_configs, overrides=deep_merge(overrides, layer))
+    run_dir = Trainer(cfg).fit()
+    model, _ = load_run(run_dir, "best")
+    device = cfg.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return predict_index(
+        model,
+        Path(data_root) / f"{dataset}.json",
+        split="test",
+        frame_num=cfg.train.test_frame_num,
+        batch_size=cfg.train.eval_batch_size or cfg.train.batch_size,
+        num_workers=cfg.data.num_workers,
+        device=device,
+    )
+
+
+def prepare_index(protocol: FairnessProtocol, data_root: str | Path, dataset: str):
+    """The dataset index with derived attributes and (optionally) the balanced re-split."""
+    index = read_index(Path(data_root) / f"{dataset}.json")
+    for d in protocol.derive:
+        index = derive_any(index, d.name, d.any_of, d.labels)
+    b = protocol.balance
+    if b.enabled:
+        index = gender_balanced_split(index, b.attribute, b.train_test, b.val_fraction, b.seed)
+    return index
+
+
+def _row_label(sub: SubProtocol) -> str:
+    if sub.label:
+        return sub.label
+    return "Fused" if not sub.train_groups else "+".join(sub.train_groups)
+
+
+def _group_eers(pred: Predictions, attribute: str) -> dict[str, float]:
+    from fairness.report import attribute_arrays
+
+    y, s, g, _ = attribute_arrays(pred, attribute)
+    out = {}
+    for name in sorted(set(g) - {""}):
+        rows = g == name
+        try:
+            out[name] = 100.0 * eer(y[rows], s[rows])[0]
+        except SingleClassError:
+            log.warning("%s=%s holds one class: EER undefined", attribute, name)
+            out[name] = float("nan")
+    return out
+
+
+def _fdr_abf(
+    pred: Predictions, attribute: str, xs: np.ndarray, alpha: float
+) -> tuple[float, float]:
+    from fairness.report import attribute_arrays
+
+    y, s, g, _ = attribute_arrays(pred, attribute)
+    try:
+        c = fairness_curves(y, s, g, xs, alpha)
+    except (SingleClassError, ValueError) as exc:
+        log.warning("FDR/ABF of %s undefined: %s", attribute, exc)
+        return float("nan"), float("nan")
+    return curve_auc(xs, c.fdr), curve_auc(xs, c.abf)
+
+
+def run_protocol(
+    protocol: FairnessProtocol,
+    data_root: str | Path,
+    dataset: str,
+    out_dir: str | Path,
+    *,
+    detectors: Sequence[str] | None = None,
+    train_configs: Sequence[str | Path] = (),
+    report_cfg: ReportConfig | None = None,
+    train_fn: Callable[..., Predictions] | None = None,
+) -> dict[str, Path]:
+    """Train and evaluate every detector of ``protocol``; write its tables under ``out_dir``.
+
+    ``train_fn`` (default :func:`train_and_predict`) trains one model and returns test
+    predictions; predictions land in ``out_dir/predictions/<detector>/<variant>/<sub>.csv``.
+    Returns ``{"eer": path, "fdr_abf": path}`` (stems; each written as CSV, MD and JSON).
+    """
+    train_fn = train_fn or train_and_predict
+    out = Path(out_dir)
+    dets = list(detectors or protocol.detectors)
+    xs = np.asarray(protocol.xs if protocol.xs is not None else DEFAULT_XS, dtype=np.float64)
+    alpha = report_cfg.alpha if report_cfg is not None else protocol.alpha
+    index = prepare_index(protocol, data_root, dataset)
+    index_dir = out / "indices"
+    names: dict[str, str] = {}
+    for sub in protocol.subprotocols:
+        sub_index = filter_train(index, protocol.train_attribute or "", sub.train_groups)
+        names[sub.id] = f"{dataset}_p{sub.id.replace('.', '_')}"
+        save_index(sub_index, index_dir / f"{names[sub.id]}.json", dataset=names[sub.id])
+    results: dict[tuple[str, bool, str], Predictions] = {}
+    for det in dets:
+        for fs in protocol.fairswap:
+            for sub in protocol.subprotocols:
+                pred_path = out / "predictions" / det / VARIANTS[fs] / f"{sub.id}.csv"
+                if pred_path.is_file():
+                    log.info("%s exists: skipping this run", pred_path)
+                    results[(det, fs, sub.id)] = read_predictions(pred_path)
+                    continue
+                run_name = f"{protocol.name}_{sub.id}_{det}_{VARIANTS[fs]}".replace(".", "_")
+                log.info(
+                    "protocol %s: training %s (%s) on %s", protocol.name, det, VARIANTS[fs], sub.id
+                )
+                pred = train_fn(
+                    det,
+                    index_dir,
+                    names[sub.id],
+                    fs,
+                    out / "runs",
+                    run_name,
+                    list(train_configs),
+                    dict(protocol.train),
+                )
+                write_predictions(pred_path, pred)
+                results[(det, fs, sub.id)] = pred
+    return write_protocol_tables(protocol, results, dets, out, xs, alpha)
+
+
+def write_protocol_tables(
+    protocol: FairnessProtocol,
+    results: dict[tuple[str, bool, str], Predictions],
+    detectors: Sequence[str],
+    out: Path,
+    xs: np.ndarray,
+    alpha: float,
+) -> dict[str, Path]:
+    """Tables II/IV/VI (EER per test group) and III/V/VII (FDR-AUC, ABF-AUC) from predictions."""
+    variants = [fs for fs in (False, True) if fs in protocol.fairswap]
+    eer_rows: list[dict[str, Any]] = []
+    fair_rows: dict[str, list[dict[str, Any]]] = {"FDR": [], "ABF": []}
+    for sub in protocol.subprotocols:
+        for attribute in protocol.test_attributes:
+            per = {
+                (d, fs): _group_eers(results[(d, fs, sub.id)], attribute)
+                for d in detectors
+                for fs in variants
+            }
+            test_groups = sorted({g for v in per.values() for g in v})
+            for g in test_groups:
+                row: dict[str, Any] = {
+                    "trained": _row_label(sub),
+                    "attribute": attribute,
+                    "test": g,
+                }
+                for d in detectors:
+                    for fs in variants:
+                        row[f"{d} {VARIANTS[fs]}"] = per[(d, fs)].get(g, float("nan"))
+                    if len(variants) == 2:
+                        row[f"{d} Impro"] = row[f"{d} FairSwap"] - row[f"{d} B"]
+                eer_rows.append(row)
+            rows = {"FDR": {}, "ABF": {}}
+            for d in detectors:
+                for fs in variants:
+                    fdr, abf = _fdr_abf(results[(d, fs, sub.id)], attribute, xs, alpha)
+                    rows["FDR"][f"{d} {VARIANTS[fs]}"] = fdr
+                    rows["ABF"][f"{d} {VARIANTS[fs]}"] = abf
+            name = (
+                _row_label(sub)
+                if len(protocol.test_attributes) == 1
+                else f"{_row_label(sub)} / {attribute}"
+            )
+            for metric in ("FDR", "ABF"):
+                fair_rows[metric].append({"metric": metric, "trained": name, **rows[metric]})
+    table: list[dict[str, Any]] = []
+    for metric in ("FDR", "ABF"):
+        table.extend(fair_rows[metric])
+        cols = [c for c in fair_rows[metric][0] if c not in ("metric", "trained")]
+        table.append(
+            {
+                "metric": metric,
+                "trained": "Average",
+                **{c: float(np.nanmean([r[c] for r in fair_rows[metric]])) for c in cols},
+            }
+        )
+    paths = {
+        "eer": out / f"{protocol.name}_eer",
+        "fdr_abf": out / f"{protocol.name}_fdr_abf",
+    }
+    write_table(eer_rows, paths["eer"], digits=2)
+    write_table(table, paths["fdr_abf"], digits=3)
+    return paths
+
+
+__all__ = [
+    "BalanceConfig",
+    "DerivedAttribute",
+    "FairnessProtocol",
+    "SubProtocol",
+    "load_protocol",
+    "prepare_index",
+    "run_protocol",
+    "train_and_predict",
+    "write_protocol_tables",
+]

@@ -1,0 +1,116 @@
+"""Typed schema of ``configs/preprocess/<dataset>.yaml`` (DeepfakeBench, Appendix A.1 "Configuration").
+
+Relative paths in a config resolve against the current working directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from configs.loader import config_to_dict, load_config
+
+
+@dataclass
+class AttributesConfig:
+    """An attributes CSV joined into the index (per video or per subject)."""
+
+    csv: str
+    join: Literal["identity", "video"] = "identity"  # match the subject id, or the video id
+    key_column: str | None = None  # default: "identity" for join=identity, "video" otherwise
+    columns: list[str] = field(default_factory=list)  # empty: every other column
+
+    @property
+    def key(self) -> str:
+        return self.key_column or ("identity" if self.join == "identity" else "video")
+
+
+@dataclass
+class DatasetConfig:
+    """Which dataset to read: ``type`` picks the module, ``options`` are that module's options."""
+
+    name: str
+    type: str
+    root: str
+    options: dict[str, Any] = field(default_factory=dict)
+    attributes: AttributesConfig | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name or "\\" in self.name:
+            raise ValueError(f"dataset.name must be a plain file name, got {self.name!r}")
+
+
+@dataclass
+class SamplingConfig:
+    mode: Literal["fixed_num_frames", "fixed_stride"] = "fixed_num_frames"
+    num_frames: int = 32
+    stride: int = 1
+
+    def __post_init__(self) -> None:
+        if self.num_frames <= 0 or self.stride <= 0:
+            raise ValueError("sampling.num_frames and sampling.stride must be positive")
+
+
+@dataclass
+class FaceConfig:
+    detector: Literal["hog", "cnn"] = "hog"
+    upsample: int = 0
+    detect_max_side: int | None = 640  # detect on a downscaled copy; null: full resolution
+
+    def __post_init__(self) -> None:
+        if self.upsample < 0:
+            raise ValueError("face.upsample must be >= 0")
+        if self.detect_max_side is not None and self.detect_max_side < 32:
+            raise ValueError("face.detect_max_side must be >= 32 or null")
+
+
+@dataclass
+class AlignConfig:
+    size: int = 256
+    scale: float = 1.3  # the margin of DeepfakeBench
+    smooth_window: int = 0  # temporal moving average of landmarks over sampled frames; 0: off
+
+    def __post_init__(self) -> None:
+        if self.size < 16 or self.scale < 1.0 or self.smooth_window < 0:
+            raise ValueError("align.size must be >= 16, align.scale >= 1, smooth_window >= 0")
+
+
+@dataclass
+class OutputConfig:
+    root: str = "datasets"
+    format: Literal["png", "jpg"] = "png"
+    jpeg_quality: int = 95
+    mask_threshold: int = 128
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.jpeg_quality <= 100 or not 0 <= self.mask_threshold <= 255:
+            raise ValueError("output.jpeg_quality must be 1-100 and mask_threshold 0-255")
+
+
+@dataclass
+class PreprocessConfig:
+    dataset: DatasetConfig
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    face: FaceConfig = field(default_factory=FaceConfig)
+    align: AlignConfig = field(default_factory=AlignConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+    workers: int = 0  # 0: every core
+
+    def fingerprint(self) -> str:
+        """Hash of every setting that changes the files written for a video."""
+        parts = {k: config_to_dict(getattr(self, k)) for k in ("sampling", "face", "align")}
+        parts["output"] = {k: v for k, v in config_to_dict(self.output).items() if k != "root"}
+        text = json.dumps(parts, sort_keys=True)
+        return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+    @property
+    def index_path(self) -> Path:
+        return Path(self.output.root) / f"{self.dataset.name}.json"
+
+
+def load_preprocess_config(*paths: str | Path, overrides: Any = ()) -> PreprocessConfig:
+    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides)."""
+    return load_config(PreprocessConfig, *paths, overrides=overrides)

@@ -1,0 +1,23 @@
+"""Dataset modules ("rearrange"): each reads one dataset family's official layout and splits.
+
+Importing this package registers every module; ``build_listing(type, root, options)`` runs one.
+"""
+
+from preprocessing.datasets import faceforensics, generic  # noqa: F401  (registration)
+from preprocessing.datasets.base import (
+    DatasetLayoutError,
+    Listing,
+    SourceItem,
+    build_listing,
+    list_dataset_types,
+    register_dataset,
+)
+
+__all__ = [
+    "DatasetLayoutError",
+    "Listing",
+    "SourceItem",
+    "build_listing",
+    "list_dataset_types",
+    "register_dataset",
+]

@@ -1,0 +1,171 @@
+"""What a dataset module returns, the registry of modules, and split helpers."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from configs.loader import build_config
+
+logger = logging.getLogger(__name__)
+
+SPLIT_PRECEDENCE = ("test", "val", "train")  # a video listed twice keeps the first of these
+
+
+class DatasetLayoutError(ValueError):
+    """The dataset folder does not have the layout its module expects (names the path)."""
+
+
+@dataclass
+class SourceItem:
+    """One raw video or image to preprocess, with its index metadata."""
+
+    id: str
+    label: int
+    method: str
+    split: str
+    path: Path  # the raw file
+    rel: str  # output folder under <out>/<dataset>/, POSIX, no suffix
+    mask: Path | None = None  # mask video of the same frames (FF++ / DFD)
+    identity: str | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.method, self.id)
+
+
+@dataclass
+class Listing:
+    """Everything a dataset module found: items, how splits were made, problems."""
+
+    task: str
+    items: list[SourceItem]
+    split_info: dict[str, str] = field(default_factory=dict)
+    methods: list[str] | None = None
+    problems: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+
+    def problem(self, path: str | Path, reason: str) -> None:
+        """Record (and log) a file the layout names but that cannot be used."""
+        logger.warning("%s: %s", path, reason)
+        self.problems.append({"path": str(path), "reason": reason})
+
+
+ListFn = Callable[[Path, Any], Listing]
+_REGISTRY: dict[str, tuple[ListFn, type]] = {}
+
+
+def register_dataset(name: str, options: type) -> Callable[[ListFn], ListFn]:
+    """Register a dataset module's listing function with its options dataclass."""
+
+    def wrap(fn: ListFn) -> ListFn:
+        if name in _REGISTRY:
+            raise ValueError(f"dataset type {name!r} registered twice")
+        _REGISTRY[name] = (fn, options)
+        return fn
+
+    return wrap
+
+
+def list_dataset_types() -> list[str]:
+    """Every registered dataset type, sorted."""
+    return sorted(_REGISTRY)
+
+
+def build_listing(
+    type_name: str, root: str | Path, options: dict[str, Any] | None = None, source: str = "config"
+) -> Listing:
+    """Run the dataset module ``type_name`` on ``root`` with validated ``options``."""
+    if type_name not in _REGISTRY:
+        raise ValueError(
+            f"{source}: unknown dataset type {type_name!r}; allowed: {', '.join(list_dataset_types())}"
+        )
+    root = Path(root)
+    if not root.is_dir():
+        raise DatasetLayoutError(f"{source}: dataset root {root} is not a directory")
+    fn, schema = _REGISTRY[type_name]
+    opts = build_config(schema, options or {}, source=f"{source} (dataset.options)")
+    listing = fn(root, opts)
+    check_unique(listing)
+    return listing
+
+
+def rel_of(path: Path, root: Path) -> str:
+    """Output folder for a raw file: its path under ``root`` without the suffix, POSIX."""
+    rel = PurePosixPath(path.relative_to(root).as_posix())
+    return str(rel.with_suffix(""))
+
+
+def stable_fraction(key: str, seed: int = 0) -> float:
+    """A deterministic number in [0, 1) for ``key`` (splits that never change between runs)."""
+    return (zlib.crc32(f"{seed}:{key}".encode()) & 0xFFFFFFFF) / 2**32
+
+
+def split_by_group(group: str, ratios: dict[str, float], seed: int = 0) -> str:
+    """Assign a group (subject, source video) to a split by its stable hash and ``ratios``."""
+    total = sum(ratios.values())
+    x = stable_fraction(group, seed) * total
+    acc = 0.0
+    for name, r in ratios.items():
+        acc += r
+        if x < acc:
+            return name
+    return list(ratios)[-1]
+
+
+def holdout_val(items: Iterable[SourceItem], fraction: float, seed: int = 0) -> int:
+    """Move a group-disjoint ``fraction`` of the train items to val (groups: identity or id)."""
+    moved = 0
+    for item in items:
+        if item.split == "train":
+            group = item.identity or item.id
+            if stable_fraction(group, seed) < fraction:
+                item.split = "val"
+                moved += 1
+    return moved
+
+
+def dedupe_by_split(items: list[SourceItem], listing: Listing) -> list[SourceItem]:
+    """Keep one entry per (method, id); a video in several splits keeps test > val > train."""
+    best: dict[tuple[str, str], SourceItem] = {}
+    for item in items:
+        other = best.get(item.key)
+        if other is None:
+            best[item.key] = item
+            continue
+        keep, drop = sorted((other, item), key=lambda x: SPLIT_PRECEDENCE.index(x.split))
+        if keep.split != drop.split:
+            listing.problem(
+                drop.path, f"listed in both {keep.split} and {drop.split}; kept in {keep.split} only"
+            )
+        best[item.key] = keep
+    return list(best.values())
+
+
+def check_unique(listing: Listing) -> None:
+    """Every (method, id) and every output folder must be unique."""
+    keys: dict[tuple[str, str], Path] = {}
+    rels: dict[str, Path] = {}
+    for item in listing.items:
+        if item.key in keys:
+            raise DatasetLayoutError(
+                f"{item.path}: duplicate video {item.key} (also {keys[item.key]})"
+            )
+        if item.rel in rels:
+            raise DatasetLayoutError(
+                f"{item.path}: output folder {item.rel!r} also used by {rels[item.rel]}"
+            )
+        keys[item.key] = item.path
+        rels[item.rel] = item.path
+
+
+def files_under(folder: Path, suffixes: Iterable[str]) -> list[Path]:
+    """Files below ``folder`` whose suffix is in ``suffixes`` (case-insensitive), sorted."""
+    allowed = {s.lower() for s in suffixes}
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in allowed)

@@ -1,0 +1,140 @@
+"""A user's own data: ``real/`` and ``fake/`` folders, or a CSV of path,label,split.
+
+Folders (the split folders are optional; without them the split is derived)::
+
+    <root>/[<split>/]real/**.mp4|jpg...         label 0 ("bonafide" also accepted)
+    <root>/[<split>/]fake/[<method>/]**         label 1 ("attack" also accepted)
+
+CSV (``options.csv``): columns ``path`` (relative to the root), ``label`` (0/1, real/fake,
+bonafide/attack) and optionally ``split``, ``method``, ``identity``, ``id``; every other column
+becomes an attribute.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from preprocessing.datasets.base import (
+    DatasetLayoutError,
+    Listing,
+    SourceItem,
+    files_under,
+    register_dataset,
+    rel_of,
+    split_by_group,
+)
+from preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
+
+LABEL_NAMES = {"0": 0, "real": 0, "bonafide": 0, "bona_fide": 0, "1": 1, "fake": 1, "attack": 1}
+SPLITS = ("train", "val", "test")
+_RESERVED = {"path", "label", "split", "method", "identity", "id"}
+
+
+@dataclass
+class GenericOptions:
+    task: Literal["deepfake", "pad"] = "deepfake"
+    csv: str | None = None  # relative to the root, or absolute
+    ratios: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
+    seed: int = 0
+
+
+def _item_id(rel: str) -> str:
+    return rel.replace("/", "__")
+
+
+@register_dataset("generic", GenericOptions)
+def list_generic(root: Path, opts: GenericOptions) -> Listing:
+    """Items from the folder layout or the CSV; derived splits are noted in ``split_info``."""
+    listing = Listing(task=opts.task, items=[])
+    if opts.csv:
+        _from_csv(root, opts, listing)
+    else:
+        _from_folders(root, opts, listing)
+    if not listing.items:
+        raise DatasetLayoutError(f"{root}: no videos or images found for the generic layout")
+    return listing
+
+
+def _derived(opts: GenericOptions) -> str:
+    how = ", ".join(f"{k} {v:g}" for k, v in opts.ratios.items())
+    return f"derived: by a hash of identity or file ({how}, seed {opts.seed})"
+
+
+def _from_folders(root: Path, opts: GenericOptions, listing: Listing) -> None:
+    split_roots = [(s, root / s) for s in SPLITS if (root / s).is_dir()]
+    if split_roots:
+        listing.split_info = {s: "folders" for s, _ in split_roots}
+    else:
+        split_roots = [(None, root)]
+        listing.split_info = dict.fromkeys(SPLITS, _derived(opts))
+    suffixes = VIDEO_SUFFIXES | IMAGE_SUFFIXES
+    for split, base in split_roots:
+        for folder in sorted(p for p in base.iterdir() if p.is_dir()):
+            label = LABEL_NAMES.get(folder.name.lower())
+            if label is None or folder.name.isdigit():
+                continue
+            for path in files_under(folder, suffixes):
+                inner = path.relative_to(folder).parts
+                method = inner[0] if label == 1 and len(inner) > 1 else ("real" if label == 0 else folder.name)
+                rel = rel_of(path, root)
+                listing.items.append(
+                    SourceItem(
+                        id=_item_id(rel),
+                        label=label,
+                        method=method,
+                        split=split or split_by_group(rel, opts.ratios, opts.seed),
+                        path=path,
+                        rel=rel,
+                    )
+                )
+
+
+def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
+    path = Path(opts.csv)
+    path = path if path.is_absolute() else root / path
+    if not path.is_file():
+        raise DatasetLayoutError(f"{path}: generic dataset CSV not found")
+    derived = False
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        for col in ("path", "label"):
+            if col not in header:
+                raise DatasetLayoutError(f"{path}: missing column {col!r}; columns: {header}")
+        for n, row in enumerate(reader, start=2):
+            where = f"{path} line {n}"
+            label = LABEL_NAMES.get((row["label"] or "").strip().lower())
+            rel_file = (row["path"] or "").strip().replace("\\", "/")
+            if label is None:
+                listing.problem(where, f"bad label {row['label']!r}; expected 0/1, real/fake")
+                continue
+            if not rel_file or PurePosixPath(rel_file).is_absolute() or ".." in rel_file.split("/"):
+                listing.problem(where, f"path {rel_file!r} must be relative to {root}")
+                continue
+            split = (row.get("split") or "").strip()
+            identity = (row.get("identity") or "").strip() or None
+            rel = str(PurePosixPath(rel_file).with_suffix(""))
+            if split and split not in SPLITS:
+                listing.problem(where, f"bad split {split!r}; expected one of {SPLITS}")
+                continue
+            if not split:
+                derived = True
+                split = split_by_group(identity or rel, opts.ratios, opts.seed)
+            method = (row.get("method") or "").strip() or ("real" if label == 0 else "fake")
+            attrs = {k: str(v).strip() for k, v in row.items() if k not in _RESERVED and v and str(v).strip()}
+            listing.items.append(
+                SourceItem(
+                    id=(row.get("id") or "").strip() or _item_id(rel),
+                    label=label,
+                    method=method,
+                    split=split,
+                    path=root / rel_file,
+                    rel=rel,
+                    identity=identity,
+                    attributes=attrs,
+                )
+            )
+    listing.split_info = dict.fromkeys(SPLITS, _derived(opts) + " for rows without a split" if derived else "csv")

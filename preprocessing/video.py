@@ -1,0 +1,107 @@
+"""Frame sampling and decoding (DeepfakeBench, Appendix A.1 "Frame Sampling").
+
+Only the frames up to the last one needed are decoded; frames that are not kept are skipped
+with ``grab()`` (no colour conversion or copy). Images pass through as a single frame.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Literal
+
+import cv2
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
+VIDEO_SUFFIXES = frozenset({".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv"})
+SamplingMode = Literal["fixed_num_frames", "fixed_stride"]
+
+
+class MediaReadError(RuntimeError):
+    """A video or image cannot be opened or decoded."""
+
+
+def is_image(path: str | Path) -> bool:
+    """True when the file suffix is an image format."""
+    return Path(path).suffix.lower() in IMAGE_SUFFIXES
+
+
+def sample_indices(
+    total: int, mode: SamplingMode = "fixed_num_frames", num_frames: int = 32, stride: int = 1
+) -> list[int]:
+    """Frame numbers to keep from a video of ``total`` frames.
+
+    ``fixed_num_frames``: ``num_frames`` evenly spaced frames from first to last (as
+    DeepfakeBench, ``np.linspace(0, total - 1, num_frames)`` truncated); all frames when the
+    video is shorter. ``fixed_stride``: every ``stride``-th frame starting at 0.
+    """
+    if total <= 0:
+        return []
+    if mode == "fixed_num_frames":
+        if num_frames <= 0:
+            raise ValueError(f"num_frames must be positive, got {num_frames}")
+        if total <= num_frames:
+            return list(range(total))
+        return np.linspace(0, total - 1, num_frames, endpoint=True).astype(int).tolist()
+    if mode == "fixed_stride":
+        if stride <= 0:
+            raise ValueError(f"stride must be positive, got {stride}")
+        return list(range(0, total, stride))
+    raise ValueError(f"unknown sampling mode {mode!r}; allowed: fixed_num_frames, fixed_stride")
+
+
+def read_image(path: str | Path) -> np.ndarray:
+    """An image file as uint8 RGB (EXIF orientation applied, alpha dropped)."""
+    bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise MediaReadError(f"{path}: unreadable image")
+    return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+
+
+def count_frames(path: str | Path) -> int:
+    """Number of frames of a video from its header (0 when unknown); images count 1."""
+    if is_image(path):
+        return 1
+    cap = cv2.VideoCapture(str(path))
+    try:
+        if not cap.isOpened():
+            raise MediaReadError(f"{path}: cannot open video")
+        return max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), 0)
+    finally:
+        cap.release()
+
+
+def read_frames(
+    path: str | Path, indices: list[int] | None, gray: bool = False
+) -> dict[int, np.ndarray]:
+    """Decode the frames ``indices`` (sorted, unique) of a video; ``None``: every frame.
+
+    Returns ``{frame number: RGB uint8 array}`` (or single-channel when ``gray``); frames past
+    the real end of the video are missing from the result.
+    """
+    if is_image(path):
+        rgb = read_image(path)
+        return {0: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY) if gray else rgb}
+    cap = cv2.VideoCapture(str(path))
+    try:
+        if not cap.isOpened():
+            raise MediaReadError(f"{path}: cannot open video")
+        wanted = set(indices) if indices is not None else None
+        last = max(indices) if indices else (None if indices is None else -1)
+        out: dict[int, np.ndarray] = {}
+        i = 0
+        while last is None or i <= last:
+            if not cap.grab():
+                break
+            if wanted is None or i in wanted:
+                ok, bgr = cap.retrieve()
+                if ok and bgr is not None:
+                    code = cv2.COLOR_BGR2GRAY if gray else cv2.COLOR_BGR2RGB
+                    out[i] = cv2.cvtColor(bgr, code)
+            i += 1
+        return out
+    finally:
+        cap.release()

@@ -1,0 +1,230 @@
+"""Preprocess one video or image: sample, detect, landmarks, align, masks, write atomically.
+
+A video's folder appears only through one ``os.rename`` of a fully written temporary folder
+that ends with the completion record ``_done.json``; a killed run leaves at most a hidden
+``.<name>.tmp-*`` folder, which the next run removes and redoes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+from scipy.ndimage import uniform_filter1d
+
+from preprocessing.align import align_face, warp_mask
+from preprocessing.config import PreprocessConfig
+from preprocessing.datasets.base import SourceItem
+from preprocessing.faces import FaceAnalyzer
+from preprocessing.video import MediaReadError, count_frames, is_image, read_frames, sample_indices
+
+logger = logging.getLogger(__name__)
+
+RECORD = "_done.json"
+RECORD_VERSION = 1
+STAGES = ("decode", "detect", "landmarks", "align", "write")
+
+
+@dataclass
+class VideoResult:
+    """What happened to one item; ``record`` is the completion record when it succeeded."""
+
+    key: tuple[str, str]
+    record: dict[str, Any] | None = None
+    reason: str | None = None  # why the whole item was skipped
+    skipped_frames: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+    frames_sampled: int = 0
+    faces: int = 0
+    cached: bool = False
+
+
+def read_record(video_dir: Path, fingerprint: str) -> dict[str, Any] | None:
+    """The completion record of a finished video made with the same settings, else ``None``."""
+    path = video_dir / RECORD
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if record.get("version") != RECORD_VERSION or record.get("fingerprint") != fingerprint:
+        return None
+    for kind in ("frames", "landmarks", "masks"):
+        if not all((video_dir / rel).is_file() for rel in record.get(kind) or []):
+            return None
+    return record
+
+
+def _analyzer(cfg: PreprocessConfig) -> FaceAnalyzer:
+    f = cfg.face
+    return _ANALYZERS.setdefault(
+        (f.detector, f.upsample, f.detect_max_side),
+        FaceAnalyzer(f.detector, f.upsample, f.detect_max_side),
+    )
+
+
+_ANALYZERS: dict[tuple, FaceAnalyzer] = {}
+
+
+def _smooth(landmarks: list[np.ndarray], window: int) -> list[np.ndarray]:
+    if window <= 1 or len(landmarks) < 2:
+        return landmarks
+    stacked = uniform_filter1d(np.stack(landmarks), size=window, axis=0, mode="nearest")
+    return list(stacked.astype(np.float32))
+
+
+def _encode(cfg: PreprocessConfig) -> tuple[str, list[int]]:
+    if cfg.output.format == "jpg":
+        return ".jpg", [cv2.IMWRITE_JPEG_QUALITY, cfg.output.jpeg_quality]
+    return ".png", [cv2.IMWRITE_PNG_COMPRESSION, 1]
+
+
+def _write_image(path: Path, image: np.ndarray, params: list[int]) -> None:
+    if image.ndim == 3:
+        image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR)
+    if not cv2.imwrite(str(path), image, params):
+        raise OSError(f"{path}: cannot write image")
+
+
+def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> VideoResult:
+    """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``)."""
+    result = VideoResult(key=item.key)
+    try:
+        _process(item, cfg, video_dir, result)
+    except MediaReadError as exc:
+        result.reason = str(exc)
+    except Exception as exc:  # a corrupt file must never stop a long job
+        logger.exception("%s: failed", item.path)
+        result.reason = f"{type(exc).__name__}: {exc}"
+    if result.reason:
+        result.record = None
+    return result
+
+
+def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: VideoResult) -> None:
+    t = result.timing
+    if not item.path.is_file():
+        raise MediaReadError(f"{item.path}: file not found")
+    t0 = time.perf_counter()
+    image = is_image(item.path)
+    total = count_frames(item.path)
+    if total <= 0:
+        frames = read_frames(item.path, None)  # header without a frame count: decode all
+        total = len(frames)
+        keep = sample_indices(total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride)
+        frames = {i: frames[i] for i in keep}
+    else:
+        keep = sample_indices(total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride)
+        frames = read_frames(item.path, keep)
+    t["decode"] += time.perf_counter() - t0
+    if not frames:
+        raise MediaReadError(f"{item.path}: no decodable frame")
+    if not image and cfg.sampling.mode == "fixed_num_frames" and total < cfg.sampling.num_frames:
+        note = f"only {total} frames (< {cfg.sampling.num_frames}); kept all of them"
+        logger.info("%s: %s", item.path, note)
+        result.notes.append(note)
+    missing = [i for i in keep if i not in frames]
+    for i in missing:
+        result.skipped_frames.append({"frame": i, "reason": "past the real end of the video"})
+    if missing:
+        logger.info("%s: %d frames past the real end of the video", item.path, len(missing))
+    result.frames_sampled = len(frames)
+
+    analyzer = _analyzer(cfg)
+    found: list[tuple[int, np.ndarray]] = []
+    for i in sorted(frames):
+        t0 = time.perf_counter()
+        boxes = analyzer.detect(frames[i])
+        t["detect"] += time.perf_counter() - t0
+        if not boxes:
+            result.skipped_frames.append({"frame": i, "reason": "no face"})
+            continue
+        t0 = time.perf_counter()
+        found.append((i, analyzer.landmarks(frames[i], boxes[0])))
+        t["landmarks"] += time.perf_counter() - t0
+    result.faces = len(found)
+    if not found:
+        raise MediaReadError(f"{item.path}: no face in any of the {len(frames)} sampled frames")
+    smoothed = _smooth([lm for _, lm in found], cfg.align.smooth_window)
+
+    masks: dict[int, np.ndarray] | None = None
+    if item.mask is not None:
+        t0 = time.perf_counter()
+        try:
+            masks = read_frames(item.mask, [i for i, _ in found], gray=True)
+        except MediaReadError as exc:
+            result.notes.append(f"mask unreadable ({exc}); no masks for this video")
+            logger.warning("%s: mask unreadable: %s", item.path, exc)
+        if masks is not None and len(masks) < len(found):
+            result.notes.append("mask video shorter than the video; no masks for this video")
+            logger.warning("%s: mask video %s is too short", item.path, item.mask)
+            masks = None
+        t["decode"] += time.perf_counter() - t0
+
+    video_dir.parent.mkdir(parents=True, exist_ok=True)
+    for stale in video_dir.parent.glob(f".{video_dir.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=video_dir.parent, prefix=f".{video_dir.name}.tmp-"))
+    try:
+        record = _write(cfg, frames, found, smoothed, masks, tmp, t)
+        record["num_source_frames"] = total
+        record["skipped_frames"] = result.skipped_frames
+        (tmp / RECORD).write_text(json.dumps(record), encoding="utf-8")
+        if video_dir.exists():  # an earlier result made with other settings, or --overwrite
+            shutil.rmtree(video_dir)
+        os.rename(tmp, video_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    result.record = record
+
+
+def _write(
+    cfg: PreprocessConfig,
+    frames: dict[int, np.ndarray],
+    found: list[tuple[int, np.ndarray]],
+    smoothed: list[np.ndarray],
+    masks: dict[int, np.ndarray] | None,
+    tmp: Path,
+    t: dict[str, float],
+) -> dict[str, Any]:
+    suffix, params = _encode(cfg)
+    size, scale = cfg.align.size, cfg.align.scale
+    for sub in ("frames", "landmarks") + (("masks",) if masks is not None else ()):
+        (tmp / sub).mkdir()
+    record: dict[str, Any] = {
+        "version": RECORD_VERSION,
+        "fingerprint": cfg.fingerprint(),
+        "frames": [],
+        "landmarks": [],
+        "masks": [] if masks is not None else None,
+        "frame_indices": [],
+    }
+    for (i, _), lm in zip(found, smoothed, strict=True):
+        t0 = time.perf_counter()
+        crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
+        mask = None
+        if masks is not None:
+            mask = warp_mask(masks[i], matrix, size, cfg.output.mask_threshold)
+        t["align"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        name = f"{i:03d}"
+        _write_image(tmp / "frames" / f"{name}{suffix}", crop, params)
+        np.save(tmp / "landmarks" / f"{name}.npy", crop_lm.astype(np.float32))
+        record["frames"].append(f"frames/{name}{suffix}")
+        record["landmarks"].append(f"landmarks/{name}.npy")
+        if mask is not None:
+            _write_image(tmp / "masks" / f"{name}.png", mask, [cv2.IMWRITE_PNG_COMPRESSION, 1])
+            record["masks"].append(f"masks/{name}.png")
+        record["frame_indices"].append(i)
+        t["write"] += time.perf_counter() - t0
+    return record

@@ -1,0 +1,97 @@
+"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
+
+    python scripts/fairness.py --predictions runs/x/predictions/test.csv --attributes gender \
+        --out runs/x/fairness
+    python scripts/fairness.py --protocol configs/fairness/protocol_1.yaml --out runs/p1 \
+        --data-root demo_data/processed --dataset demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from configs import ConfigError  # noqa: E402
+from evaluation.predictions import PredictionsError, read_predictions  # noqa: E402
+from fairness.report import fairness_report, format_summary, load_report_config, write_report  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--predictions", help="predictions CSV (one row per frame)")
+    parser.add_argument(
+        "--attributes", nargs="+", help="attribute columns to group by (default: all)"
+    )
+    parser.add_argument("--out", required=True, help="output folder for tables and figures")
+    parser.add_argument("--config", help="report YAML (configs/fairness/report.yaml)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a report key"
+    )
+    parser.add_argument("--level", choices=("frame", "video"), help="frame- or video-level metrics")
+    parser.add_argument("--no-figures", action="store_true", help="skip the figures")
+    parser.add_argument(
+        "--protocol", help="run a fairness protocol YAML instead (trains detectors)"
+    )
+    parser.add_argument("--data-root", help="protocol: folder of the dataset index")
+    parser.add_argument("--dataset", help="protocol: dataset name (<data-root>/<name>.json)")
+    parser.add_argument(
+        "--detectors", nargs="+", help="protocol: override the protocol's detectors"
+    )
+    parser.add_argument(
+        "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    overrides = list(args.set)
+    if args.level:
+        overrides.append(f"level={args.level}")
+    if args.no_figures:
+        overrides.append("figures=false")
+    try:
+        cfg = load_report_config(args.config, overrides=overrides)
+        if args.protocol:
+            from fairness.protocols import load_protocol, run_protocol
+
+            protocol = load_protocol(args.protocol)
+            if not (args.data_root and args.dataset):
+                parser.error("--protocol needs --data-root and --dataset")
+            tables = run_protocol(
+                protocol,
+                args.data_root,
+                args.dataset,
+                args.out,
+                detectors=args.detectors,
+                train_configs=[args.train_config] if args.train_config else [],
+                report_cfg=cfg,
+            )
+            for name, path in tables.items():
+                print(f"{name}: {path}")
+            return 0
+        if not args.predictions:
+            parser.error("give --predictions FILE (or --protocol FILE)")
+        pred = read_predictions(args.predictions)
+        reports = fairness_report(pred, args.attributes, cfg)
+        if not reports:
+            print("no attribute with two or more groups: nothing to report", file=sys.stderr)
+            return 1
+        write_report(reports, args.out, figures=cfg.figures)
+    except (ConfigError, PredictionsError, KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(reports))
+    print(f"tables and figures: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

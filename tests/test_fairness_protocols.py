@@ -1,0 +1,305 @@
+"""Fairness protocols: YAML parsing, attribute subsets, derived attributes, gender-balanced
+re-splitting (paper 000) and a protocol run on tiny real-face data producing every table."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from configs import ConfigError
+from evaluation.predictions import Predictions
+from fairness.fairswap import FairSwap
+from fairness.protocols import load_protocol, prepare_index, run_protocol
+from fairness.splits import (
+    derive_any,
+    filter_train,
+    gender_balanced_split,
+    rebase_index,
+    save_index,
+)
+from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, read_index, write_index
+
+REPO = Path(__file__).resolve().parents[1]
+CELEB = REPO.parent / "shared" / "data" / "faces" / "celebrities"
+SPLIT_OF = {
+    "idA": "train",
+    "idB": "train",
+    "idD": "train",
+    "idE": "train",
+    "idF": "train",
+    "idK": "train",
+    "idC": "val",
+    "idG": "val",
+}  # the others: test
+
+
+def _print_attack(rgb: np.ndarray) -> np.ndarray:
+    """A crude print-attack look (low resolution, blur, washed-out colours) for test data."""
+    small = cv2.resize(rgb, None, fx=0.3, fy=0.3, interpolation=cv2.INTER_AREA)
+    up = cv2.GaussianBlur(
+        cv2.resize(small, rgb.shape[1::-1], interpolation=cv2.INTER_LINEAR), (5, 5), 0
+    )
+    return np.clip(0.7 * up + 60, 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def celeb_index(tmp_path_factory) -> Path:
+    """Index of the 62 celebrity photos (bona fide) and a print-attack version of each."""
+    root = tmp_path_factory.mktemp("celeb")
+    (root / "attacks").mkdir()
+    with (CELEB / "attributes.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    videos = []
+    for r in rows:
+        attrs = {"gender": r["gender"], "beard": r["beard"], "eyeglasses": r["eyeglasses"]}
+        split = SPLIT_OF.get(r["identity"], "test")
+        stem = Path(r["file"]).stem
+        rel = Path(os.path.relpath(CELEB / r["file"], root)).as_posix()
+        videos.append(
+            VideoEntry(
+                id=stem,
+                label=0,
+                method="real",
+                split=split,
+                frames=[rel],
+                attributes=attrs,
+                identity=r["identity"],
+            )
+        )
+        rgb = _read_small(str((CELEB / r["file"]).resolve()))
+        cv2.imwrite(
+            str(root / "attacks" / f"{stem}.png"),
+            cv2.cvtColor(_print_attack(rgb), cv2.COLOR_RGB2BGR),
+        )
+        videos.append(
+            VideoEntry(
+                id=stem,
+                label=1,
+                method="print",
+                split=split,
+                frames=[f"attacks/{stem}.png"],
+                attributes=attrs,
+                identity=r["identity"],
+            )
+        )
+    write_index(
+        DatasetIndex(dataset="celeb", task="pad", videos=videos, root=root), root / "celeb.json"
+    )
+    return root
+
+
+def _load(index: DatasetIndex, video: VideoEntry) -> np.ndarray:
+    return _read_small(str(index.resolve(video.frames[0]).resolve()))
+
+
+@functools.cache
+def _read_small(path: str) -> np.ndarray:
+    bgr = cv2.imread(path)
+    assert bgr is not None, path
+    return cv2.resize(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), (64, 64), interpolation=cv2.INTER_AREA)
+
+
+def _features(images: np.ndarray) -> np.ndarray:
+    """Sharpness (Laplacian variance) and mean saturation of uint8 RGB images."""
+    out = []
+    for rgb in images:
+        gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        sat = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV)[..., 1]
+        out.append([np.log1p(cv2.Laplacian(gray, cv2.CV_64F).var()), sat.mean() / 255.0])
+    return np.array(out)
+
+
+class TinyTrainer:
+    """A real (tiny) PAD model standing in for the trainer: logistic regression on two image
+    features, trained on the index the runner wrote, with FairSWAP applied when asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, bool]] = []
+
+    def __call__(
+        self, detector, data_root, dataset, fairswap, out_dir, run_name, train_configs, overrides
+    ):
+        self.calls.append((detector, dataset, fairswap))
+        index = read_index(Path(data_root) / f"{dataset}.json", check_files=True)
+        train = index.split("train")
+        images = np.stack([_load(index, v) for v in train])
+        labels = np.array([v.label for v in train])
+        if fairswap:
+            batch = {
+                "image": torch.from_numpy(images).permute(0, 3, 1, 2).float(),
+                "label": torch.from_numpy(labels),
+                "attributes": {"gender": [v.attributes["gender"] for v in train]},
+            }
+            swapped = FairSwap(patch=16, seed=0)(batch)["image"]
+            images = swapped.permute(0, 2, 3, 1).numpy().astype(np.uint8)
+        clf = LogisticRegression().fit(_features(images), labels)
+        test = index.split("test")
+        scores = clf.predict_proba(_features(np.stack([_load(index, v) for v in test])))[:, 1]
+        names = sorted({k for v in test for k in v.attributes})
+        return Predictions(
+            dataset=[index.dataset] * len(test),
+            video_id=[v.id for v in test],
+            frame=[0] * len(test),
+            label=[v.label for v in test],
+            score=scores,
+            method=[v.method for v in test],
+            attributes={k: [v.attributes.get(k, "") for v in test] for k in names},
+        )
+
+
+def test_protocol_yaml_files_parse_and_errors_name_the_key(tmp_path):
+    p1 = load_protocol(REPO / "configs" / "fairness" / "protocol_1.yaml")
+    assert [s.id for s in p1.subprotocols] == ["1.1", "1.2", "1.3"]
+    assert p1.subprotocols[0].train_groups is None and p1.subprotocols[1].train_groups == ["female"]
+    assert p1.fairswap == [False, True] and p1.alpha == 0.5
+    p2 = load_protocol(REPO / "configs" / "fairness" / "protocol_2.yaml")
+    assert p2.derive[0].any_of == ["beard", "eyeglasses", "bangs"]
+    p3 = load_protocol(REPO / "configs" / "fairness" / "protocol_3.yaml")
+    assert len(p3.test_attributes) == 6 and len(p3.subprotocols) == 1
+    assert load_protocol(
+        REPO / "configs" / "fairness" / "protocol_gender_balanced.yaml"
+    ).balance.enabled
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "name: x\ntest_attributes: [gender]\ndetectors: [meso4]\nsubprotocols: [{id: a, trian_groups: [f]}]\n"
+    )
+    with pytest.raises(ConfigError, match="trian_groups"):
+        load_protocol(bad)
+    bad.write_text(
+        "name: x\ntest_attributes: [gender]\ndetectors: [meso4]\nsubprotocols: [{id: a, train_groups: [f]}]\n"
+    )
+    with pytest.raises(ConfigError, match="train_attribute"):
+        load_protocol(bad)
+    with pytest.raises(ConfigError, match="not found"):
+        load_protocol(tmp_path / "missing.yaml")
+
+
+def test_filter_and_derive(celeb_index):
+    index = read_index(celeb_index / "celeb.json")
+    female = filter_train(index, "gender", ["female"])
+    assert {v.attributes["gender"] for v in female.split("train", "val")} == {"female"}
+    assert len(female.split("test")) == len(index.split("test"))  # test set untouched
+    assert len(filter_train(index, "gender", None).videos) == len(index.videos)
+    with pytest.raises(DatasetIndexError, match="no train video has gender in \\['other'\\]"):
+        filter_train(index, "gender", ["other"])
+    occ = derive_any(index, "occlusion", ["beard", "eyeglasses", "bangs"], ("O", "w/o O"))
+    counts = Counter(v.attributes["occlusion"] for v in occ.videos if v.label == 0)
+    assert counts == {"O": 8, "w/o O": 54}  # idE 5 beards, idM 1 beard, idI 2 eyeglasses
+
+
+def test_gender_balanced_split(celeb_index):
+    index = read_index(celeb_index / "celeb.json")
+    out = gender_balanced_split(index, "gender", (3, 2), 0.1, seed=0)
+    for label in (0, 1):
+        c = Counter(v.attributes["gender"] for v in out.videos if v.label == label)
+        assert c["female"] == c["male"] == 30  # 32 female, 30 male photos before
+    subjects = {}
+    for v in out.videos:
+        assert subjects.setdefault(v.identity, v.split) == v.split  # subject-disjoint splits
+    per = Counter((v.attributes["gender"], s) for v, s in ((v, v.split) for v in out.videos))
+    for g in ("female", "male"):
+        ids = {
+            s: {v.identity for v in out.videos if v.split == s and v.attributes["gender"] == g}
+            for s in ("train", "val", "test")
+        }
+        n = sum(len(x) for x in ids.values())
+        assert len(ids["train"]) + len(ids["val"]) == round(n * 3 / 5)
+        assert len(ids["val"]) >= 1 and per[(g, "test")] > 0
+    assert "gender-balanced 3:2" in out.split_info["train"]
+    assert gender_balanced_split(index, seed=0).videos == out.videos  # reproducible
+    with pytest.raises(DatasetIndexError, match="two groups"):
+        gender_balanced_split(index, "eyeglasses_missing")
+    with pytest.raises(ValueError, match="train_test"):
+        gender_balanced_split(index, train_test=(3, 0))
+
+
+def test_rebase_keeps_files_reachable(celeb_index, tmp_path):
+    index = read_index(celeb_index / "celeb.json")
+    save_index(index, tmp_path / "deep" / "er" / "copy.json", dataset="copy")
+    copy = read_index(tmp_path / "deep" / "er" / "copy.json", check_files=True)
+    assert copy.dataset == "copy" and len(copy.videos) == len(index.videos)
+    assert rebase_index(index, celeb_index).videos[0].frames == index.videos[0].frames
+
+
+def test_protocol_run_on_tiny_data_produces_every_table(celeb_index, tmp_path):
+    protocol = load_protocol(
+        REPO / "configs" / "fairness" / "protocol_1.yaml", overrides=["xs=[0.05, 0.1, 0.2]"]
+    )
+    trainer = TinyTrainer()
+    dets = ["lbp_mlp", "deeppixbis"]
+    paths = run_protocol(
+        protocol, celeb_index, "celeb", tmp_path / "p1", detectors=dets, train_fn=trainer
+    )
+    assert len(trainer.calls) == 2 * 2 * 3  # detectors x (B, FairSwap) x sub-protocols
+    assert {c[1] for c in trainer.calls} == {"celeb_p1_1", "celeb_p1_2", "celeb_p1_3"}
+    for stem in paths.values():
+        for suffix in (".csv", ".md", ".json"):
+            assert stem.with_suffix(suffix).is_file()
+    eer_rows = json.loads(paths["eer"].with_suffix(".json").read_text())
+    assert [(r["trained"], r["test"]) for r in eer_rows] == [
+        ("Fused", "female"),
+        ("Fused", "male"),
+        ("F", "female"),
+        ("F", "male"),
+        ("M", "female"),
+        ("M", "male"),
+    ]
+    for r in eer_rows:
+        for d in dets:
+            assert 0 <= r[f"{d} B"] <= 100 and 0 <= r[f"{d} FairSwap"] <= 100
+            assert r[f"{d} Impro"] == pytest.approx(r[f"{d} FairSwap"] - r[f"{d} B"])
+    fair = json.loads(paths["fdr_abf"].with_suffix(".json").read_text())
+    assert [(r["metric"], r["trained"]) for r in fair] == [
+        ("FDR", "Fused"),
+        ("FDR", "F"),
+        ("FDR", "M"),
+        ("FDR", "Average"),
+        ("ABF", "Fused"),
+        ("ABF", "F"),
+        ("ABF", "M"),
+        ("ABF", "Average"),
+    ]
+    for r in fair:
+        assert all(-1e3 <= r[c] <= 1 for c in r if c not in ("metric", "trained"))
+    avg = np.mean([r["lbp_mlp B"] for r in fair[:3]])
+    assert fair[3]["lbp_mlp B"] == pytest.approx(avg)
+    md = paths["fdr_abf"].with_suffix(".md").read_text()
+    assert md.startswith("| metric | trained | lbp_mlp B | lbp_mlp FairSwap |")
+    # a re-run resumes: finished runs are not trained again
+    run_protocol(protocol, celeb_index, "celeb", tmp_path / "p1", detectors=dets, train_fn=trainer)
+    assert len(trainer.calls) == 12
+
+
+def test_protocol_2_derives_occlusion_and_3_tests_each_attribute(celeb_index, tmp_path):
+    p2 = load_protocol(REPO / "configs" / "fairness" / "protocol_2.yaml")
+    index = prepare_index(p2, celeb_index, "celeb")
+    assert {v.attributes["occlusion"] for v in index.videos} == {"O", "w/o O"}
+    p3 = load_protocol(
+        REPO / "configs" / "fairness" / "protocol_3.yaml",
+        overrides=["test_attributes=[beard, eyeglasses]", "fairswap=[false]", "xs=[0.1, 0.2]"],
+    )
+    trainer = TinyTrainer()
+    paths = run_protocol(
+        p3, celeb_index, "celeb", tmp_path / "p3", detectors=["lbp_mlp"], train_fn=trainer
+    )
+    assert len(trainer.calls) == 1
+    eer_rows = json.loads(paths["eer"].with_suffix(".json").read_text())
+    assert {(r["attribute"], r["test"]) for r in eer_rows} == {
+        ("beard", "no"),
+        ("beard", "yes"),
+        ("eyeglasses", "no"),
+        ("eyeglasses", "yes"),
+    }
+    assert "lbp_mlp Impro" not in eer_rows[0]
+    fair = json.loads(paths["fdr_abf"].with_suffix(".json").read_text())
+    assert [r["trained"] for r in fair] == ["Fused / beard", "Fused / eyeglasses", "Average"] * 2

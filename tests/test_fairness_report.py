@@ -1,0 +1,177 @@
+"""Fairness reports from predictions files, and scripts/fairness.py."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from configs import ConfigError
+from evaluation.predictions import Predictions, write_predictions
+from fairness.metrics import bias_factor, group_metrics
+from fairness.report import (
+    ReportConfig,
+    attribute_arrays,
+    fairness_report,
+    format_summary,
+    html_section,
+    load_report_config,
+    write_report,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _predictions(n_videos: int = 60, frames: int = 3, seed: int = 0) -> Predictions:
+    rng = np.random.default_rng(seed)
+    vy = rng.integers(0, 2, n_videos)
+    gender = np.where(np.arange(n_videos) % 2 == 0, "female", "male")
+    lighting = rng.choice(["dark", "bright", ""], n_videos)
+    y = np.repeat(vy, frames)
+    g = np.repeat(gender, frames)
+    shift = np.where(g == "female", 0.08, 0.0)  # females are harder: scores pulled to the middle
+    s = np.clip(
+        0.5 * y + 0.25 + rng.normal(0, 0.15, len(y)) + np.where(y == 1, -shift, shift), 0, 1
+    )
+    return Predictions(
+        dataset=["demo"] * len(y),
+        video_id=np.repeat([f"{i:03d}" for i in range(n_videos)], frames),
+        frame=np.tile(np.arange(frames), n_videos),
+        label=y,
+        score=s,
+        method=np.where(y == 1, "SelfBlended", "real"),
+        attributes={"gender": g, "lighting": np.repeat(lighting, frames)},
+    )
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location(
+        "fairness_script", REPO / "scripts" / "fairness.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
+    pred = _predictions()
+    path = tmp_path / "pred.csv"
+    write_predictions(path, pred)
+    out = tmp_path / "fair"
+    rc = _load_script().main(
+        [
+            "--predictions",
+            str(path),
+            "--attributes",
+            "gender",
+            "lighting",
+            "--out",
+            str(out),
+            "--set",
+            "bootstrap=50",
+        ]
+    )
+    assert rc == 0
+    text = capsys.readouterr().out
+    per = group_metrics(pred.label, pred.score, pred.attributes["gender"])
+    bf = bias_factor(pred.label, (pred.score >= 0.5).astype(int), pred.attributes["gender"])
+    assert "== gender (frame level) ==" in text and "== lighting (frame level) ==" in text
+    female_line = next(line for line in text.splitlines() if line.startswith("female"))
+    n, acc_pct, auc_pct, eer_pct = female_line.split()[1:]
+    assert int(n) == per["female"]["n"]
+    assert float(acc_pct) == pytest.approx(100 * per["female"]["acc"], abs=0.01)
+    assert float(auc_pct) == pytest.approx(100 * per["female"]["auc"], abs=0.01)
+    assert float(eer_pct) == pytest.approx(100 * per["female"]["eer"], abs=0.01)
+    assert f"bias factor: {100 * bf:.2f}%" in text and "(female vs male)" in text
+    for stem in ("summary", "group_metrics", "fdr_abf_auc", "curves", "odta", "bootstrap"):
+        for suffix in (".csv", ".md", ".json"):
+            assert (out / f"{stem}{suffix}").is_file(), stem + suffix
+    for attr in ("gender", "lighting"):
+        for kind in ("roc", "accuracy", "fdr_abf", "odta"):
+            assert (out / "figures" / f"{attr}_{kind}.png").stat().st_size > 1000
+    with (out / "group_metrics.csv").open(newline="") as fh:
+        rows = {(r["attribute"], r["group"]): r for r in csv.DictReader(fh)}
+    assert float(rows[("gender", "male")]["acc"]) == pytest.approx(per["male"]["acc"])
+    assert "bpcer@apcer=5%" in rows[("gender", "male")]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary[0]["attribute"] == "gender" and summary[0]["bias_factor"] == pytest.approx(bf)
+    assert summary[0]["bias_ci_low"] <= summary[0]["bias_ci_high"]
+    full = json.loads((out / "fairness.json").read_text())
+    assert set(full["gender"]["fdr_abf_auc"]) == {"fused", "female", "male"}
+    assert len(full["gender"]["curves"]["fused"]["fdr"]) == 40
+
+
+def test_video_level_and_missing_values(caplog):
+    pred = _predictions()
+    cfg = ReportConfig(level="video", bootstrap=0)
+    reports = fairness_report(pred, ["gender", "lighting"], cfg)
+    assert reports["gender"].groups["female"]["n"] == 30  # videos, not frames
+    assert reports["gender"].bootstrap == {}
+    n_known = int(np.sum(pred.attributes["lighting"][::3] != ""))
+    assert sum(m["n"] for m in reports["lighting"].groups.values()) == n_known
+    assert "rows have no value" in caplog.text
+    y, s, g, ids = attribute_arrays(pred, "gender", "video")
+    assert len(ids) == 60 and set(ids) == set(pred.video_key) and len(y) == len(s) == len(g) == 60
+    text = format_summary(reports)
+    assert "(video level)" in text and "FDR-AUC" in text
+    assert "<h2>Fairness</h2>" in html_section(reports)
+
+
+def test_report_bad_inputs(tmp_path, capsys):
+    pred = _predictions()
+    with pytest.raises(KeyError, match="'age' are not columns|\\['age'\\]"):
+        fairness_report(pred, ["age"])
+    bare = Predictions(
+        dataset=pred.dataset,
+        video_id=pred.video_id,
+        frame=pred.frame,
+        label=pred.label,
+        score=pred.score,
+        method=pred.method,
+    )
+    with pytest.raises(ValueError, match="no attribute columns"):
+        fairness_report(bare)
+    mixed = _predictions()
+    mixed.attributes["gender"][1] = (
+        "male" if mixed.attributes["gender"][0] == "female" else "female"
+    )
+    with pytest.raises(ValueError, match="frames with different 'gender' values"):
+        attribute_arrays(mixed, "gender", "video")
+    single = _predictions()
+    single.attributes["gender"][:] = "female"
+    assert fairness_report(single, ["gender"], ReportConfig(bootstrap=0)) == {}
+    path = tmp_path / "pred.csv"
+    write_predictions(path, pred)
+    script = _load_script()
+    assert (
+        script.main(
+            ["--predictions", str(path), "--attributes", "age", "--out", str(tmp_path / "o")]
+        )
+        == 2
+    )
+    assert "age" in capsys.readouterr().err
+    assert (
+        script.main(["--predictions", str(tmp_path / "none.csv"), "--out", str(tmp_path / "o")])
+        == 2
+    )
+    assert "not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("alpah: 0.3\n")
+    with pytest.raises(ConfigError, match="alpah"):
+        load_report_config(bad)
+    with pytest.raises(ConfigError, match="alpha"):
+        load_report_config(overrides=["alpha=2"])
+    assert load_report_config(REPO / "configs" / "fairness" / "report.yaml").bootstrap == 1000
+
+
+def test_write_report_without_figures(tmp_path):
+    reports = fairness_report(_predictions(), ["gender"], ReportConfig(bootstrap=0, xs=[0.05, 0.1]))
+    write_report(reports, tmp_path, figures=False)
+    assert not (tmp_path / "figures").exists()
+    curves = json.loads((tmp_path / "curves.json").read_text())
+    assert {r["threshold_group"] for r in curves} == {"fused", "female", "male"}
+    assert len(curves) == 6

@@ -1,0 +1,330 @@
+"""Relations YAML, the runner, the per-case per-gender tables and the report files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import pytest
+from sklearn.metrics import (
+    accuracy_score,
+    confusion_matrix,
+    f1_score,
+    precision_score,
+    recall_score,
+)
+
+from configs import ConfigError
+from detectors import build_detector
+from evaluation.predictions import read_predictions
+from fairness.metamorphic import (
+    BENCHMARK,
+    FaceSample,
+    Skipped,
+    case_table,
+    detector_scorer,
+    load_relations,
+    register_transform,
+    relation_holds,
+    run_metamorphic,
+)
+from fairness.metamorphic.report import report_section, write_report
+from fairness.metamorphic.tables import COLUMNS, table_csv
+from tests.test_metamorphic_faces import aligned_faces
+
+CONFIG = Path(__file__).resolve().parents[1] / "configs" / "metamorphic" / "makeup.yaml"
+
+
+def brighten(params: Mapping[str, Any]):
+    """A user-defined transform factory, named in YAML as 'tests.test_metamorphic_runner:brighten'."""
+    amount = int(params.get("amount", 40))
+
+    def apply(image: np.ndarray, landmarks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        out = np.clip(image.astype(int) + amount, 0, 255).astype(np.uint8)
+        return out, np.ones(image.shape[:2], np.float32)
+
+    apply.needs_landmarks = False
+    return apply
+
+
+def _samples(labels=(1, 0, 0, 1)) -> list[FaceSample]:
+    """The four real faces, as fake/real test samples with their gender."""
+    return [
+        FaceSample(
+            key=name,
+            image=face,
+            label=label,
+            attributes={"gender": gender},
+            landmarks=lm,
+            dataset="celeb",
+            video_id=name,
+            method="fake" if label else "real",
+        )
+        for (name, face, lm, gender), label in zip(aligned_faces(), labels, strict=True)
+    ]
+
+
+def _red_scorer(images: list[np.ndarray]) -> np.ndarray:
+    """A deterministic 'detector': the mean red level of the lower half of the face."""
+    return np.array([img[img.shape[0] // 2 :, :, 0].mean() / 255.0 for img in images])
+
+
+def _write_yaml(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_paper_relations_file() -> None:
+    cfg, transforms = load_relations(CONFIG)
+    assert [r.id for r in cfg.relations] == ["MR1", "MR2", "MR3"]
+    assert [c.id for c in cfg.cases] == [f"TC{i}" for i in range(1, 8)]
+    assert all(r.oracle == "same_decision" for r in cfg.relations)
+    assert (cfg.group_key, cfg.groups, cfg.threshold) == ("gender", ["female", "male"], 0.5)
+    t = {k: v.cfg for k, v in transforms.items()}
+    all4 = ["eyeliner", "eyeshadow", "blush", "lipstick"]
+    assert t["TC1"].colour == "adaptive" and t["TC1"].components == all4
+    assert [t[c].intensity for c in ("TC2", "TC3", "TC4")] == ["light", "medium", "heavy"]
+    assert all(t[c].components == all4 and t[c].colour == "fixed" for c in ("TC2", "TC3", "TC4"))
+    assert t["TC5"].components == ["eyeliner", "eyeshadow"]
+    assert t["TC6"].components == ["blush"]
+    assert t["TC7"].components == ["lipstick"]
+    assert all(t[c].intensity == "light" for c in ("TC5", "TC6", "TC7"))
+    assert load_relations(None)[0] == cfg  # the default file
+    assert load_relations(CONFIG, ["threshold=0.3"])[0].threshold == 0.3
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("relations: []", "at least one relation"),
+        ("relations: [{id: R, cases: [{id: T, transform: makeup}]}]\nbogus: 1", "bogus"),
+        (
+            "relations: [{id: R, cases: [{id: T, transform: glitter}]}]",
+            "unknown transform 'glitter'",
+        ),
+        (
+            "relations: [{id: R, cases: [{id: T, transform: 'no.such.module:f'}]}]",
+            "cannot be imported",
+        ),
+        (
+            "relations: [{id: R, cases: [{id: T, transform: makeup, params: {intensity: 2.0}}]}]",
+            r"\[0, 1\]",
+        ),
+        (
+            "relations: [{id: R, oracle: kinda_same, cases: [{id: T, transform: makeup}]}]",
+            "kinda_same",
+        ),
+        (
+            "relations: [{id: R, cases: [{id: T, transform: makeup}, {id: T, transform: identity}]}]",
+            "twice",
+        ),
+        ("relations: [{id: R, cases: [{id: T, transform: makeup, source: TX}]}]", "source 'TX'"),
+        ("relations: [{id: R, cases: []}]", "no test cases"),
+        ("relations: [{id: R, cases: [{id: benchmark, transform: identity}]}]", "reserved"),
+    ],
+)
+def test_bad_relations_files_name_file_and_key(tmp_path: Path, text: str, match: str) -> None:
+    path = _write_yaml(tmp_path / "bad.yaml", text)
+    with pytest.raises(ConfigError, match=match) as err:
+        load_relations(path)
+    assert "bad.yaml" in str(err.value)
+
+
+def test_user_defined_relations(tmp_path: Path) -> None:
+    @register_transform("test_darken")
+    def _darken(params: Mapping[str, Any]):
+        return brighten({"amount": -int(params.get("amount", 40))})
+
+    path = _write_yaml(
+        tmp_path / "mine.yaml",
+        "groups: []\nrelations:\n"
+        "  - id: B\n    oracle: score_not_lower\n    tolerance: 0.0\n    cases:\n"
+        "      - {id: bright, transform: 'tests.test_metamorphic_runner:brighten', params: {amount: 30}}\n"
+        "      - {id: dark, transform: test_darken, source: bright}\n",
+    )
+    cfg, transforms = load_relations(path)
+    result = run_metamorphic(_samples(), cfg, transforms, _red_scorer, progress=False)
+    s = result.scores
+    assert np.all(s["bright"] > s[BENCHMARK]) and np.all(s["dark"] < s["bright"])
+    rows = {(r["case"], r["group"]): r for r in case_table(result)}
+    # groups found in the data when none are configured
+    assert {g for _, g in rows} == {"female", "male", "all"}
+    assert rows[("bright", "all")]["violation_rate"] == 0.0  # brighter -> redder -> not lower
+    assert rows[("dark", "all")]["violation_rate"] == 1.0  # compared with 'bright': always lower
+
+
+def test_relation_oracles_by_hand() -> None:
+    src = np.array([0.2, 0.6, 0.5, 0.9])
+    fol = np.array([0.4, 0.4, 0.49, 0.95])
+    np.testing.assert_array_equal(relation_holds("same_decision", src, fol, 0.5), [1, 0, 0, 1])
+    np.testing.assert_array_equal(relation_holds("score_within", src, fol, 0.5, 0.1), [0, 0, 1, 1])
+    np.testing.assert_array_equal(relation_holds("score_not_lower", src, fol, 0.5), [1, 0, 0, 1])
+    np.testing.assert_array_equal(
+        relation_holds("score_not_higher", src, fol, 0.5, 0.02), [0, 1, 1, 0]
+    )
+    with pytest.raises(ConfigError, match="unknown oracle"):
+        relation_holds("nope", src, fol, 0.5)
+
+
+def test_table_matches_hand_computed_metrics() -> None:
+    cfg, transforms = load_relations(CONFIG)
+    samples = _samples()
+    result = run_metamorphic(samples, cfg, transforms, _red_scorer, progress=False)
+    # red lipstick raises the red-level score of face 0: put the threshold in between
+    assert result.scores["TC4"][0] > result.scores[BENCHMARK][0]
+    cfg.threshold = float(result.scores["TC4"][0] + result.scores[BENCHMARK][0]) / 2
+    rows = case_table(result)
+    assert len(rows) == 8 * 3 and list(rows[0]) == list(COLUMNS)
+    y = np.array([s.label for s in samples])
+    gender = np.array([s.attributes["gender"] for s in samples])
+    for row in rows:
+        sel = np.ones(4, bool) if row["group"] == "all" else gender == row["group"]
+        pred = (result.scores[row["case"]] >= cfg.threshold).astype(int)
+        base = (result.scores[BENCHMARK] >= cfg.threshold).astype(int)
+        tn, fp, fn, tp = confusion_matrix(y[sel], pred[sel], labels=[0, 1]).ravel()
+        assert (row["tn"], row["fp"], row["fn"], row["tp"]) == (tn, fp, fn, tp)
+        assert row["accuracy"] == pytest.approx(accuracy_score(y[sel], pred[sel]))
+        if tp + fp:
+            assert row["precision"] == pytest.approx(precision_score(y[sel], pred[sel]))
+        else:
+            assert np.isnan(row["precision"])
+        assert row["recall"] == pytest.approx(recall_score(y[sel], pred[sel]))
+        assert row["f1"] == pytest.approx(f1_score(y[sel], pred[sel], zero_division=0.0))
+        acc = {g: accuracy_score(y[gender == g], pred[gender == g]) for g in ("female", "male")}
+        assert row["bias_factor"] == pytest.approx(abs(acc["female"] - acc["male"]))
+        acc_base = accuracy_score(y[sel], base[sel])
+        assert row["accuracy_change"] == pytest.approx(row["accuracy"] - acc_base)
+        n = sel.sum()
+        assert row["violation_rate"] == pytest.approx((pred[sel] != base[sel]).sum() / n)
+        assert row["fake_to_real"] == pytest.approx(((base == 1) & (pred == 0))[sel].sum() / n)
+        assert row["real_to_fake"] == pytest.approx(((base == 0) & (pred == 1))[sel].sum() / n)
+        assert row["violation_rate"] == pytest.approx(row["fake_to_real"] + row["real_to_fake"])
+        if row["case"] != BENCHMARK:
+            assert 0 < row["changed_pixels"] < 0.5
+    tc4 = next(r for r in rows if r["case"] == "TC4" and r["group"] == "all")
+    assert tc4["violation_rate"] > 0 and tc4["real_to_fake"] > 0
+
+
+def test_tiny_detector_gives_complete_table_and_identity_never_violates(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    detector = build_detector("meso4", input_size=64)
+    path = _write_yaml(
+        tmp_path / "rel.yaml",
+        CONFIG.read_text(encoding="utf-8")
+        + "  - id: MR0\n    description: control\n    cases:\n"
+        + "      - {id: TC0, transform: identity}\n",
+    )
+    cfg, transforms = load_relations(path)
+    result = run_metamorphic(
+        _samples(),
+        cfg,
+        transforms,
+        detector_scorer(detector, batch_size=2),
+        chunk_size=3,
+        progress=False,
+    )
+    cfg.threshold = float(np.median(result.scores[BENCHMARK]))
+    rows = case_table(result)
+    assert [(r["case"], r["group"]) for r in rows] == [
+        (c, g)
+        for c in [BENCHMARK, *(f"TC{i}" for i in range(1, 8)), "TC0"]
+        for g in ("female", "male", "all")
+    ]
+    for row in rows:
+        assert set(row) == set(COLUMNS)
+        assert row["n"] == (4 if row["group"] == "all" else 2)
+        for k in (
+            "accuracy",
+            "recall",
+            "f1",
+            "bias_factor",
+            "violation_rate",
+            "fake_to_real",
+            "real_to_fake",
+        ):
+            assert 0.0 <= row[k] <= 1.0, (row["case"], row["group"], k)
+    identity = [r for r in rows if r["case"] == "TC0"]
+    assert all(r["violation_rate"] == 0 and r["accuracy_change"] == 0 for r in identity)
+    np.testing.assert_array_equal(result.scores["TC0"], result.scores[BENCHMARK])
+    assert "TC0" in table_csv(rows)
+
+
+def test_faces_without_landmarks_are_reported_not_crashed_on(tmp_path: Path) -> None:
+    cfg, transforms = load_relations(CONFIG)
+    samples = _samples()
+    samples[1].landmarks = None
+    samples[2].landmarks = np.zeros((5, 2))
+    bad_label = FaceSample(
+        key="celeb/bad_label", image=samples[0].image, label=2, landmarks=samples[0].landmarks
+    )
+    items = [*samples, bad_label, Skipped("celeb/unreadable", "unreadable image x.png")]
+    result = run_metamorphic(items, cfg, transforms, _red_scorer, progress=False, n_examples=2)
+    assert [r.key for r in result.rows] == [samples[0].key, samples[3].key]
+    reasons = {s.key: s.reason for s in result.skipped}
+    assert "no landmarks" in reasons[samples[1].key]
+    assert "(5, 2)" in reasons[samples[2].key]
+    assert reasons["celeb/unreadable"] == "unreadable image x.png"
+    assert "label must be 0" in reasons["celeb/bad_label"]
+    files = write_report(result, tmp_path / "out")
+    manifest = json.loads(files["manifest"].read_text())
+    assert len(manifest["skipped"]) == 4
+    # a control that needs no landmarks still tests those faces
+    id_cfg, id_tf = load_relations(
+        _write_yaml(
+            tmp_path / "id.yaml", "relations: [{id: R, cases: [{id: I, transform: identity}]}]"
+        )
+    )
+    assert len(run_metamorphic(samples, id_cfg, id_tf, _red_scorer, progress=False).rows) == 4
+    with pytest.raises(ValueError, match="no face could be tested"):
+        run_metamorphic(samples[1:3], cfg, transforms, _red_scorer, progress=False)
+
+
+def test_scorer_contract_is_checked() -> None:
+    cfg, transforms = load_relations(CONFIG)
+    with pytest.raises(ValueError, match="returned 1 scores for 4"):
+        run_metamorphic(_samples(), cfg, transforms, lambda imgs: np.zeros(1), progress=False)
+    with pytest.raises(ValueError, match="NaN"):
+        run_metamorphic(
+            _samples(), cfg, transforms, lambda imgs: np.full(len(imgs), np.nan), progress=False
+        )
+
+
+def test_report_files(tmp_path: Path) -> None:
+    cfg, transforms = load_relations(CONFIG)
+    result = run_metamorphic(_samples(), cfg, transforms, _red_scorer, progress=False, n_examples=2)
+    files = write_report(result, tmp_path)
+    header = files["csv"].read_text().splitlines()[0].split(",")
+    assert header == list(COLUMNS)
+    assert len(files["csv"].read_text().splitlines()) == 1 + 8 * 3
+    summary = json.loads(files["json"].read_text())  # strict JSON: NaN written as null
+    assert summary["n_faces"] == 4 and len(summary["rows"]) == 24
+    assert summary["config"]["relations"][0]["id"] == "MR1"
+    md = files["markdown"].read_text()
+    assert md.startswith("| relation | case |") and md.count("\n") == 2 + 24
+    for case in [BENCHMARK, *(f"TC{i}" for i in range(1, 8))]:
+        pred = read_predictions(files[f"predictions:{case}"])
+        assert len(pred) == 4 and set(pred.attributes) == {"gender"}
+        np.testing.assert_allclose(pred.score, result.scores[case])
+    for key in ("figure", "examples"):
+        img = cv2.imread(str(files[key]))
+        assert img is not None and img.shape[0] > 100 and img.std() > 5
+    assert "TC7" in files["html"].read_text()
+    title, items = report_section(tmp_path)
+    assert title.startswith("Metamorphic") and [p.name for p in items] == [
+        "metamorphic.html",
+        "accuracy.png",
+        "examples.png",
+    ]
+    assert report_section(tmp_path / "predictions") is None
+    from evaluation.report import write_report as write_html
+
+    page = write_html(
+        tmp_path / "report" / "index.html", "eval", [], extra_sections=[(title, items)]
+    )
+    text = page.read_text()
+    assert "../accuracy.png" in text and "<table>" in text and "TC7" in text

@@ -1,0 +1,288 @@
+"""The preprocessing pipeline end to end on a tiny FaceForensics++ tree made from real photos."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from configs.loader import ConfigError
+from preprocessing.config import PreprocessConfig, load_preprocess_config
+from preprocessing.index import read_index
+from preprocessing.pipeline import run_preprocess
+from preprocessing.video import read_frames, sample_indices
+from preprocessing.worker import RECORD
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+PHOTO = DATA / "faces" / "face_recognition" / "obama-240p.jpg"
+
+
+def write_video(path: Path, frames: list[np.ndarray], fps: int = 10) -> None:
+    """Write RGB frames to an mp4 (cv2, mp4v)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h, w = frames[0].shape[:2]
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+    for f in frames:
+        writer.write(cv2.cvtColor(f, cv2.COLOR_RGB2BGR) if f.ndim == 3 else cv2.merge([f] * 3))
+    writer.release()
+
+
+def face_frames(n: int, shift: int = 3) -> list[np.ndarray]:
+    """``n`` frames of a real face photo moving a few pixels per frame."""
+    rgb = cv2.cvtColor(cv2.imread(str(PHOTO)), cv2.COLOR_BGR2RGB)
+    return [np.roll(rgb, (k * shift) % 20, axis=1) for k in range(n)]
+
+
+def make_ff_tree(root: Path, n_frames: int = 6) -> Path:
+    """FF++ layout: 6 real videos, their 6 fakes of one method with masks, split files.
+
+    Video 004 has no face (grey frames), 005 is a corrupt file, fake 002_003 is 2 frames long.
+    """
+    real = root / "original_sequences" / "youtube" / "c23" / "videos"
+    fake = root / "manipulated_sequences" / "Deepfakes" / "c23" / "videos"
+    masks = root / "manipulated_sequences" / "Deepfakes" / "masks" / "videos"
+    frames = face_frames(n_frames)
+    h, w = frames[0].shape[:2]
+    mask = np.zeros((h, w), np.uint8)
+    mask[40:200, 130:300] = 255
+    pairs = [("000", "001"), ("002", "003"), ("004", "005")]
+    for a, b in pairs:
+        for vid in (a, b):
+            if vid == "004":
+                write_video(real / f"{vid}.mp4", [np.full((h, w, 3), 128, np.uint8)] * n_frames)
+            elif vid == "005":
+                real.mkdir(parents=True, exist_ok=True)
+                (real / f"{vid}.mp4").write_bytes(b"not a video at all" * 10)
+            else:
+                write_video(real / f"{vid}.mp4", frames)
+        for x, y in ((a, b), (b, a)):
+            if "004" in (x, y) or "005" in (x, y):
+                continue
+            n = 2 if (x, y) == ("002", "003") else n_frames
+            write_video(fake / f"{x}_{y}.mp4", frames[:n])
+            write_video(masks / f"{x}_{y}.mp4", [mask] * n)
+    (root / "splits").mkdir(parents=True, exist_ok=True)
+    for split, pair in zip(("train", "val", "test"), pairs, strict=True):
+        (root / "splits" / f"{split}.json").write_text(json.dumps([list(pair)]))
+    (root / "attributes.csv").write_text(
+        "identity,gender,lighting\n000,male,bright\n001,male,dim\n002,male,bright\n003,male,dim\n"
+    )
+    return root
+
+
+def config(raw: Path, out: Path, **over: object) -> PreprocessConfig:
+    overrides = [
+        f"dataset.root={raw}",
+        f"output.root={out}",
+        f"dataset.attributes.csv={raw / 'attributes.csv'}",
+        "sampling.num_frames=4",
+        "align.size=64",
+    ] + [f"{k}={v}" for k, v in over.items()]
+    return load_preprocess_config(
+        Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml",
+        overrides=overrides + ["dataset.options.methods=[Deepfakes]", "dataset.options.masks=true"],
+    )
+
+
+@pytest.fixture(scope="module")
+def ff_raw(tmp_path_factory) -> Path:
+    return make_ff_tree(tmp_path_factory.mktemp("ff") / "raw")
+
+
+@pytest.fixture(scope="module")
+def first_run(ff_raw, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    cfg = config(ff_raw, out)
+    summary = run_preprocess(cfg, workers=1, progress=False)
+    return cfg, out, summary
+
+
+def snapshot(out: Path, name: str = "demo") -> dict[str, bytes]:
+    """Every output file's bytes (the index, crops, landmarks, masks), records excluded."""
+    files = {"index": (out / f"{name}.json").read_bytes()}
+    for p in sorted((out / name).rglob("*")):
+        if p.is_file() and p.name != RECORD:
+            files[str(p.relative_to(out))] = p.read_bytes()
+    return files
+
+
+def test_index_matches_outputs(first_run):
+    cfg, out, summary = first_run
+    index = read_index(out / "demo.json", check_files=True)
+    keys = {(v.method, v.id) for v in index.videos}
+    # 004 (no face) and 005 (corrupt) are skipped; their pair's fakes were never made
+    assert keys == {
+        ("real", "000"), ("real", "001"), ("real", "002"), ("real", "003"),
+        ("Deepfakes", "000_001"), ("Deepfakes", "001_000"),
+        ("Deepfakes", "002_003"), ("Deepfakes", "003_002"),
+    }  # fmt: skip
+    assert summary.videos_skipped == 2 and summary.videos_done == 8
+    by_key = {(v.method, v.id): v for v in index.videos}
+    v = by_key[("Deepfakes", "000_001")]
+    assert v.split == "train" and v.label == 1 and v.identity == "000"
+    assert v.attributes == {"gender": "male", "lighting": "bright"}
+    assert v.frame_indices == sample_indices(6, "fixed_num_frames", 4) == [0, 1, 3, 5]
+    assert v.source == "manipulated_sequences/Deepfakes/c23/videos/000_001.mp4"
+    assert v.frames[0] == "demo/manipulated_sequences/Deepfakes/c23/videos/000_001/frames/000.png"
+    crop = cv2.imread(str(index.resolve(v.frames[0])))
+    assert crop.shape == (64, 64, 3)
+    lm = np.load(index.resolve(v.landmarks[0]))
+    assert lm.shape == (68, 2) and lm.dtype == np.float32
+    assert (lm > -5).all() and (lm < 69).all()
+    mask = cv2.imread(str(index.resolve(v.masks[0])), cv2.IMREAD_GRAYSCALE)
+    assert set(np.unique(mask)) <= {0, 255} and mask.mean() > 20
+    assert by_key[("real", "000")].masks is None
+    assert len(by_key[("Deepfakes", "002_003")].frames) == 2  # short video: all its frames
+    assert index.split_info == {"train": "official", "val": "official", "test": "official"}
+
+
+def test_crop_matches_direct_alignment(first_run, ff_raw):
+    """The saved crop is the aligned face of the sampled source frame (RGB order kept)."""
+    from preprocessing.align import align_face
+    from preprocessing.faces import FaceAnalyzer
+
+    _, out, _ = first_run
+    index = read_index(out / "demo.json")
+    v = next(x for x in index.videos if x.id == "001")
+    frame = read_frames(ff_raw / v.source, [v.frame_indices[1]])[v.frame_indices[1]]
+    (box, lm), *_ = FaceAnalyzer().analyze(frame)
+    crop, _, crop_lm = align_face(frame, lm, size=64)
+    saved = cv2.cvtColor(cv2.imread(str(index.resolve(v.frames[1]))), cv2.COLOR_BGR2RGB)
+    np.testing.assert_array_equal(saved, crop)
+    np.testing.assert_allclose(np.load(index.resolve(v.landmarks[1])), crop_lm, atol=1e-5)
+
+
+def test_manifest_lists_every_skip(first_run):
+    _, out, _ = first_run
+    manifest = json.loads((out / "demo.manifest.json").read_text())
+    reasons = {v["id"]: v["reason"] for v in manifest["skipped_videos"]}
+    assert "no face" in reasons["004"]
+    assert "cannot open video" in reasons["005"] or "no decodable frame" in reasons["005"]
+    assert any(n["id"] == "002_003" and "only 2 frames" in n["note"] for n in manifest["notes"])
+    problems = " ".join(p["reason"] for p in manifest["layout_problems"])
+    assert "no row in" in problems  # 004/005 have no attributes row
+    assert manifest["summary"]["videos_done"] == 8
+    log = (out / "demo.log").read_text()
+    assert "skipped real/004" in log and "skipped real/005" in log
+
+
+def test_rerun_skips_finished_videos(first_run):
+    cfg, out, _ = first_run
+    before = snapshot(out)
+    summary = run_preprocess(cfg, workers=1, progress=False)
+    assert summary.videos_cached == 8 and summary.faces == 0  # nothing recomputed
+    assert snapshot(out) == before
+
+
+def test_resume_after_a_kill_redoes_half_written_videos(first_run, tmp_path):
+    cfg, out, _ = first_run
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    before = snapshot(work)
+    cfg2 = config(Path(cfg.dataset.root), work)
+    video = work / "demo" / "original_sequences" / "youtube" / "c23" / "videos"
+    # a kill mid-video leaves only the hidden temporary folder, never a half video folder
+    shutil.rmtree(video / "001")
+    stale = video / ".001.tmp-killed"
+    (stale / "frames").mkdir(parents=True)
+    (stale / "frames" / "000.png").write_bytes(b"half")
+    # a finished video that lost a file (disk trouble) is redone as well
+    (video / "000" / "landmarks" / "003.npy").unlink()
+    (work / "demo.json").unlink()  # the kill came before the index was written
+    summary = run_preprocess(cfg2, workers=1, progress=False)
+    assert summary.videos_cached == 6
+    assert not stale.exists()
+    assert snapshot(work) == before
+
+
+def test_changed_settings_and_overwrite_redo(first_run, tmp_path):
+    cfg, out, _ = first_run
+    work = tmp_path / "out"
+    shutil.copytree(out, work)
+    raw = Path(cfg.dataset.root)
+    summary = run_preprocess(config(raw, work, **{"align.size": 48}), workers=1, progress=False)
+    assert summary.videos_cached == 0 and summary.videos_done == 8
+    index = read_index(work / "demo.json")
+    assert cv2.imread(str(index.resolve(index.videos[0].frames[0]))).shape == (48, 48, 3)
+    summary = run_preprocess(config(raw, work, **{"align.size": 48}), overwrite=True, workers=1)
+    assert summary.videos_cached == 0
+
+
+def test_shards_then_index_only_equals_full_run(first_run, tmp_path):
+    cfg, out, _ = first_run
+    work = tmp_path / "out"
+    cfg2 = config(Path(cfg.dataset.root), work)
+    seen: set[tuple[str, str]] = set()
+    for i in range(2):
+        s = run_preprocess(cfg2, workers=2 if i == 0 else 1, num_shards=2, shard_index=i)
+        part = read_index(s.index_path, check_files=True)
+        keys = {(v.method, v.id) for v in part.videos}
+        assert not keys & seen
+        seen |= keys
+        assert s.index_path.name == f"demo.shard-{i}-of-2.json"
+    summary = run_preprocess(cfg2, index_only=True)
+    assert summary.videos_pending == 2  # the two bad videos have no completion record
+    assert snapshot(work) == snapshot(out)
+    with pytest.raises(ValueError, match="shard"):
+        run_preprocess(cfg2, num_shards=2, shard_index=2)
+
+
+def test_jpeg_output_and_smoothing(ff_raw, tmp_path):
+    cfg = config(ff_raw, tmp_path, **{"output.format": "jpg", "align.smooth_window": 3})
+    run_preprocess(cfg, workers=1, progress=False)
+    index = read_index(tmp_path / "demo.json", check_files=True)
+    assert index.videos[0].frames[0].endswith(".jpg")
+
+
+def test_fixed_stride_on_the_real_video(tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "real").mkdir(parents=True)
+    shutil.copy(DATA / "videos" / "short_hamilton_clip.mp4", raw / "real" / "clip.mp4")
+    cfg = load_preprocess_config(
+        overrides=[
+            "dataset.name=clip", "dataset.type=generic", f"dataset.root={raw}",
+            "dataset.options.ratios={test: 1.0}", f"output.root={tmp_path / 'out'}",
+            "sampling.mode=fixed_stride", "sampling.stride=100", "align.size=64",
+        ]  # fmt: skip
+    )
+    summary = run_preprocess(cfg, workers=1, progress=False)
+    index = read_index(tmp_path / "out" / "clip.json", check_files=True)
+    (v,) = index.videos
+    assert summary.frames_sampled == 3 and v.frame_indices == [0, 100, 200]
+    assert v.split == "test" and v.label == 0 and v.method == "real"
+    assert index.split_info["train"].startswith("derived")
+
+
+def test_sample_indices():
+    assert sample_indices(100, "fixed_num_frames", 4) == [0, 33, 66, 99]
+    assert sample_indices(3, "fixed_num_frames", 32) == [0, 1, 2]
+    assert sample_indices(10, "fixed_stride", stride=4) == [0, 4, 8]
+    assert sample_indices(0) == []
+    with pytest.raises(ValueError, match="mode"):
+        sample_indices(10, "random")  # type: ignore[arg-type]
+
+
+def test_read_frames_decodes_only_what_is_asked(ff_raw):
+    path = ff_raw / "original_sequences" / "youtube" / "c23" / "videos" / "000.mp4"
+    frames = read_frames(path, [1, 4, 9])  # 9 is past the end of a 6-frame video
+    assert sorted(frames) == [1, 4] and frames[1].shape == (240, 427, 3)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("sampling.mode=every", "sampling.mode"),
+        ("face.detector=mtcnn", "face.detector"),
+        ("align.scale=0.5", "align"),
+        ("dataset.colour=red", "dataset.colour"),
+        ("dataset.options.compression=c99", "compression"),
+    ],
+)
+def test_config_errors_name_the_key(ff_raw, tmp_path, override, message):
+    with pytest.raises(ConfigError, match=message):
+        cfg = config(ff_raw, tmp_path, **dict([override.split("=")]))
+        run_preprocess(cfg, workers=1, progress=False)

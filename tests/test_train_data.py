@@ -1,0 +1,241 @@
+"""The training data pipeline: dataset keys, augmentations, bad frames, collate, samplers, config."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from configs import ConfigError
+from preprocessing.index import read_index
+from tests.test_train_utils import face, make_index
+from training.augment import apply_augment, build_augment
+from training.config import AugmentConfig, TrainConfig, load_train_config
+from training.data import FrameDataset, collate, sample_positions, to_device
+from training.samplers import ShardSampler, TrainSampler
+from training.selection import Selector
+from training.trainer import lr_factor
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("data")
+    return read_index(make_index(root, n_real=2, n_fake=2, frames=4, size=48, methods=("A", "B")))
+
+
+def _ds(index, requires=(), split="train", **kw) -> FrameDataset:
+    kw.setdefault("frame_num", 2)
+    kw.setdefault("resolution", 32)
+    return FrameDataset([index], split, requires=frozenset(requires), **kw)
+
+
+def test_sample_positions_spread_over_the_video() -> None:
+    assert sample_positions(10, 3) == [0, 4, 9]  # not the first N frames
+    assert sample_positions(2, 32) == [0, 1]
+    assert sample_positions(10, 2, clip=4) == [0, 6]
+
+
+def test_plain_batch_keys_shapes_and_metadata(index) -> None:
+    ds = _ds(index)
+    assert len(ds) == 8  # 4 train videos x 2 frames
+    batch = collate([ds[i] for i in range(len(ds))])
+    assert batch["image"].shape == (8, 3, 32, 32) and batch["image"].dtype == torch.uint8
+    assert batch["label"].tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert batch["frame"].tolist()[:2] == [0, 3]
+    assert batch["method"][-1] == "B" and batch["dataset"][0] == "tiny"
+    assert set(batch["attributes"]["gender"]) == {"male", "female"}
+    assert not {"mask", "landmarks", "views", "pixel_map"} & set(batch)
+    dev = to_device(batch, "cpu", (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+    assert dev["image"].dtype == torch.float32
+    assert -1.0 <= float(dev["image"].min()) and float(dev["image"].max()) <= 1.0
+
+
+def test_required_keys(index) -> None:
+    req = {"mask", "landmarks", "method_label", "views", "pixel_map"}
+    ds = _ds(index, req, augment=build_augment(AugmentConfig(), 32, keypoints=True), pixel_map_size=14)
+    batch = collate([ds[i] for i in range(len(ds))])
+    assert batch["mask"].shape == (8, 1, 32, 32)
+    assert batch["has_mask"].all()  # reals: known zero masks; these fakes have masks
+    assert float(batch["mask"][:4].abs().sum()) == 0 and float(batch["mask"][4:].sum()) > 0
+    assert batch["landmarks"].shape == (8, 68, 2)
+    assert batch["method_label"].tolist() == [0, 0, 0, 0, 1, 1, 2, 2]  # real, then sorted A, B
+    assert batch["views"].shape == (8, 2, 3, 32, 32)
+    assert not torch.equal(batch["views"][:, 0], batch["views"][:, 1])  # independent views
+    assert batch["pixel_map"].shape == (8, 1, 14, 14)
+    assert batch["pixel_map"][:4].sum() == 0 and (batch["pixel_map"][4:] == 1).all()
+
+
+def test_unseen_method_gets_ignore_index(index) -> None:
+    ds = _ds(index, {"method_label"}, split="test", method_names=["A"])
+    labels = collate([ds[i] for i in range(len(ds))])["method_label"].tolist()
+    assert labels == [0, 0, 0, 0, 1, 1, -100, -100]
+
+
+def test_pairs_batch_is_half_fake_half_real_with_partners(index) -> None:
+    ds = _ds(index, {"pairs"}, train=True)
+    assert len(ds) == 4  # items are the fakes
+    batch = collate([ds[i] for i in range(4)])
+    assert batch["label"].tolist() == [1, 1, 1, 1, 0, 0, 0, 0]
+    assert batch["pair_index"].tolist() == [4, 5, 6, 7, 0, 1, 2, 3]
+    # a fake "train000_001" is paired with the real video of its identity "train000"
+    assert batch["video_id"][0].split("_")[0] == batch["video_id"][4]
+
+
+def test_augmentation_moves_landmarks_and_masks_with_the_image() -> None:
+    cfg = AugmentConfig()
+    for name in ("rotate", "blur", "color", "jpeg"):
+        getattr(cfg, name).p = 0.0
+    cfg.hflip.p = 1.0
+    pipe = build_augment(cfg, 48, keypoints=True)
+    img = face(0, 48)
+    pts = np.array([[5.0, 10.0], [30.0, 40.0]] * 34, np.float32)
+    mask = np.zeros((48, 48), np.float32)
+    mask[:, :10] = 1
+    out, out_pts, out_mask = apply_augment(pipe, 3, img, pts, mask)
+    np.testing.assert_array_equal(out, img[:, ::-1])
+    np.testing.assert_allclose(out_pts[:, 0], 48 - pts[:, 0], atol=1.0)
+    np.testing.assert_array_equal(out_mask, mask[:, ::-1])
+
+
+def test_augmentation_is_seeded_and_rotation_keeps_points_on_the_face() -> None:
+    cfg = AugmentConfig()
+    for name in ("hflip", "blur", "color", "jpeg"):
+        getattr(cfg, name).p = 0.0
+    cfg.rotate.p = 1.0
+    pipe = build_augment(cfg, 48, keypoints=True)
+    img = face(1, 48)
+    pts = np.array([[24.0, 12.0]] * 68, np.float32)
+    a = apply_augment(pipe, 11, img, pts)
+    b = apply_augment(pipe, 11, img, pts)
+    np.testing.assert_array_equal(a[0], b[0])
+    np.testing.assert_array_equal(a[1], b[1])
+    angles = []
+    for seed in range(8):
+        moved = apply_augment(pipe, seed, img, pts)[1][0] - 23.5
+        assert np.linalg.norm(moved) == pytest.approx(np.linalg.norm(pts[0] - 23.5), abs=1.0)
+        angles.append(np.degrees(np.arctan2(moved[0], -moved[1])))
+    assert max(abs(x) for x in angles) <= 10.5 and np.ptp(angles) > 1.0
+
+
+def test_disabled_augmentation_is_identity() -> None:
+    cfg = AugmentConfig(enabled=False)
+    assert build_augment(cfg, 32) is None
+    img = face(2, 32)
+    out, _, _ = apply_augment(None, 0, img)
+    assert out is img
+
+
+def test_missing_frame_is_replaced_by_the_same_video(tmp_path: Path) -> None:
+    index = read_index(
+        make_index(tmp_path, n_real=2, n_fake=2, frames=3, size=32, splits=("train",))
+    )
+    video = index.videos[1]
+    index.resolve(video.frames[0]).unlink()  # gone
+    index.resolve(video.frames[2]).write_bytes(b"not a png")  # corrupt
+    ds = _ds(index, frame_num=3)
+    samples = [ds[i] for i in range(len(ds))]
+    batch = collate(samples)
+    assert len(batch["_replaced"]) == 2 and not batch["_skipped"]
+    rows = [i for i, v in enumerate(batch["video_id"]) if v == video.id]
+    assert len(rows) == 3  # the video still gives 3 samples, all its readable frame 1
+    ref = batch["image"][rows[1]]
+    assert all(torch.equal(batch["image"][r], ref) for r in rows)
+    assert batch["frame"][rows].tolist() == [1, 1, 1]
+    # every frame gone: the samples are skipped and reported, never replaced by sample 0
+    for rel in video.frames:
+        index.resolve(rel).unlink(missing_ok=True)
+    batch = collate([ds[i] for i in range(len(ds))])
+    assert len(batch["_skipped"]) == 3 and video.id not in batch["video_id"]
+    assert len(batch["label"]) == len(ds) - 3
+
+
+def test_samplers_balance_and_shard() -> None:
+    labels = np.array([0] * 90 + [1] * 10)
+    counts = Counter(labels[TrainSampler(labels, mode="class_balanced", seed=1).epoch_indices()])
+    assert 35 < counts[1] < 65  # about 1:1 instead of 9:1
+    groups = np.array(["a"] * 80 + ["b"] * 20)
+    g = Counter(groups[TrainSampler(labels, mode="group_balanced", groups=groups).epoch_indices()])
+    assert 35 < g["b"] < 65
+    s0 = TrainSampler(labels[:7], seed=3, num_replicas=2, rank=0)
+    s1 = TrainSampler(labels[:7], seed=3, num_replicas=2, rank=1)
+    assert len(s0) == len(s1) == 4
+    assert sorted(set(s0.epoch_indices()) | set(s1.epoch_indices())) == list(range(7))
+    single = TrainSampler(labels[:8], seed=3)
+    e0 = single.epoch_indices()
+    single.set_epoch(1)
+    assert single.epoch_indices() != e0 and sorted(single.epoch_indices()) == list(range(8))
+    single.set_start(5)
+    assert list(single) == single.epoch_indices()[5:] and len(single) == 3
+    assert list(ShardSampler(5, 2, 1)) == [1, 3]
+    with pytest.raises(ValueError, match="group"):
+        TrainSampler(labels, mode="group_balanced")
+    with pytest.raises(ValueError, match="mode"):
+        TrainSampler(labels, mode="random")
+
+
+def test_selection_on_a_scripted_metric_sequence() -> None:
+    sel = Selector("val", "auc", "frame", patience=2)
+    val = [0.6, 0.8, 0.7, 0.9, 0.85, 0.84]
+    test = [0.9, 0.7, 0.95, 0.6, 0.99, 0.5]  # test would pick other epochs
+    best = [
+        sel.update(s, s, {"val": {"v": {"frame/auc": a}}, "test": {"t": {"frame/auc": b}}})
+        for s, (a, b) in enumerate(zip(val, test, strict=True))
+    ]
+    assert best == [True, True, False, True, False, False]
+    assert sel.best_step == 3 and sel.should_stop
+    top = Selector("test-top3", "auc", "frame")
+    for s, (a, b) in enumerate(zip(val, test, strict=True)):
+        top.update(s, s, {"val": {"v": {"frame/auc": a}}, "test": {"t": {"frame/auc": b}}})
+    summary = top.summary()
+    assert summary["best_step"] == 4
+    assert summary["test_top3"]["t"]["best"] == 0.99
+    assert summary["test_top3"]["t"]["top3_mean"] == pytest.approx((0.99 + 0.95 + 0.9) / 3)
+    eer = Selector("val", "eer", "video")
+    assert eer.update(0, 0, {"val": {"v": {"video/eer": 0.3}}})
+    assert eer.update(1, 1, {"val": {"v": {"video/eer": 0.2}}})
+    assert not eer.update(2, 2, {"val": {"v": {"video/eer": 0.25}}})
+    with pytest.raises(ValueError, match="val"):
+        Selector("val").update(0, 0, {"test": {"t": {"frame/auc": 0.5}}})
+
+
+def test_lr_schedules() -> None:
+    from training.config import SchedulerConfig
+
+    step = SchedulerConfig(name="step", step_size=2, gamma=0.1)
+    assert [lr_factor(step, 1.0, s, 10, 100) for s in (0, 19, 20, 40)] == pytest.approx(
+        [1, 1, 0.1, 0.01]
+    )
+    cos = SchedulerConfig(name="cosine", min_lr=0.1)
+    assert lr_factor(cos, 1.0, 0, 10, 100) == pytest.approx(1.0)
+    assert lr_factor(cos, 1.0, 50, 10, 100) == pytest.approx(0.55)
+    assert lr_factor(cos, 1.0, 100, 10, 100) == pytest.approx(0.1)
+    warm = SchedulerConfig(warmup_steps=4)
+    assert [lr_factor(warm, 1.0, s, 10, 100) for s in range(5)] == pytest.approx(
+        [0.25, 0.5, 0.75, 1, 1]
+    )
+
+
+def test_train_config_layers_and_errors(tmp_path: Path) -> None:
+    cfg = load_train_config("meso4")
+    assert isinstance(cfg, TrainConfig) and cfg.detector == "meso4"
+    assert cfg.train.optimizer.name == "adam" and cfg.train.optimizer.lr == 2e-4
+    assert cfg.train.optimizer.betas == (0.9, 0.999) and cfg.train.batch_size == 32
+    assert cfg.train.augment.jpeg.quality == (40, 100) and cfg.train.augment.rotate.limit == 10
+    f = tmp_path / "run.yaml"
+    f.write_text("train:\n  batch_size: 8\n  optimizer: {lr: 0.001}\ndata:\n  train_data: [a]\n")
+    cfg = load_train_config("meso4", f, overrides=["train.batch_size=4", "data.val_data=[b, c]"])
+    assert cfg.train.batch_size == 4 and cfg.train.optimizer.lr == 1e-3
+    assert cfg.data.train_data == ["a"] and cfg.data.val_data == ["b", "c"]
+    with pytest.raises(ConfigError, match="train.optimiser"):
+        load_train_config("meso4", overrides=["train.optimiser=adam"])
+    with pytest.raises(ConfigError, match="adam, adamw|'adam'"):
+        load_train_config("meso4", overrides=["train.optimizer.name=rmsprop"])
+    with pytest.raises(ConfigError, match="group_key"):
+        load_train_config("meso4", overrides=["train.sampler=group_balanced"])
+    with pytest.raises(ConfigError, match="unknown detector"):
+        load_train_config("nope")
+    with pytest.raises(ConfigError, match="no detector"):
+        load_train_config(None)

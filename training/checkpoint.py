@@ -1,0 +1,93 @@
+"""Checkpoints: ``{"model": state_dict, "meta": JSON-able dict}`` (+ ``"state"`` in last.pt).
+
+Every file loads with ``torch.load(..., weights_only=True)``. ``last.pt`` also holds the
+trainer state needed for an exact resume (optimiser, scheduler, scaler, epoch, step, sampler
+position, RNG states, selection history).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+
+from configs import ConfigError
+from detectors import Detector, build_detector
+
+
+class CheckpointError(RuntimeError):
+    """A run directory or checkpoint file is missing or unreadable."""
+
+
+def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
+    """``torch.save`` through a temporary file and a rename (atomic)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        torch.save(payload, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_checkpoint(path: str | Path) -> dict[str, Any]:
+    """A checkpoint dict, loaded with ``weights_only=True``; a bare state dict is wrapped."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint not found")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - corrupt files fail in many ways
+        raise CheckpointError(f"{path}: cannot read checkpoint: {exc}") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: expected a dict, got {type(data).__name__}")
+    if "model" not in data:
+        data = {"model": data, "meta": {}}
+    return data
+
+
+def load_detector_file(
+    name: str, weights_file: str | Path, model_cfg: dict[str, Any] | None = None
+) -> Detector:
+    """Build detector ``name`` and load ``weights_file`` (strictly).
+
+    ``model_cfg`` defaults to the ``model`` config stored in the checkpoint's meta, else to
+    ``configs/detectors/<name>.yaml``.
+    """
+    ckpt = read_checkpoint(weights_file)
+    if model_cfg is None:
+        model_cfg = (ckpt.get("meta") or {}).get("model")
+    detector = build_detector(name, model_cfg)
+    try:
+        detector.load_state_dict(ckpt["model"], strict=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"{weights_file}: weights do not fit detector {name!r}: {exc}") from None
+    detector.eval()
+    return detector
+
+
+def load_run(run_dir: str | Path, weights: str = "best") -> tuple[Detector, dict[str, Any]]:
+    """The trained detector of a run dir and its resolved config.
+
+    ``weights``: ``"best"``, ``"last"`` or a path to a ``.pt`` file.
+    """
+    run_dir = Path(run_dir)
+    cfg_path = run_dir / "config.yaml"
+    if not cfg_path.is_file():
+        raise CheckpointError(f"{run_dir}: not a run directory (no config.yaml)")
+    try:
+        cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{cfg_path}: not valid YAML: {exc}") from None
+    if not isinstance(cfg, dict) or "detector" not in cfg:
+        raise ConfigError(f"{cfg_path}: key 'detector' is required but missing")
+    path = run_dir / "checkpoints" / f"{weights}.pt" if weights in ("best", "last") else Path(weights)
+    detector = load_detector_file(cfg["detector"], path, cfg.get("model"))
+    return detector, cfg

@@ -1,0 +1,421 @@
+"""The dataset over one or more dataset indexes, and the collate function that makes batches.
+
+A sample is one frame (or a clip of ``frames_per_clip`` consecutive frames) of a video; each
+video contributes ``frame_num`` frames spread evenly over its stored frames (DeepfakeBench's
+"32 frames per video", paper 002 Sec. 4.1, without its flaw of always taking the first N).
+Images leave the dataset as uint8 tensors; :func:`to_device` moves a batch to the device and
+normalises it with the detector's mean/std there, which keeps workers cheap.
+
+The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
+``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``,
+``blend:<name>`` (with ``xray`` when the generator makes one) and ``pixel_map``. A frame that
+cannot be read is logged and replaced by the nearest readable frame of the same video; when no
+frame of the video can be read the sample is skipped. Both are reported through the batch keys
+``_replaced`` and ``_skipped`` so the trainer can count them per epoch.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from preprocessing.index import DatasetIndex, VideoEntry
+from training.augment import apply_augment
+
+log = logging.getLogger(__name__)
+
+SAMPLE_KEYS = frozenset({"mask", "landmarks", "method_label", "views", "pairs", "pixel_map"})
+
+
+def sample_positions(n_frames: int, frame_num: int, clip: int = 1) -> list[int]:
+    """``frame_num`` start positions spread evenly over ``n_frames`` (all if there are fewer)."""
+    starts = max(n_frames - clip + 1, 1)
+    if frame_num >= starts:
+        return list(range(starts))
+    return sorted({int(round(x)) for x in np.linspace(0, starts - 1, frame_num)})
+
+
+def sample_seed(*parts: int) -> int:
+    """A 32-bit seed that depends on every part (seed, epoch, index, view)."""
+    return int(np.random.SeedSequence([int(p) & 0xFFFFFFFF for p in parts]).generate_state(1)[0])
+
+
+def read_rgb(path: str) -> np.ndarray | None:
+    """A frame as uint8 RGB, or ``None`` when it is missing or unreadable."""
+    img = cv2.imread(path, cv2.IMREAD_COLOR)
+    if img is None:
+        return None
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def method_names_of(indexes: Sequence[DatasetIndex], split: str | None = None) -> list[str]:
+    """Sorted fake/attack method names of the indexes (the classes 1..K of ``method_label``)."""
+    names: set[str] = set()
+    for index in indexes:
+        for v in index.videos if split is None else index.split(split):
+            if v.label == 1:
+                names.add(v.method)
+    return sorted(names)
+
+
+@dataclass(frozen=True)
+class _Item:
+    video: int  # position in FrameDataset.videos
+    pos: int  # frame position (clip start) in the video's frame list
+
+
+class FrameDataset(Dataset):
+    """Frames of the videos of ``split`` in ``indexes``, with the keys a detector ``requires``.
+
+    ``augment`` is an albumentations pipeline from :func:`training.augment.build_augment`
+    (``None`` for evaluation); call :meth:`set_epoch` before each epoch so that augmentations
+    differ between epochs yet repeat exactly on resume.
+    """
+
+    def __init__(
+        self,
+        indexes: Sequence[DatasetIndex],
+        split: str,
+        *,
+        frame_num: int,
+        resolution: int,
+        requires: frozenset[str] | set[str] = frozenset(),
+        augment: Any = None,
+        seed: int = 0,
+        method_names: Sequence[str] | None = None,
+        pixel_map_size: int = 14,
+        frames_per_clip: int = 1,
+        train: bool = False,
+        cache: Any = None,
+    ) -> None:
+        self.resolution = resolution
+        self.requires = frozenset(requires)
+        self.augment = augment
+        self.seed = seed
+        self.epoch = 0
+        self.pixel_map_size = pixel_map_size
+        self.clip = frames_per_clip
+        self.train = train
+        self.cache = cache
+        self.blend = sorted(k.split(":", 1)[1] for k in self.requires if k.startswith("blend:"))
+        self.pairs = train and "pairs" in self.requires
+        if len(self.blend) > 1:
+            raise ValueError(f"a detector may ask for one blend generator, got {self.blend}")
+        self.method_names = list(method_names) if method_names is not None else method_names_of(indexes)
+        self.videos: list[tuple[DatasetIndex, VideoEntry]] = [
+            (index, v) for index in indexes for v in index.split(split)
+        ]
+        if not self.videos:
+            names = ", ".join(i.dataset for i in indexes)
+            raise ValueError(f"split {split!r} of dataset(s) {names} has no videos")
+        keep = range(len(self.videos))
+        if train and self.blend:
+            keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
+        elif self.pairs:
+            keep = [i for i in keep if self.videos[i][1].label == 1]  # each fake brings its real
+        self.items = [
+            _Item(i, p)
+            for i in keep
+            for p in sample_positions(len(self.videos[i][1].frames), frame_num, self.clip)
+        ]
+        if not self.items:
+            raise ValueError(f"split {split!r}: no usable samples for requires={sorted(self.requires)}")
+        self._reals_by_identity = self._real_partners() if self.pairs else {}
+        self._partner_tables: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    @property
+    def labels(self) -> np.ndarray:
+        """Label of every sample (for class-balanced sampling)."""
+        return np.array([self.videos[it.video][1].label for it in self.items], dtype=np.int64)
+
+    def groups(self, key: str) -> np.ndarray:
+        """Value of attribute ``key`` for every sample (empty string where a video lacks it)."""
+        return np.array(
+            [self.videos[it.video][1].attributes.get(key, "") for it in self.items], dtype=object
+        )
+
+    def frame_keys(self) -> list[tuple[int, int]]:
+        """(video position, frame position) of every frame the samples read (for the cache)."""
+        return sorted({(it.video, it.pos + k) for it in self.items for k in range(self.clip)})
+
+    # ---------------------------------------------------------------- reading
+    def _real_partners(self) -> dict[str, list[int]]:
+        reals: dict[str, list[int]] = {}
+        for i, (index, v) in enumerate(self.videos):
+            if v.label == 0:
+                for key in {v.identity or v.id, v.id}:
+                    reals.setdefault(f"{index.dataset}/{key}", []).append(i)
+        if not reals:
+            raise ValueError("requires 'pairs' but the split has no real videos")
+        return reals
+
+    def _load_frame(
+        self, vid: int, pos: int
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None:
+        """(image, landmarks, mask) of one frame at the resolution, or ``None`` if unreadable."""
+        index, video = self.videos[vid]
+        cached = self.cache.get(vid, pos) if self.cache is not None else None
+        if cached is not None:
+            image, (h, w) = cached  # packed at the resolution; (h, w) = stored frame size
+        else:
+            image = read_rgb(str(index.resolve(video.frames[pos])))
+            if image is None:
+                return None
+            h, w = image.shape[:2]
+        res = self.resolution
+        landmarks = mask = None
+        if "landmarks" in self.requires or self.blend:
+            if not video.landmarks:
+                raise ValueError(
+                    f"{index.dataset}: video {video.method}/{video.id} has no landmarks but the "
+                    "detector requires them"
+                )
+            try:
+                landmarks = np.load(index.resolve(video.landmarks[pos])).astype(np.float32)
+            except (OSError, ValueError):
+                return None
+            if landmarks.shape != (68, 2):
+                return None
+            landmarks = landmarks * np.array([res / w, res / h], np.float32)
+        if "mask" in self.requires and video.masks:
+            raw = cv2.imread(str(index.resolve(video.masks[pos])), cv2.IMREAD_GRAYSCALE)
+            if raw is None:
+                return None
+            mask = cv2.resize(raw, (res, res), interpolation=cv2.INTER_LINEAR).astype(np.float32) / 255.0
+        if image.shape[:2] != (res, res):
+            interp = cv2.INTER_AREA if max(image.shape[:2]) > res else cv2.INTER_CUBIC
+            image = cv2.resize(image, (res, res), interpolation=interp)
+        return image, landmarks, mask
+
+    def _load_clip(self, vid: int, pos: int, replaced: list[str]) -> tuple[list, int] | None:
+        """Frames ``pos..pos+clip-1``, or the nearest readable clip of the same video."""
+        index, video = self.videos[vid]
+        starts = max(len(video.frames) - self.clip + 1, 1)
+        for start in sorted(range(starts), key=lambda s: (abs(s - pos), s)):
+            frames = [self._load_frame(vid, start + k) for k in range(self.clip)]
+            if all(f is not None for f in frames):
+                return frames, start
+            bad = [video.frames[start + k] for k, f in enumerate(frames) if f is None]
+            for rel in bad:
+                log.warning("%s: unreadable frame %s; using another frame of the video", index.dataset, rel)
+                replaced.append(f"{index.dataset}/{rel}")
+        return None
+
+    # ---------------------------------------------------------------- samples
+    def _sample(self, vid: int, pos: int, seed: int, replaced: list[str]) -> dict[str, Any] | None:
+        index, video = self.videos[vid]
+        loaded = self._load_clip(vid, pos, replaced)
+        if loaded is None:
+            return None
+        frames, start = loaded
+        n_views = 2 if "views" in self.requires else 1
+        views = []
+        for view in range(n_views):
+            aug = [apply_augment(self.augment, sample_seed(seed, view), *f) for f in frames]
+            views.append(aug)
+        images = [a[0] for a in views[0]]
+        out: dict[str, Any] = {
+            "image": _to_chw(images),
+            "label": video.label,
+            "video_id": video.id,
+            "method": video.method,
+            "dataset": index.dataset,
+            "frame": video.frame_indices[start] if video.frame_indices else start,
+            "attributes": dict(video.attributes),
+        }
+        if n_views == 2:
+            out["views"] = torch.stack([_to_chw([a[0] for a in v]) for v in views])
+        if "landmarks" in self.requires:
+            out["landmarks"] = torch.from_numpy(np.stack([a[1] for a in views[0]]).squeeze(0))
+        if "mask" in self.requires:
+            masks = [a[2] for a in views[0]]
+            has = video.label == 0 or masks[0] is not None
+            arr = np.stack([m if m is not None else np.zeros(images[0].shape[:2], np.float32) for m in masks])
+            out["mask"] = torch.from_numpy(arr.astype(np.float32))[:, None].squeeze(0)
+            out["has_mask"] = has
+        if "method_label" in self.requires:
+            out["method_label"] = self._method_label(video)
+        if "pixel_map" in self.requires:
+            out["pixel_map"] = torch.full((1, self.pixel_map_size, self.pixel_map_size), float(video.label))
+        return out
+
+    def _method_label(self, video: VideoEntry) -> int:
+        if video.label == 0:
+            return 0
+        if video.method in self.method_names:
+            return 1 + self.method_names.index(video.method)
+        return -100  # a method unseen in training: ignored by cross-entropy
+
+    def _blend_partner(self, vid: int, pos: int, rng: np.random.Generator) -> tuple | None:
+        """(image, landmarks) of a nearest-landmark real face of another video (Face X-ray)."""
+        from training.blending import NearestLandmarks
+
+        index, video = self.videos[vid]
+        if index.dataset not in self._partner_tables:
+            self._partner_tables[index.dataset] = NearestLandmarks.from_index(index, "train")
+        partner = self._partner_tables[index.dataset].sample(index.resolve(video.frames[pos]), rng)
+        image = read_rgb(str(partner.frame))
+        try:
+            landmarks = np.load(partner.landmarks).astype(np.float32)
+        except (OSError, ValueError):
+            return None
+        if image is None or landmarks.shape != (68, 2):
+            return None
+        h, w = image.shape[:2]
+        res = self.resolution
+        if (h, w) != (res, res):
+            image = cv2.resize(image, (res, res), interpolation=cv2.INTER_AREA)
+            landmarks = landmarks * np.array([res / w, res / h], np.float32)
+        return image, landmarks
+
+    def _blended(self, real: dict[str, Any], vid: int, pos: int, seed: int) -> dict[str, Any] | None:
+        """An online blended fake made from a real frame by ``training.blending.generate``."""
+        from training.blending import generate, needs_partner
+
+        loaded = self._load_frame(vid, pos)
+        if loaded is None:
+            return None
+        image, landmarks, _ = loaded
+        rng = np.random.default_rng(sample_seed(seed, 7))
+        partner = self._blend_partner(vid, pos, rng) if needs_partner(self.blend[0]) else None
+        if needs_partner(self.blend[0]) and partner is None:
+            return None
+        result = generate(self.blend[0], image, landmarks, rng, partner=partner)
+        b_img, b_mask, xray = result["image"], result["mask"], result.get("xray")
+        b_img, b_lm, b_mask = apply_augment(self.augment, sample_seed(seed, 0), b_img, landmarks, b_mask)
+        fake = dict(real)
+        fake.update(image=_to_chw([b_img]), label=1, method=f"blend:{self.blend[0]}", _replaced=[])
+        if "landmarks" in self.requires:
+            fake["landmarks"] = torch.from_numpy(b_lm)
+        if "mask" in self.requires:
+            fake["mask"] = torch.from_numpy(np.asarray(b_mask, np.float32))[None]
+            fake["has_mask"] = True
+        if "method_label" in self.requires:
+            fake["method_label"] = 1
+        if "pixel_map" in self.requires:
+            fake["pixel_map"] = torch.ones_like(real["pixel_map"])
+        if "views" in self.requires:
+            fake["views"] = torch.stack([fake["image"], fake["image"]])
+        if xray is not None:
+            _, _, x_aug = apply_augment(self.augment, sample_seed(seed, 0), b_img.copy(), None, xray)
+            fake["xray"] = torch.from_numpy(np.asarray(x_aug, np.float32))[None]
+            real["xray"] = torch.zeros_like(fake["xray"])
+        return fake
+
+    def __getitem__(self, i: int) -> dict[str, Any] | list[dict[str, Any]]:
+        """One sample dict; a list [real, blended] with ``blend:``; ``{"_pair": [fake, real]}``
+        with ``pairs``; ``{"_skipped": reason}`` when nothing of the video can be read."""
+        item = self.items[i]
+        seed = sample_seed(self.seed, self.epoch, i) if self.augment is not None else 0
+        replaced: list[str] = []
+        sample = self._sample(item.video, item.pos, seed, replaced)
+        index, video = self.videos[item.video]
+        if sample is None:
+            reason = f"{index.dataset}/{video.method}/{video.id}: no readable frame"
+            log.warning("skipping sample: %s", reason)
+            return {"_skipped": reason, "_replaced": replaced}
+        sample["_replaced"] = replaced
+        if self.blend and self.train:
+            fake = self._blended(sample, item.video, item.pos, seed)
+            return [sample, fake] if fake is not None else [sample]
+        if self.pairs:
+            partner = self._partner(video, index, seed)
+            real = self._sample(partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced)
+            if real is None:
+                return {"_skipped": f"{index.dataset}/{video.id}: partner unreadable", "_replaced": replaced}
+            return {"_pair": [sample, real]}
+        return sample
+
+    def _partner(self, video: VideoEntry, index: DatasetIndex, seed: int) -> int:
+        """A real video of the same identity (source) where possible, else a seeded random one."""
+        for key in (video.identity, video.id.split("_")[0]):
+            cands = self._reals_by_identity.get(f"{index.dataset}/{key}") if key else None
+            if cands:
+                return cands[seed % len(cands)]
+        every = sorted({i for c in self._reals_by_identity.values() for i in c})
+        return every[seed % len(every)]
+
+
+def _to_chw(images: list[np.ndarray]) -> torch.Tensor:
+    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip)."""
+    arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
+    tensor = torch.from_numpy(arr)
+    return tensor[0] if len(images) == 1 else tensor
+
+
+def collate(samples: list[Any]) -> dict[str, Any]:
+    """Stack samples into a batch dict; pairs become ``[fakes..., reals...]`` with ``pair_index``."""
+    flat: list[dict[str, Any]] = []
+    replaced: list[str] = []
+    skipped: list[str] = []
+    pairs: list[list[dict[str, Any]]] = []
+    for s in samples:
+        group = s if isinstance(s, list) else s.get("_pair", [s])
+        for g in group:
+            replaced.extend(g.get("_replaced", ()))
+        if "_skipped" in group[0]:
+            skipped.append(group[0]["_skipped"])
+        elif isinstance(s, dict) and "_pair" in s:
+            pairs.append(group)
+        else:
+            flat.extend(group)
+    if pairs:
+        flat = [p[0] for p in pairs] + [p[1] for p in pairs] + flat
+    batch: dict[str, Any] = {"_replaced": replaced, "_skipped": skipped}
+    if not flat:
+        return batch
+    tensor_keys = [k for k, v in flat[0].items() if isinstance(v, torch.Tensor)]
+    for key in tensor_keys:
+        batch[key] = torch.stack([s[key] for s in flat])
+    for key in ("label", "method_label"):
+        if key in flat[0]:
+            batch[key] = torch.tensor([s[key] for s in flat], dtype=torch.long)
+    if "has_mask" in flat[0]:
+        batch["has_mask"] = torch.tensor([s["has_mask"] for s in flat], dtype=torch.bool)
+    batch["frame"] = torch.tensor([s["frame"] for s in flat], dtype=torch.long)
+    for key in ("video_id", "method", "dataset"):
+        batch[key] = [s[key] for s in flat]
+    names = sorted({k for s in flat for k in s["attributes"]})
+    batch["attributes"] = {k: [s["attributes"].get(k, "") for s in flat] for k in names}
+    if pairs:
+        n = len(pairs)
+        partner = list(range(n, 2 * n)) + list(range(n))
+        batch["pair_index"] = torch.tensor(partner + list(range(2 * n, len(flat))), dtype=torch.long)
+    return batch
+
+
+def to_device(
+    batch: dict[str, Any],
+    device: torch.device | str,
+    mean: Sequence[float],
+    std: Sequence[float],
+    channels_last: bool = False,
+) -> dict[str, Any]:
+    """Move tensors to ``device``; ``image``/``views`` become float, normalised by mean/std."""
+    device = torch.device(device)
+    out = dict(batch)
+    m = torch.tensor(mean, device=device, dtype=torch.float32).view(3, 1, 1)
+    s = torch.tensor(std, device=device, dtype=torch.float32).view(3, 1, 1)
+    for key, value in batch.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        value = value.to(device, non_blocking=True)
+        if key in ("image", "views") and value.dtype == torch.uint8:
+            value = (value.float().div_(255.0) - m) / s
+            if channels_last and value.dim() == 4:
+                value = value.contiguous(memory_format=torch.channels_last)
+        out[key] = value
+    return out

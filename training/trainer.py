@@ -1,0 +1,472 @@
+"""The trainer: one YAML-driven loop for every detector (paper 002 Sec. 3.2 "Training Module").
+
+``Trainer(cfg).fit()`` trains ``cfg.detector`` on ``cfg.data.train_data``, evaluates every epoch
+(or every ``train.eval_every_steps`` steps) on the validation and test sets with frame- and
+video-level AUC, AP, EER and ACC, keeps the best checkpoint by the validation metric (or by
+DeepfakeBench's ``test-top3``), stops early after ``train.patience`` evaluations without
+improvement and returns the run directory. The same code runs as one process or under
+``torchrun`` (DistributedDataParallel; per-rank batch = ``train.batch_size / world size``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader
+from torch.utils.tensorboard import SummaryWriter
+
+from configs import ConfigError, build_config, config_to_dict, load_yaml
+from detectors import build_detector
+from evaluation.predict import (
+    autocast,
+    eval_requires,
+    make_eval_loader,
+    predict_loader,
+    rows_to_predictions,
+)
+from evaluation.predictions import write_predictions
+from preprocessing.index import DatasetIndex, read_index
+from training import distributed as D
+from training.augment import build_augment
+from training.cache import PackedCache
+from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
+from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
+from training.data import FrameDataset, collate, method_names_of, to_device
+from training.evaluate import detection_metrics
+from training.rundir import new_run_dir, run_meta, write_json, write_yaml
+from training.samplers import ShardSampler, TrainSampler
+from training.selection import Selector
+
+log = logging.getLogger(__name__)
+
+BatchTransform = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the run stops and keeps its last good checkpoint."""
+
+
+def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[DatasetIndex]:
+    """``<data_root>/<name>.json`` for every name (errors name the missing file)."""
+    return [read_index(Path(data_root) / f"{name}.json") for name in names]
+
+
+def build_optimizer(params: Any, cfg: OptimizerConfig) -> torch.optim.Optimizer:
+    """Adam / AdamW / SGD from the config."""
+    if cfg.name == "adam":
+        return torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    if cfg.name == "adamw":
+        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+    return torch.optim.SGD(
+        params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, nesterov=cfg.nesterov
+    )
+
+
+def lr_factor(cfg: SchedulerConfig, base_lr: float, step: int, steps_per_epoch: int, total_steps: int) -> float:
+    """Multiplier of the base learning rate after ``step`` optimiser steps."""
+    warm = min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps > 0 else 1.0
+    if cfg.name == "step":
+        factor = cfg.gamma ** (step // max(steps_per_epoch * cfg.step_size, 1))
+    elif cfg.name == "cosine":
+        t = min(step / max(total_steps, 1), 1.0)
+        floor = cfg.min_lr / base_lr if base_lr > 0 else 0.0
+        factor = floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * t))
+    else:
+        factor = 1.0
+    return warm * factor
+
+
+def _rng_state() -> dict[str, Any]:
+    np_state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "python": random.getstate(),
+        "numpy": [np_state[0], np_state[1].tolist(), *np_state[2:]],
+    }
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+    random.setstate(_tuples(state["python"]))
+    kind, keys, *rest = state["numpy"]
+    np.random.set_state((kind, np.asarray(keys, dtype=np.uint32), *rest))
+
+
+def _tuples(x: Any) -> Any:
+    return tuple(_tuples(v) for v in x) if isinstance(x, (list, tuple)) else x
+
+
+class Trainer:
+    """Train ``cfg.detector``; ``fit()`` returns the run directory.
+
+    ``batch_transforms`` are applied, in order, to every collated training batch before it goes
+    to the device (images are uint8 ``[B, 3, H, W]`` there); FairSWAP is appended when
+    ``train.fairswap.enabled``. ``resume`` continues the run in that directory exactly.
+    """
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        *,
+        batch_transforms: Sequence[BatchTransform] = (),
+        resume: str | Path | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.batch_transforms = list(batch_transforms)
+        self.resume_dir = Path(resume) if resume is not None else None
+        if not cfg.data.train_data:
+            raise ConfigError("data.train_data is empty: name at least one dataset (--train-data)")
+        has_eval = bool(cfg.data.val_data or cfg.data.test_data)
+        if has_eval and cfg.train.selection == "val" and not cfg.data.val_data:
+            raise ConfigError(
+                "train.selection 'val' chooses checkpoints on validation data: give data.val_data "
+                "(--val-data), or set train.selection=test-top3 to select on the test sets"
+            )
+        if has_eval and cfg.train.selection == "test-top3" and not cfg.data.test_data:
+            raise ConfigError("train.selection 'test-top3' needs data.test_data (--test-data)")
+
+    @classmethod
+    def from_run(cls, run_dir: str | Path, **kwargs: Any) -> Trainer:
+        """A trainer that resumes ``run_dir`` with its saved, resolved config."""
+        cfg = build_config(TrainConfig, load_yaml(Path(run_dir) / "config.yaml"), str(Path(run_dir) / "config.yaml"))
+        return cls(cfg, resume=run_dir, **kwargs)
+
+    # ------------------------------------------------------------------ set-up
+    def _setup(self) -> None:
+        cfg, t = self.cfg, self.cfg.train
+        want_cuda = cfg.device.startswith("cuda") or (cfg.device == "auto" and torch.cuda.is_available())
+        self.dist = D.setup("cuda" if want_cuda else "cpu")
+        if want_cuda:
+            self.device = torch.device(cfg.device if cfg.device != "auto" else f"cuda:{self.dist.local_rank}")
+        else:
+            self.device = torch.device("cpu" if cfg.device == "auto" else cfg.device)
+        cuda = self.device.type == "cuda"
+        if t.batch_size % self.dist.world_size:
+            raise ConfigError(f"train.batch_size {t.batch_size} is not divisible by the world size {self.dist.world_size}")
+        self.rank_batch = t.batch_size // self.dist.world_size
+        torch.manual_seed(t.seed)
+        random.seed(t.seed)
+        np.random.seed(t.seed % 2**32)
+
+        model_cfg = dict(cfg.model)
+        probe = build_detector(cfg.detector, model_cfg)
+        self.resolution = t.resolution or probe.cfg.input_size
+        model_cfg["input_size"] = self.resolution
+        torch.manual_seed(t.seed)
+        self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
+        self.model_cfg = config_to_dict(self.detector.cfg)
+        requires = type(self.detector).requires
+
+        if t.precision == "auto":
+            self.amp_dtype = (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16) if cuda else None
+        else:
+            self.amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[t.precision]
+        self.channels_last = cuda if t.channels_last is None else t.channels_last
+        if self.channels_last:
+            self.detector = self.detector.to(memory_format=torch.channels_last)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_dtype == torch.float16)
+
+        train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
+        self.method_names = method_names_of(train_idx, "train")
+        needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
+        augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
+        self.train_set = FrameDataset(
+            train_idx, "train", frame_num=t.frame_num, resolution=self.resolution, requires=requires,
+            augment=augment, seed=t.seed, method_names=self.method_names,
+            pixel_map_size=t.pixel_map_size, frames_per_clip=t.frames_per_clip, train=True,
+        )
+        ev_req = eval_requires(requires)
+        self.eval_sets: dict[str, list[tuple[str, FrameDataset]]] = {"val": [], "test": []}
+        for split, names in (("val", cfg.data.val_data), ("test", cfg.data.test_data)):
+            for name, index in zip(names, resolve_datasets(cfg.data.data_root, names)):
+                ds = FrameDataset(
+                    [index], split, frame_num=t.test_frame_num, resolution=self.resolution,
+                    requires=ev_req, method_names=self.method_names, pixel_map_size=t.pixel_map_size,
+                    frames_per_clip=t.frames_per_clip,
+                )
+                self.eval_sets[split].append((name, ds))
+        if cfg.data.cache:
+            self._attach_caches()
+
+        groups = self.train_set.groups(t.group_key) if t.group_key else None
+        self.sampler = TrainSampler(
+            self.train_set.labels, mode=t.sampler, groups=groups, seed=t.seed,
+            num_replicas=self.dist.world_size, rank=self.dist.rank,
+        )
+        if len(self.sampler) < self.rank_batch:
+            raise ConfigError(
+                f"the training set has {len(self.train_set)} samples, fewer than one batch of "
+                f"{t.batch_size}; lower train.batch_size"
+            )
+        self.loader = DataLoader(
+            self.train_set, batch_size=self.rank_batch, sampler=self.sampler,
+            num_workers=cfg.data.num_workers, collate_fn=collate, drop_last=True, pin_memory=cuda,
+            generator=torch.Generator().manual_seed(t.seed), persistent_workers=False,
+        )
+        self.steps_per_epoch = len(self.sampler) // self.rank_batch
+        self.total_steps = self.steps_per_epoch * t.epochs
+
+        self.model: torch.nn.Module = self.detector
+        if self.dist.world_size > 1:
+            self.model = DistributedDataParallel(
+                self.detector, device_ids=[self.device.index] if cuda else None
+            )
+        self.forward = torch.compile(self.model) if t.compile else self.model
+        self.optimizer = build_optimizer(
+            [p for p in self.detector.parameters() if p.requires_grad], t.optimizer
+        )
+        base_lr = t.optimizer.lr
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer,
+            lambda s: lr_factor(t.scheduler, base_lr, s, self.steps_per_epoch, self.total_steps),
+        )
+        self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
+        if t.fairswap.enabled:
+            from fairness.fairswap import FairSwap
+
+            f = t.fairswap
+            self.batch_transforms.append(
+                FairSwap(
+                    p1=f.p1, p2=f.p2, p3=f.p3, p4=f.p4, patch=f.patch, group_key=f.group_key, seed=t.seed
+                )
+            )
+        self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
+        self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        self._setup_run_dir()
+
+    def _attach_caches(self) -> None:
+        cache_dir = Path(self.cfg.data.cache_dir or Path(self.cfg.data.data_root) / ".cache")
+        sets = [("train", self.train_set)] + [(f"{s}-{n}", d) for s in ("val", "test") for n, d in self.eval_sets[s]]
+        for name, ds in sets:
+            if self.dist.is_main:
+                PackedCache.build(ds, cache_dir, name)
+            D.barrier()
+            ds.cache = PackedCache.build(ds, cache_dir, name)
+
+    def _setup_run_dir(self) -> None:
+        cfg = self.cfg
+        if self.resume_dir is not None:
+            run = self.resume_dir
+            if not (run / "checkpoints" / "last.pt").is_file():
+                raise CheckpointError(f"{run}: nothing to resume (no checkpoints/last.pt)")
+        else:
+            run = None
+            if self.dist.is_main:
+                if cfg.run_name and (Path(cfg.output_dir) / cfg.run_name / "config.yaml").exists():
+                    raise ConfigError(
+                        f"run {Path(cfg.output_dir) / cfg.run_name} exists; use --resume or another run_name"
+                    )
+                run = new_run_dir(cfg.output_dir, cfg.run_name, cfg.detector)
+            run = D.broadcast(run)
+        self.run_dir = Path(run)
+        self.writer = None
+        if self.dist.is_main:
+            resolved = config_to_dict(cfg)
+            resolved["model"] = self.model_cfg
+            resolved["train"]["resolution"] = self.resolution
+            if self.resume_dir is None:
+                write_yaml(self.run_dir / "config.yaml", resolved)
+                write_json(
+                    self.run_dir / "meta.json",
+                    run_meta(cfg.train.seed, world_size=self.dist.world_size, device=str(self.device),
+                             precision=str(self.amp_dtype), channels_last=self.channels_last,
+                             method_names=self.method_names),
+                )
+        if self.resume_dir is not None:
+            self._load_state(read_checkpoint(self.run_dir / "checkpoints" / "last.pt"))
+        if self.dist.is_main:
+            self.writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=self.step or None)
+
+    # ------------------------------------------------------------------ state
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "detector": self.cfg.detector,
+            "model": self.model_cfg,
+            "epoch": self.epoch,
+            "step": self.step,
+            "method_names": self.method_names,
+        }
+
+    def _save(self, name: str, full: bool) -> None:
+        if not self.dist.is_main:
+            return
+        payload: dict[str, Any] = {"model": self.detector.state_dict(), "meta": self._meta()}
+        if full:
+            payload["state"] = {
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "scaler": self.scaler.state_dict(),
+                "epoch": self.epoch,
+                "batch_in_epoch": self.batch_in_epoch,
+                "step": self.step,
+                "rng": _rng_state(),
+                "selector": self.selector.state_dict(),
+                "manifest": self.manifest,
+            }
+        save_checkpoint(self.run_dir / "checkpoints" / f"{name}.pt", payload)
+
+    def _load_state(self, ckpt: dict[str, Any]) -> None:
+        if "state" not in ckpt:
+            raise CheckpointError(f"{self.run_dir}/checkpoints/last.pt has no trainer state to resume")
+        state = ckpt["state"]
+        self.detector.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state["scaler"])
+        self.epoch, self.batch_in_epoch, self.step = state["epoch"], state["batch_in_epoch"], state["step"]
+        self.selector.load_state_dict(state["selector"])
+        self.manifest = state["manifest"]
+        _set_rng_state(state["rng"])
+        log.info("resuming %s at epoch %d, batch %d (step %d)", self.run_dir, self.epoch, self.batch_in_epoch, self.step)
+
+    # ------------------------------------------------------------------ loop
+    def fit(self) -> Path:
+        """Train to the end (or early stop) and return the run directory."""
+        self._setup()
+        t = self.cfg.train
+        try:
+            while self.epoch < t.epochs and not self.selector.should_stop:
+                self._train_epoch()
+            self._finish()
+        finally:
+            if self.writer is not None:
+                self.writer.close()
+        return self.run_dir
+
+    def _train_epoch(self) -> None:
+        t = self.cfg.train
+        self.sampler.set_epoch(self.epoch)
+        self.train_set.set_epoch(self.epoch)
+        self.sampler.set_start(self.batch_in_epoch * self.rank_batch)
+        self.detector.train()
+        replaced: list[str] = []
+        skipped: list[str] = []
+        tick, seen = time.perf_counter(), 0
+        for batch in self.loader:
+            for transform in self.batch_transforms:
+                batch = transform(batch)
+            replaced.extend(batch.pop("_replaced", ()))
+            skipped.extend(batch.pop("_skipped", ()))
+            if "image" not in batch:
+                self.batch_in_epoch += 1
+                continue
+            losses = self._train_step(batch)
+            self.step += 1
+            self.batch_in_epoch += 1
+            seen += len(batch["label"])
+            if self.writer is not None and self.step % t.log_every_steps == 0:
+                rate = seen * self.dist.world_size / max(time.perf_counter() - tick, 1e-9)
+                for k, v in losses.items():
+                    self.writer.add_scalar(f"train/loss_{k}", v, self.step)
+                self.writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], self.step)
+                self.writer.add_scalar("train/images_per_s", rate, self.step)
+                log.info("epoch %d step %d loss %.4f (%.1f img/s)", self.epoch, self.step, losses["total"], rate)
+                tick, seen = time.perf_counter(), 0
+            if t.eval_every_steps and self.step % t.eval_every_steps == 0:
+                self._evaluate()
+            if t.checkpoint_every_steps and self.step % t.checkpoint_every_steps == 0:
+                self._save("last", full=True)
+            if self.selector.should_stop:
+                break
+        self._record_bad_inputs(replaced, skipped)
+        stopped = self.selector.should_stop
+        if not t.eval_every_steps and not stopped:
+            self._evaluate()
+        self.epoch += 1
+        self.batch_in_epoch = 0
+        self._save("last", full=True)
+
+    def _train_step(self, batch: dict[str, Any]) -> dict[str, float]:
+        t = self.cfg.train
+        mean, std = self.detector.cfg.mean, self.detector.cfg.std
+        batch = to_device(batch, self.device, mean, std, self.channels_last)
+        with autocast(self.device, self.amp_dtype):
+            out = self.forward(batch)
+            losses = self.detector.loss(batch, out)
+        loss = losses["total"]
+        if D.any_flag(not bool(torch.isfinite(loss.detach()).all()), self.device):
+            terms = {k: float(v.detach().float().mean()) for k, v in losses.items()}
+            raise NonFiniteLossError(
+                f"non-finite loss at epoch {self.epoch}, step {self.step + 1}: {terms}. The run "
+                f"stopped; its last good checkpoint is kept in {self.run_dir / 'checkpoints'}. "
+                "Try a lower train.optimizer.lr, train.grad_clip, or train.precision: fp32."
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if t.grad_clip:
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.detector.parameters(), t.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.scheduler.step()
+        return {k: float(v.detach().float().mean()) for k, v in losses.items()}
+
+    def _record_bad_inputs(self, replaced: list[str], skipped: list[str]) -> None:
+        replaced, skipped = D.gather_lists(replaced), D.gather_lists(skipped)
+        if replaced or skipped:
+            log.warning("epoch %d: %d unreadable frames replaced, %d samples skipped",
+                        self.epoch, len(replaced), len(skipped))
+        self.manifest["epochs"][str(self.epoch)] = {"replaced": len(replaced), "skipped": len(skipped)}
+        for key, items in (("replaced_frames", replaced), ("skipped_samples", skipped)):
+            known = set(self.manifest[key])
+            self.manifest[key].extend(sorted({i for i in items if i not in known}))
+        if self.dist.is_main:
+            write_json(self.run_dir / "manifest.json", self.manifest)
+
+    # ------------------------------------------------------------------ evaluation
+    def _evaluate(self) -> None:
+        t = self.cfg.train
+        if not any(self.eval_sets.values()):
+            return
+        metrics: dict[str, dict[str, dict[str, float]]] = {"val": {}, "test": {}}
+        bs = t.eval_batch_size or self.rank_batch
+        for split, sets in self.eval_sets.items():
+            for name, ds in sets:
+                sampler = ShardSampler(len(ds), self.dist.world_size, self.dist.rank)
+                loader = make_eval_loader(ds, bs, self.cfg.data.num_workers, sampler, self.device.type == "cuda")
+                cols, _, _ = predict_loader(
+                    self.detector, loader, mean=self.detector.cfg.mean, std=self.detector.cfg.std,
+                    device=self.device, amp_dtype=self.amp_dtype, channels_last=self.channels_last,
+                    progress=self.dist.is_main,
+                )
+                rows = D.gather_lists([dict(zip(cols, r)) for r in zip(*cols.values())])
+                if not self.dist.is_main:
+                    continue
+                keys = sorted({k for r in rows for k in r})
+                preds = rows_to_predictions({k: [r.get(k, "") for r in rows] for k in keys})
+                metrics[split][name] = detection_metrics(preds)
+                if t.save_predictions:
+                    out = self.run_dir / "predictions" / f"{split}_{name}_step{self.step:07d}.csv"
+                    write_predictions(out, preds)
+        metrics = D.broadcast(metrics)
+        is_best = self.selector.update(self.step, self.epoch, metrics)
+        if self.dist.is_main:
+            write_json(self.run_dir / "metrics" / f"step{self.step:07d}.json",
+                       {"epoch": self.epoch, "step": self.step, "is_best": is_best, **metrics})
+            for split, per_ds in metrics.items():
+                for name, m in per_ds.items():
+                    for k, v in m.items():
+                        if "/" in k:
+                            self.writer.add_scalar(f"{split}/{name}/{k}", v, self.step)
+            log.info("eval step %d: %s = %.4f%s", self.step, self.selector.key,
+                     self.selector.history[-1]["value"], " (best)" if is_best else "")
+        if is_best:
+            self._save("best", full=False)
+
+    def _finish(self) -> None:
+        if self.dist.is_main:
+            write_json(self.run_dir / "metrics" / "summary.json", self.selector.summary())
+            write_json(self.run_dir / "manifest.json", self.manifest)
+        D.barrier()
