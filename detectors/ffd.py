@@ -24,11 +24,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, STAGES, create_xception
+from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
 from detectors.registry import register_detector
 
+_STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")  # timm legacy_xception layer names
 _BLOCKS = tuple(f"block{i}" for i in range(1, 13))
+_EXIT = ("conv3", "bn3", "act3", "conv4", "bn4", "act4")
 
 
 @dataclass
@@ -71,8 +73,8 @@ class FFD(Detector):
         self.backbone = create_xception(cfg.pretrained)
         self.map = RegressionMap(728)
         self.head = nn.Linear(FEATURES, 2)
-        self._before = STAGES["stem1"] + STAGES["stem2"] + _BLOCKS[: cfg.map_after]
-        self._after = _BLOCKS[cfg.map_after :] + STAGES["exit"]
+        self._before = _STEM + _BLOCKS[: cfg.map_after]
+        self._after = _BLOCKS[cfg.map_after :] + _EXIT
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         x = batch["image"]

@@ -78,10 +78,11 @@ def lbp_features(rgb: np.ndarray) -> np.ndarray:
 
 def denormalise_to_uint8(image: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
     """[B, 3, H, W] normalised tensor -> [B, H, W, 3] uint8 RGB (``x * std + mean`` in [0, 1])."""
-    m = torch.as_tensor(mean, dtype=torch.float32).view(1, 3, 1, 1)
-    s = torch.as_tensor(std, dtype=torch.float32).view(1, 3, 1, 1)
-    x = image.detach().float().cpu() * s + m
-    return (x.clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 1).contiguous().numpy()
+    x = image.detach().float().cpu().numpy()
+    x = x * np.asarray(std, np.float32).reshape(1, 3, 1, 1) + np.asarray(mean, np.float32).reshape(1, 3, 1, 1)
+    np.clip(x, 0.0, 1.0, out=x)
+    x *= 255.0
+    return np.ascontiguousarray(np.rint(x).astype(np.uint8).transpose(0, 2, 3, 1))
 
 
 def _as_list(value: Any, n: int) -> list[Any] | None:

@@ -27,11 +27,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, STAGES, create_xception
+from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
 from detectors.registry import register_detector
 
 _timm_xception = importlib.import_module("timm.models.xception")
+_STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")  # timm legacy_xception layer names
+_EXIT = ("block12", "conv3", "bn3", "act3", "conv4", "bn4", "act4")
 
 
 @dataclass
@@ -222,7 +224,7 @@ class RECCE(Detector):
             x_in = torch.clip(x + 1e-6 * torch.randn_like(x) * flip, -1.0, 1.0)
         else:
             x_in = x
-        emb = self._run(STAGES["stem1"] + STAGES["stem2"] + STAGES["entry"] + ("block4",), x_in)
+        emb = self._run(_STEM + ("block1", "block2", "block3", "block4"), x_in)
         d2 = self.decoder2(self.decoder1(self.dropout(emb)))
         d4 = self.decoder4(self.decoder3(d2))
         recons = F.interpolate(
@@ -232,7 +234,7 @@ class RECCE(Detector):
         emb = self._run(("block5", "block6", "block7"), emb)
         emb = self.reasoning(emb, d2, d4) + emb
         emb = self.attention(x, recons, self.encoder.block8(emb))
-        emb = self._run(("block9", "block10", "block11") + STAGES["exit"], emb)
+        emb = self._run(("block9", "block10", "block11") + _EXIT, emb)
         feat = F.adaptive_avg_pool2d(emb, 1).flatten(1)
         logits = self.fc(self.dropout(feat))
         return self.outputs(

@@ -27,8 +27,8 @@ from evaluation.metrics import (
     _check,
     _need_both,
     factorize,
+    reduce_by_code,
     summarize,
-    video_scores,
 )
 
 log = logging.getLogger(__name__)
@@ -76,10 +76,10 @@ def bootstrap_ci(
         raise ValueError("video_ids must have one entry per frame")
     codes, uniq = factorize(video_ids)
     if level == "video":
-        y_true, y_score, _ = video_scores(y_true, y_score, codes, reduce=reduce)
+        y_true, y_score = reduce_by_code(y_true, y_score, codes, reduce)
         codes = np.arange(len(uniq))
     n_videos = len(uniq)
-    order = np.argsort(y_score, kind="stable")[::-1]
+    order = np.argsort(y_score)[::-1]
     kwargs = {"threshold": threshold, "fpr_targets": fpr_targets, "order": order}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MetricWarning)
@@ -88,13 +88,20 @@ def bootstrap_ci(
         reps = np.empty((n_boot, len(point)))
         for b in range(n_boot):
             counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
-            reps[b] = list(summarize(y_true, y_score, sample_weight=counts[codes], **kwargs).values())
+            reps[b] = list(
+                summarize(y_true, y_score, sample_weight=counts[codes], **kwargs).values()
+            )
     alpha = (1.0 - confidence) / 2.0
     out: dict[str, Interval] = {}
     for j, name in enumerate(point):
         col = reps[:, j][np.isfinite(reps[:, j])]
         if len(col) < n_boot and np.isfinite(point[name]):
-            log.warning("bootstrap %s: %d of %d replicates undefined (one class drawn)", name, n_boot - len(col), n_boot)
+            log.warning(
+                "bootstrap %s: %d of %d replicates undefined (one class drawn)",
+                name,
+                n_boot - len(col),
+                n_boot,
+            )
         if len(col) == 0:
             out[name] = Interval(point[name], float("nan"), float("nan"))
             continue
@@ -115,7 +122,9 @@ class DeLongResult:
     p_value: float
 
 
-def _structural_components(pos: np.ndarray, neg: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+def _structural_components(
+    pos: np.ndarray, neg: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray]:
     """AUC and DeLong's placement values V10 (per positive) and V01 (per negative), by mid-ranks."""
     m, n = len(pos), len(neg)
     tx = stats.rankdata(pos)

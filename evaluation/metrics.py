@@ -22,7 +22,9 @@ def _check(y_true: Sequence, y_score: Sequence) -> tuple[np.ndarray, np.ndarray]
     y_true = np.asarray(y_true)
     y_score = np.asarray(y_score, dtype=np.float64)
     if y_true.shape != y_score.shape or y_true.ndim != 1:
-        raise ValueError(f"y_true and y_score must be 1-D of equal length, got {y_true.shape} and {y_score.shape}")
+        raise ValueError(
+            f"y_true and y_score must be 1-D of equal length, got {y_true.shape} and {y_score.shape}"
+        )
     if len(y_true) == 0:
         raise ValueError("no samples")
     if not np.isin(y_true, (0, 1)).all():
@@ -34,7 +36,9 @@ def _check(y_true: Sequence, y_score: Sequence) -> tuple[np.ndarray, np.ndarray]
 
 def _need_both(y_true: np.ndarray, name: str) -> None:
     if y_true.min() == y_true.max():
-        raise SingleClassError(f"{name} needs both classes; y_true holds only class {int(y_true[0])}")
+        raise SingleClassError(
+            f"{name} needs both classes; y_true holds only class {int(y_true[0])}"
+        )
 
 
 def auc(y_true: Sequence, y_score: Sequence) -> float:
@@ -129,7 +133,9 @@ class MetricWarning(UserWarning):
 
 def _safe_div(num: float, den: float, name: str) -> float:
     if den == 0:
-        warnings.warn(f"{name} is undefined (division by zero); returning NaN", MetricWarning, stacklevel=3)
+        warnings.warn(
+            f"{name} is undefined (division by zero); returning NaN", MetricWarning, stacklevel=3
+        )
         return float("nan")
     return float(num / den)
 
@@ -144,7 +150,10 @@ def _weights(sample_weight: Sequence | None, n: int) -> np.ndarray | None:
 
 
 def confusion_matrix(
-    y_true: Sequence, y_score: Sequence, threshold: float = 0.5, sample_weight: Sequence | None = None
+    y_true: Sequence,
+    y_score: Sequence,
+    threshold: float = 0.5,
+    sample_weight: Sequence | None = None,
 ) -> np.ndarray:
     """``[[TN, FP], [FN, TP]]`` (scikit-learn's layout) of the decision ``score >= threshold``."""
     y_true, y_score = _check(y_true, y_score)
@@ -180,11 +189,11 @@ def _curve(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cumulative (weighted) TP and FP counts at each distinct score, highest score first.
 
-    ``order`` (``argsort(y_score, kind="stable")[::-1]``) may be passed to reuse one sort for many
+    ``order`` (``argsort(y_score)[::-1]``; ties may be in any order) may be passed to reuse one sort for many
     weightings, which is how the bootstrap avoids sorting again.
     """
     if order is None:
-        order = np.argsort(y_score, kind="stable")[::-1]
+        order = np.argsort(y_score)[::-1]
     s = y_score[order]
     pos = y_true[order].astype(np.float64)
     if weight is not None:
@@ -194,7 +203,9 @@ def _curve(
         pos_w, neg_w = pos, 1.0 - pos
     last = np.r_[np.flatnonzero(s[1:] != s[:-1]), len(s) - 1]
     thr, tps, fps = s[last], np.cumsum(pos_w)[last], np.cumsum(neg_w)[last]
-    if weight is not None:  # drop thresholds of zero-weight samples: same curve as repeating samples
+    if (
+        weight is not None
+    ):  # drop thresholds of zero-weight samples: same curve as repeating samples
         keep = np.diff(np.r_[0.0, tps + fps]) > 0
         thr, tps, fps = thr[keep], tps[keep], fps[keep]
     return thr, tps, fps
@@ -205,7 +216,9 @@ def _rates(tps: np.ndarray, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.r_[0.0, fps] / fps[-1], np.r_[0.0, tps] / tps[-1]
 
 
-def _eer_from_curve(thr: np.ndarray, fpr: np.ndarray, tpr: np.ndarray, top: float) -> tuple[float, float]:
+def _eer_from_curve(
+    thr: np.ndarray, fpr: np.ndarray, tpr: np.ndarray, top: float
+) -> tuple[float, float]:
     """Same interpolation as :func:`eer`; ``thr`` excludes the prepended +inf point."""
     thr = np.r_[np.inf, thr]
     diff = (1.0 - tpr) - fpr
@@ -266,7 +279,9 @@ def summarize(
     thr, tps, fps = _curve(y_true, y_score, w, order)
     ranking = ["auc", "ap", "eer", "eer_threshold", *(f"tpr@fpr={x:g}" for x in fpr_targets)]
     if tps[-1] <= 0 or fps[-1] <= 0:
-        warnings.warn("AUC, AP, EER and TPR@FPR need both classes; they are NaN", MetricWarning, stacklevel=2)
+        warnings.warn(
+            "AUC, AP, EER and TPR@FPR need both classes; they are NaN", MetricWarning, stacklevel=2
+        )
         return out | dict.fromkeys(ranking, float("nan"))
     fpr, tpr = _rates(tps, fps)
     out["auc"] = float(np.trapezoid(tpr, fpr))
@@ -299,13 +314,37 @@ def factorize(keys: Sequence) -> tuple[np.ndarray, np.ndarray]:
     Hash-based, so ten times faster than ``np.unique`` on a million strings.
     """
     table: dict = {}
-    codes = np.fromiter((table.setdefault(k, len(table)) for k in keys), dtype=np.int64, count=len(keys))
+    codes = np.fromiter(
+        (table.setdefault(k, len(table)) for k in keys), dtype=np.int64, count=len(keys)
+    )
     firsts = np.empty(len(table), dtype=object)
     firsts[:] = list(table)
     order = np.argsort(firsts.astype(str), kind="stable")
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
     return rank[codes], firsts[order]
+
+
+def reduce_by_code(
+    y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray, reduce: str = "mean"
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-video labels and scores for dense integer ``codes`` (0..V-1, as from :func:`factorize`).
+
+    Same results as :func:`video_scores` on the codes; the mean needs no sort.
+    """
+    if reduce != "mean":
+        labels, scores, _ = video_scores(y_true, y_score, codes, reduce=reduce)
+        return labels, scores
+    counts = np.bincount(codes)
+    if (counts == 0).any():
+        raise ValueError("codes must be dense (every code from 0 to max used)")
+    labels_sum = np.bincount(codes, weights=y_true)
+    mixed = (labels_sum != 0) & (labels_sum != counts)
+    if mixed.any():
+        raise ValueError(
+            f"video code {int(np.flatnonzero(mixed)[0])} has frames with different labels"
+        )
+    return (labels_sum > 0).astype(np.int64), np.bincount(codes, weights=y_score) / counts
 
 
 def group_videos(
@@ -319,5 +358,5 @@ def group_videos(
     if len(video_ids) != len(y_true):
         raise ValueError("video_ids must have one entry per frame")
     codes, uniq = factorize(video_ids)
-    labels, scores, _ = video_scores(y_true, y_score, codes, reduce=reduce)
+    labels, scores = reduce_by_code(y_true, y_score, codes, reduce)
     return labels, scores, uniq, codes

@@ -57,7 +57,9 @@ def predict_loader(
     device = torch.device(device)
     was_training = detector.training
     detector.eval()
-    cols: dict[str, list[Any]] = {k: [] for k in ("dataset", "video_id", "frame", "label", "score", "method")}
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("dataset", "video_id", "frame", "label", "score", "method")
+    }
     attrs: list[dict[str, str]] = []
     replaced: list[str] = []
     skipped: list[str] = []
@@ -159,13 +161,21 @@ def predict_index(
     detector.to(dev)
     amp_dtype = None
     if amp:
-        amp_dtype = torch.bfloat16 if dev.type == "cpu" or torch.cuda.is_bf16_supported() else torch.float16
+        amp_dtype = (
+            torch.bfloat16 if dev.type == "cpu" or torch.cuda.is_bf16_supported() else torch.float16
+        )
     loader = make_eval_loader(dataset, batch_size, num_workers, pin_memory=dev.type == "cuda")
     cols, replaced, skipped = predict_loader(
         detector, loader, mean=cfg.mean, std=cfg.std, device=dev, amp_dtype=amp_dtype
     )
     if replaced or skipped:
-        log.warning("%s/%s: %d frames replaced, %d samples skipped", index.dataset, split, len(replaced), len(skipped))
+        log.warning(
+            "%s/%s: %d frames replaced, %d samples skipped",
+            index.dataset,
+            split,
+            len(replaced),
+            len(skipped),
+        )
     return rows_to_predictions(cols)
 
 
@@ -190,7 +200,9 @@ def predict_images(
             for n, img in enumerate(images[start : start + batch_size], start):
                 img = np.asarray(img)
                 if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
-                    raise ValueError(f"images[{n}] must be uint8 HxWx3 RGB, got {img.dtype} {img.shape}")
+                    raise ValueError(
+                        f"images[{n}] must be uint8 HxWx3 RGB, got {img.dtype} {img.shape}"
+                    )
                 if img.shape[:2] != (size, size):
                     interp = cv2.INTER_AREA if max(img.shape[:2]) > size else cv2.INTER_CUBIC
                     img = cv2.resize(img, (size, size), interpolation=interp)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from evaluation.confidence import bootstrap_ci
-from evaluation.metrics import factorize, summarize, video_scores
+from evaluation.metrics import factorize, reduce_by_code, summarize
 from evaluation.predictions import Predictions
 
 LEVELS = ("frame", "video")
@@ -49,7 +49,7 @@ def evaluate_predictions(
     codes, keys = video_codes(pred) if codes is None else codes
     y, s = pred.label, pred.score
     if level == "video":
-        y, s, _ = video_scores(y, s, codes, reduce=reduce)
+        y, s = reduce_by_code(y, s, codes, reduce)
     result: dict[str, Any] = {
         "level": level,
         "reduce": reduce if level == "video" else None,
@@ -79,7 +79,11 @@ def evaluate_predictions(
     return result
 
 
-def evaluate_levels(pred: Predictions, levels: Sequence[str] = LEVELS, **kwargs: Any) -> dict[str, dict[str, Any]]:
+def evaluate_levels(
+    pred: Predictions, levels: Sequence[str] = LEVELS, **kwargs: Any
+) -> dict[str, dict[str, Any]]:
     """:func:`evaluate_predictions` at each level, grouping the videos once."""
     codes = video_codes(pred)
-    return {level: evaluate_predictions(pred, level=level, codes=codes, **kwargs) for level in levels}
+    return {
+        level: evaluate_predictions(pred, level=level, codes=codes, **kwargs) for level in levels
+    }

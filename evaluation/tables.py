@@ -33,13 +33,14 @@ FF_METHODS = ("FF-DF", "FF-F2F", "FF-FS", "FF-NT")
 #: Detector types of paper 002, Table 1 (plus the PAD detectors of paper 001); row order.
 DETECTOR_TYPES: dict[str, str] = {
     "meso4": "Naive",
-    "meso4inception": "Naive",
+    "meso_inception4": "Naive",
     "cnn_aug": "Naive",
     "xception": "Naive",
-    "efficientnet": "Naive",
+    "efficientnet_b4": "Naive",
     "resnet_dsc": "Naive",
     "capsule": "Spatial",
     "fwa": "Spatial",
+    "ifwa": "Spatial",
     "xray": "Spatial",
     "ffd": "Spatial",
     "core": "Spatial",
@@ -90,11 +91,17 @@ class Table:
         head = "| " + " | ".join(self.columns) + " |"
         rule = "|" + "|".join("---" if i < 1 else "---:" for i in range(len(self.columns))) + "|"
         body = ["| " + " | ".join(_fmt(c, digits) for c in row) + " |" for row in self.rows]
-        return "\n".join([f"**{self.title}**\n" if self.title else "", head, rule, *body]).lstrip() + "\n"
+        return (
+            "\n".join([f"**{self.title}**\n" if self.title else "", head, rule, *body]).lstrip()
+            + "\n"
+        )
 
     def to_html(self, digits: int = 4) -> str:
         cells = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
-        rows = "".join("<tr>" + "".join(f"<td>{_esc(_fmt(c, digits))}</td>" for c in r) + "</tr>" for r in self.rows)
+        rows = "".join(
+            "<tr>" + "".join(f"<td>{_esc(_fmt(c, digits))}</td>" for c in r) + "</tr>"
+            for r in self.rows
+        )
         caption = f"<caption>{_esc(self.title)}</caption>" if self.title else ""
         return f"<table>{caption}<thead><tr>{cells}</tr></thead><tbody>{rows}</tbody></table>"
 
@@ -107,7 +114,11 @@ class Table:
         stem = Path(stem)
         stem.parent.mkdir(parents=True, exist_ok=True)
         paths = []
-        for suffix, text in ((".csv", self.to_csv()), (".md", self.to_markdown()), (".json", self.to_json())):
+        for suffix, text in (
+            (".csv", self.to_csv()),
+            (".md", self.to_markdown()),
+            (".json", self.to_json()),
+        ):
             path = stem.with_name(stem.name + suffix)
             atomic_write_text(path, text)
             paths.append(path)
@@ -178,9 +189,13 @@ def leaderboard(
             continue
         row = table.setdefault(r.detector, {})
         if r.test_data in row:
-            log.warning("leaderboard: %s has two results on %s; keeping the last", r.detector, r.test_data)
+            log.warning(
+                "leaderboard: %s has two results on %s; keeping the last", r.detector, r.test_data
+            )
         if metric not in r.metrics:
-            raise KeyError(f"metric {metric!r} missing for {r.detector} on {r.test_data}; have {sorted(r.metrics)}")
+            raise KeyError(
+                f"metric {metric!r} missing for {r.detector} on {r.test_data}; have {sorted(r.metrics)}"
+            )
         row[r.test_data] = float(r.metrics[metric])
     if not table:
         raise ValueError("no results to put in the leaderboard")
@@ -206,12 +221,16 @@ def leaderboard(
     for label, sets in groups:
         if not sets:
             continue
-        values = np.array([[table[d].get(t, np.nan) for t in sets] for d in detectors], dtype=np.float64)
+        values = np.array(
+            [[table[d].get(t, np.nan) for t in sets] for d in detectors], dtype=np.float64
+        )
         avg = np.full(len(detectors), np.nan)
         for i, d in enumerate(detectors):
             if np.isnan(values[i]).any():
                 missing = [t for t, v in zip(sets, values[i], strict=True) if np.isnan(v)]
-                log.warning("leaderboard: %s lacks %s; its %s average is left empty", d, missing, label)
+                log.warning(
+                    "leaderboard: %s lacks %s; its %s average is left empty", d, missing, label
+                )
             else:
                 avg[i] = values[i].mean()
         blocks.append((values, avg, top_k_counts(values, k, higher)))
@@ -222,7 +241,9 @@ def leaderboard(
         for values, avg, top in blocks:
             row += [*(float(v) for v in values[i]), float(avg[i]), int(top[i])]
         rows.append(row)
-    return Table(columns, rows, title=f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k})")
+    return Table(
+        columns, rows, title=f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k})"
+    )
 
 
 def cross_manipulation(
@@ -241,14 +262,21 @@ def cross_manipulation(
         trains = [m for m in methods if any(t == m for t, _ in cells)]
         tests = [m for m in methods if any(s == m for _, s in cells)]
         rows = [[tr, *(cells.get((tr, te), float("nan")) for te in tests)] for tr in trains]
-        out[det] = Table(["train \\ test", *tests], rows, title=f"{det}: cross-manipulation {metric.upper()}")
+        out[det] = Table(
+            ["train \\ test", *tests], rows, title=f"{det}: cross-manipulation {metric.upper()}"
+        )
     return out
 
 
 def metric_table(results: Iterable[Result], metrics: Sequence[str]) -> Table:
     """One row per result with the chosen metrics (the per-run table of ``scripts/test.py``)."""
     rows = [
-        [r.detector, r.train_data, r.test_data, *(float(r.metrics.get(m, float("nan"))) for m in metrics)]
+        [
+            r.detector,
+            r.train_data,
+            r.test_data,
+            *(float(r.metrics.get(m, float("nan"))) for m in metrics),
+        ]
         for r in results
     ]
     return Table(["detector", "train_data", "test_data", *metrics], rows)

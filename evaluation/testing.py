@@ -41,6 +41,15 @@ DEFAULT_CONFIG = CONFIG_DIR / "test" / "default.yaml"
 
 
 @dataclass
+class AnalysisConfig:
+    """Frames per class for each analysis tool on the first test set (0 = off)."""
+
+    gradcam: int = 0
+    tsne: int = 0
+    spectra: int = 0
+
+
+@dataclass
 class TestConfig:
     """Settings of ``scripts/test.py`` (``configs/test/default.yaml``)."""
 
@@ -64,6 +73,7 @@ class TestConfig:
     seed: int = 0
     plots: bool = True
     report: bool = True
+    analysis: AnalysisConfig = field(default_factory=lambda: AnalysisConfig())
 
     def __post_init__(self) -> None:
         known = {"acc", "precision", "recall", "f1", "auc", "ap", "eer", "eer_threshold"}
@@ -129,10 +139,12 @@ def evaluate_prediction_files(
     meta: Mapping[str, Any] | None = None,
     extra_sections: Sequence[Section | tuple] = (),
     skipped: Sequence[Mapping[str, str]] = (),
+    tensorboard_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Metrics, tables, figures and report of ``{test set: predictions CSV}``; returns the metrics.
 
     The predictions are copied to ``out_dir/predictions/`` so the folder can join a leaderboard.
+    ``tensorboard_dir``: the run's logs, drawn as metric-vs-step curves when present.
 
     An unreadable predictions file, or one that cannot be scored, is logged, listed in
     ``manifest.json`` and skipped.
@@ -197,6 +209,12 @@ def evaluate_prediction_files(
         sections.append(
             Section("Curves and score histograms", _figures(preds, out / "figures", cfg))
         )
+        if tensorboard_dir is not None and Path(tensorboard_dir).is_dir():
+            try:
+                curves = plots.training_curves(tensorboard_dir, out / "figures" / "training_curves")
+                sections.append(Section("Metrics during training", [curves[0]]))
+            except ValueError as exc:
+                log.warning("no training curves: %s", exc)
     if cfg.report:
         write_report(
             out / "report.html",
@@ -244,6 +262,7 @@ def run_test(
     meta: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     extra_sections: Sequence[Section | tuple] = (),
+    tensorboard_dir: str | Path | None = None,
 ) -> Path:
     """Predict every ``cfg.test_data`` set with ``detector`` and evaluate; returns ``out_dir``.
 
@@ -298,8 +317,27 @@ def run_test(
         write_predictions(target, pred)
         files[name] = target
     info = {"device": device, "split": cfg.split, **(meta or {})}
+    sections = list(extra_sections)
+    a = cfg.analysis
+    if files and (a.gradcam or a.tsne or a.spectra):
+        from evaluation.analysis.run import run_analysis
+
+        first = next(iter(files))
+        figures = run_analysis(
+            detector,
+            root / f"{first}.json",
+            out / "analysis",
+            gradcam=a.gradcam,
+            tsne=a.tsne,
+            spectra=a.spectra,
+            split=cfg.split,
+            seed=cfg.seed,
+            device=device,
+            batch_size=cfg.batch_size,
+        )
+        sections.insert(0, Section(f"Analysis on {first}", figures))
     evaluate_prediction_files(
-        files, out, cfg, detector_name, train_data, info, extra_sections, skipped
+        files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
     )
     return out
 
@@ -455,11 +493,17 @@ def load_for_test(
             cfg.frame_num = (run_cfg.get("train") or {}).get("test_frame_num")
         label = weights if weights in ("best", "last") else Path(weights).stem
         out_dir = Path(out) if out else Path(run) / "eval" / label
-        meta = {"run": str(run), "weights": str(weights)}
+        tb = Path(run) / "tensorboard"
+        meta = {"run": str(run), "weights": str(weights), "tensorboard": str(tb)}
     else:
         if detector is None or weights in ("best", "last"):
             raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
-        model = load_detector_file(detector, weights, model_config)
+        model_cfg = None
+        if model_config is not None:
+            from detectors.registry import load_detector_yaml
+
+            model_cfg = dict(load_detector_yaml(detector, model_config).get("model") or {})
+        model = load_detector_file(detector, weights, model_cfg)
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
         meta = {"weights": str(weights)}

@@ -29,7 +29,7 @@ from configs.loader import deep_merge
 from evaluation.metrics import SingleClassError, eer
 from evaluation.predictions import Predictions, read_predictions, write_predictions
 from fairness.abf import DEFAULT_XS, curve_auc, fairness_curves
-from fairness.report import ReportConfig
+from fairness.report import ReportConfig, attribute_arrays
 from fairness.splits import derive_any, filter_train, gender_balanced_split, save_index
 from fairness.tables import write_table
 from preprocessing.index import read_index
@@ -129,7 +129,7 @@ def train_and_predict(
             "data_root": str(data_root),
             "train_data": [dataset],
             "val_data": [dataset],
-            "test_data": [dataset],
+            "test_data": [],  # the test split is predicted below, once, with the best weights
         },
         "train": {"fairswap": {"enabled": fairswap}},
         "output_dir": str(out_dir),
@@ -169,10 +169,8 @@ def _row_label(sub: SubProtocol) -> str:
     return "Fused" if not sub.train_groups else "+".join(sub.train_groups)
 
 
-def _group_eers(pred: Predictions, attribute: str) -> dict[str, float]:
-    from fairness.report import attribute_arrays
-
-    y, s, g, _ = attribute_arrays(pred, attribute)
+def _group_eers(pred: Predictions, attribute: str, level: str) -> dict[str, float]:
+    y, s, g, _ = attribute_arrays(pred, attribute, level)
     out = {}
     for name in sorted(set(g) - {""}):
         rows = g == name
@@ -185,11 +183,9 @@ def _group_eers(pred: Predictions, attribute: str) -> dict[str, float]:
 
 
 def _fdr_abf(
-    pred: Predictions, attribute: str, xs: np.ndarray, alpha: float
+    pred: Predictions, attribute: str, xs: np.ndarray, alpha: float, level: str
 ) -> tuple[float, float]:
-    from fairness.report import attribute_arrays
-
-    y, s, g, _ = attribute_arrays(pred, attribute)
+    y, s, g, _ = attribute_arrays(pred, attribute, level)
     try:
         c = fairness_curves(y, s, g, xs, alpha)
     except (SingleClassError, ValueError) as exc:
@@ -270,7 +266,7 @@ def write_protocol_tables(
     for sub in protocol.subprotocols:
         for attribute in protocol.test_attributes:
             per = {
-                (d, fs): _group_eers(results[(d, fs, sub.id)], attribute)
+                (d, fs): _group_eers(results[(d, fs, sub.id)], attribute, protocol.level)
                 for d in detectors
                 for fs in variants
             }
@@ -290,7 +286,9 @@ def write_protocol_tables(
             rows = {"FDR": {}, "ABF": {}}
             for d in detectors:
                 for fs in variants:
-                    fdr, abf = _fdr_abf(results[(d, fs, sub.id)], attribute, xs, alpha)
+                    fdr, abf = _fdr_abf(
+                        results[(d, fs, sub.id)], attribute, xs, alpha, protocol.level
+                    )
                     rows["FDR"][f"{d} {VARIANTS[fs]}"] = fdr
                     rows["ABF"][f"{d} {VARIANTS[fs]}"] = abf
             name = (
@@ -315,6 +313,16 @@ def write_protocol_tables(
         "eer": out / f"{protocol.name}_eer",
         "fdr_abf": out / f"{protocol.name}_fdr_abf",
     }
+    if len(protocol.test_attributes) > 1 and eer_rows:  # Table VI's Average row
+        cols = [c for c in eer_rows[0] if c not in ("trained", "attribute", "test")]
+        eer_rows.append(
+            {
+                "trained": "",
+                "attribute": "Average",
+                "test": "",
+                **{c: float(np.nanmean([r[c] for r in eer_rows])) for c in cols},
+            }
+        )
     write_table(eer_rows, paths["eer"], digits=2)
     write_table(table, paths["fdr_abf"], digits=3)
     return paths

@@ -34,6 +34,7 @@ from fairness.abf import (
 from fairness.iso import ISO_APCER_POINTS, iso_metrics
 from fairness.metrics import bias_factor_pair, bootstrap_gaps, group_metrics, lin_metrics
 from fairness.tables import jsonable, write_json, write_table
+from preprocessing.index import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,8 @@ def attribute_report(
             "%s: %d of %d rows have no value and are left out", attribute, (~keep).sum(), len(keep)
         )
     y_true, y_score, groups, ids = y_true[keep], y_score[keep], groups[keep], ids[keep]
+    method_of = dict(zip(pred.video_key, pred.method, strict=True))
+    species = np.array([method_of[k] for k in ids], dtype=object)  # attack species = method
     names = sorted(set(groups))
     if len(names) < 2:
         log.warning(
@@ -183,7 +186,7 @@ def attribute_report(
                 y_true[rows],
                 y_score[rows],
                 cfg.threshold,
-                None,
+                species[rows],
                 cfg.iso_points,
             )
         per_group[g]["iso"] = iso
@@ -298,6 +301,8 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
             row.update(
                 {"apcer": iso.get("apcer"), "bpcer": iso.get("bpcer"), "acer": iso.get("acer")}
             )
+            for species, v in (iso.get("apcer_per_species") or {}).items():
+                row[f"apcer[{species}]"] = v
             for key, v in (iso.get("bpcer_at_apcer") or {}).items():
                 row[f"bpcer@apcer={key}"] = v
             rows.append(row)
@@ -334,6 +339,7 @@ def write_report(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "fairness.json", {a: r.to_json() for a, r in reports.items()})
+    atomic_write_text(out / "section.html", f"<html><body>{html_section(reports)}</body></html>\n")
     write_table(summary_rows(reports), out / "summary")
     write_table(group_rows(reports), out / "group_metrics")
     auc_rows, curve_rows, odta_rows, boot_rows = [], [], [], []
@@ -423,9 +429,8 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
     return "\n".join(lines)
 
 
-def html_section(reports: dict[str, AttributeReport], figure_dir: str | Path | None = None) -> str:
-    """An HTML fragment (tables, and ``<img>`` tags when ``figure_dir`` holds the figures) for
-    the evaluation report."""
+def html_section(reports: dict[str, AttributeReport]) -> str:
+    """The summary and per-group tables as an HTML fragment."""
     from fairness.tables import columns_of
 
     def table(rows: list[dict[str, Any]]) -> str:
@@ -437,14 +442,22 @@ def html_section(reports: dict[str, AttributeReport], figure_dir: str | Path | N
         )
         return f"<table><tr>{head}</tr>{body}</table>"
 
-    parts = ["<h2>Fairness</h2>", table(summary_rows(reports)), table(group_rows(reports))]
+    return "\n".join([table(summary_rows(reports)), table(group_rows(reports))])
+
+
+def report_sections(
+    reports: dict[str, AttributeReport], figure_dir: str | Path | None = None
+) -> list[tuple[str, list[Any]]]:
+    """Sections for ``evaluation.report.write_report(extra_sections=...)``: the tables as HTML,
+    then the figures found in ``figure_dir`` (written by :func:`write_report`)."""
+    items: list[Any] = [html_section(reports)]
     if figure_dir is not None:
         for a in reports:
             for kind in ("accuracy", "roc", "fdr_abf", "odta"):
                 path = Path(figure_dir) / f"{a}_{kind}.png"
                 if path.is_file():
-                    parts.append(f'<img src="{html.escape(path.as_posix())}" alt="{a} {kind}">')
-    return "\n".join(parts)
+                    items.append(path)
+    return [("Fairness", items)]
 
 
 def _fmt(v: Any) -> str:

@@ -16,7 +16,9 @@ from preprocessing.datasets.base import Listing, SourceItem
 logger = logging.getLogger(__name__)
 
 
-def read_attributes_csv(path: str | Path, key: str, columns: list[str] | None = None) -> dict[str, dict[str, str]]:
+def read_attributes_csv(
+    path: str | Path, key: str, columns: list[str] | None = None
+) -> dict[str, dict[str, str]]:
     """``{key value: {column: value}}`` from a CSV with a header; empty cells are left out."""
     path = Path(path)
     if not path.is_file():

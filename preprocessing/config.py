@@ -59,10 +59,11 @@ class FaceConfig:
     detector: Literal["hog", "cnn"] = "hog"
     upsample: int = 0
     detect_max_side: int | None = 640  # detect on a downscaled copy; null: full resolution
+    retry_upsample: int = 1  # no face found: retry with up to this many more upsamplings
 
     def __post_init__(self) -> None:
-        if self.upsample < 0:
-            raise ValueError("face.upsample must be >= 0")
+        if self.upsample < 0 or self.retry_upsample < 0:
+            raise ValueError("face.upsample and face.retry_upsample must be >= 0")
         if self.detect_max_side is not None and self.detect_max_side < 32:
             raise ValueError("face.detect_max_side must be >= 32 or null")
 

@@ -72,7 +72,9 @@ class FaceAnalyzer:
     ``detector``: ``"hog"`` (dlib's frontal HOG+SVM detector, the DeepfakeBench default) or
     ``"cnn"`` (dlib's MMOD CNN detector). ``upsample``: times the detector upsamples the image.
     ``detect_max_side``: detect on a copy whose longest side is at most this many pixels
-    (``None`` or 0: full resolution).
+    (``None`` or 0: full resolution). ``retry_upsample``: when nothing is found, try again
+    with up to this many more upsamplings of the same copy (small faces; costs only on frames
+    without a detection).
     """
 
     def __init__(
@@ -80,6 +82,7 @@ class FaceAnalyzer:
         detector: Literal["hog", "cnn"] = "hog",
         upsample: int = 0,
         detect_max_side: int | None = 640,
+        retry_upsample: int = 0,
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {DETECTORS}, got {detector!r}")
@@ -90,6 +93,9 @@ class FaceAnalyzer:
         self.detector = detector
         self.upsample = upsample
         self.detect_max_side = detect_max_side or None
+        if not isinstance(retry_upsample, int) or retry_upsample < 0:
+            raise ValueError(f"retry_upsample must be a non-negative integer, got {retry_upsample!r}")
+        self.retry_upsample = retry_upsample
 
     def detect(self, rgb: np.ndarray) -> list[Box]:
         """Face boxes (left, top, right, bottom) in full-resolution pixels, largest first."""
@@ -101,7 +107,11 @@ class FaceAnalyzer:
             scale = self.detect_max_side / max(h, w)
             size = (max(1, round(w * scale)), max(1, round(h * scale)))
             small = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
-        found = _load(self.detector)(small, self.upsample)
+        detector = _load(self.detector)
+        for upsample in range(self.upsample, self.upsample + self.retry_upsample + 1):
+            found = detector(small, upsample)
+            if len(found):
+                break
         rects = [d.rect for d in found] if self.detector == "cnn" else list(found)
         boxes = []
         for r in rects:

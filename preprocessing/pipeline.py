@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
 import time
 from collections import Counter
@@ -205,7 +206,12 @@ def _run_all(
             for item in todo:
                 done(process_item(item, cfg, video_root / item.rel))
         else:
-            with ProcessPoolExecutor(max_workers=n, initializer=_init_worker) as pool:
+            # a fresh interpreter per worker: forking a process that already ran OpenCV or dlib
+            # threads can deadlock the child
+            ctx = multiprocessing.get_context(
+                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            )
+            with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
                 futures = [
                     pool.submit(process_item, item, cfg, video_root / item.rel) for item in todo
                 ]
@@ -248,9 +254,7 @@ def _write_manifest(
     for key, record in sorted(records.items()):
         for sf in record.get("skipped_frames") or []:
             skipped_frames.append({"method": key[0], "id": key[1], **sf})
-    notes = [
-        {"method": r.key[0], "id": r.key[1], "note": n} for r in results for n in r.notes
-    ]
+    notes = [{"method": r.key[0], "id": r.key[1], "note": n} for r in results for n in r.notes]
     reasons = Counter(v["reason"].split(":")[-1].strip() for v in skipped_videos)
     data = {
         "summary": summary.to_json(),

@@ -66,10 +66,10 @@ def read_record(video_dir: Path, fingerprint: str) -> dict[str, Any] | None:
 
 def _analyzer(cfg: PreprocessConfig) -> FaceAnalyzer:
     f = cfg.face
-    return _ANALYZERS.setdefault(
-        (f.detector, f.upsample, f.detect_max_side),
-        FaceAnalyzer(f.detector, f.upsample, f.detect_max_side),
-    )
+    key = (f.detector, f.upsample, f.detect_max_side, f.retry_upsample)
+    if key not in _ANALYZERS:
+        _ANALYZERS[key] = FaceAnalyzer(*key)
+    return _ANALYZERS[key]
 
 
 _ANALYZERS: dict[tuple, FaceAnalyzer] = {}
@@ -120,10 +120,14 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     if total <= 0:
         frames = read_frames(item.path, None)  # header without a frame count: decode all
         total = len(frames)
-        keep = sample_indices(total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride)
+        keep = sample_indices(
+            total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
+        )
         frames = {i: frames[i] for i in keep}
     else:
-        keep = sample_indices(total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride)
+        keep = sample_indices(
+            total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
+        )
         frames = read_frames(item.path, keep)
     t["decode"] += time.perf_counter() - t0
     if not frames:

@@ -33,10 +33,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-shards", type=int, default=1)
     parser.add_argument("--shard-index", type=int, default=0)
     parser.add_argument("--overwrite", action="store_true", help="redo finished videos")
-    parser.add_argument("--index-only", action="store_true", help="write the index, process nothing")
+    parser.add_argument(
+        "--index-only", action="store_true", help="write the index, process nothing"
+    )
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         cfg = load_preprocess_config(*args.config, overrides=args.overrides)
         summary = run_preprocess(

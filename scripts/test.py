@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             meta=meta,
             overwrite=args.overwrite,
             extra_sections=extra,
+            tensorboard_dir=meta.get("tensorboard"),
         )
     logging.getLogger("test").info("wrote %s", (out / "report.html").resolve())
     return 0
@@ -142,6 +143,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     try:
         sys.exit(main())
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -318,7 +318,7 @@ def test_fad_band_masks() -> None:
     assert low.sum() == 2 + 3 and mid.sum() == 4 + 5  # diagonals i + j = 1, 2 and 3, 4
     assert low[0, 0] == 0 and full[0, 0] == 0  # DC is in no base band
     np.testing.assert_array_equal(low + mid + high, full)
-    assert full[0, 31] == 1 and full[1, 31] == 0
+    assert full[1, 31] == 1 and full[2, 31] == 0  # i + j <= s
 
 
 def test_frequency_decomposition() -> None:

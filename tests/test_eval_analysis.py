@@ -13,7 +13,13 @@ from torch import nn
 
 from detectors import build_detector
 from detectors.base import Detector, DetectorConfig
-from evaluation.analysis.gradcam import grad_cam, grad_cam_figure, grad_cam_images, last_conv, overlay
+from evaluation.analysis.gradcam import (
+    grad_cam,
+    grad_cam_figure,
+    grad_cam_images,
+    last_conv,
+    overlay,
+)
 from evaluation.analysis.inputs import read_frames, sample_frames, to_batch
 from evaluation.analysis.spectrum import average_spectrum, highpass, image_spectrum, spectra_figure
 from evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
@@ -34,7 +40,10 @@ class Tiny(Detector):
     def __init__(self, cfg: DetectorConfig) -> None:
         super().__init__(cfg)
         self.features = nn.Sequential(
-            nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True), nn.Conv2d(4, 6, 3, padding=1), nn.ReLU(inplace=True)
+            nn.Conv2d(3, 4, 3, padding=1),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(4, 6, 3, padding=1),
+            nn.ReLU(inplace=True),
         )
         self.head = nn.Linear(6, 2)
 
@@ -71,7 +80,9 @@ def test_grad_cam_on_meso4_with_real_faces(tmp_path: Path) -> None:
     maps, overlays = grad_cam_images(model, images)
     assert model.training  # mode restored
     assert [m.shape for m in maps] == [(64, 64)] * 2
-    assert all(o.shape == i.shape and o.dtype == np.uint8 for o, i in zip(overlays, images, strict=True))
+    assert all(
+        o.shape == i.shape and o.dtype == np.uint8 for o, i in zip(overlays, images, strict=True)
+    )
     assert all(np.isfinite(m).all() and m.max() <= 1 for m in maps)
     paths = grad_cam_figure(images, overlays, tmp_path / "cam", titles=["a", "b"])
     assert paths[0].is_file() and paths[1].suffix == ".pdf"
@@ -94,7 +105,7 @@ def test_tsne_separates_clusters_and_draws(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     feats = np.r_[rng.normal(0, 1, (30, 10)), rng.normal(6, 1, (30, 10))]
     labels = np.r_[np.zeros(30, int), np.ones(30, int)]
-    emb = tsne_embed(feats, seed=0)
+    emb = tsne_embed(feats, seed=0, threads=1)
     assert emb.shape == (60, 2)
     d = ((emb[:, None] - emb[None]) ** 2).sum(-1)
     np.fill_diagonal(d, np.inf)
@@ -131,7 +142,11 @@ def test_spectrum_peak_and_highpass(tmp_path: Path) -> None:
     assert np.allclose(highpass(np.full((5, 5), 3.0)), 0)
     real = average_spectrum(faces(3), size=64)
     fake = average_spectrum([img, flat], size=64)
-    assert real.shape == (64, 64) and np.allclose(fake, spec_avg := (image_spectrum(img, 64) + 0) / 2) and spec_avg.any()
+    assert (
+        real.shape == (64, 64)
+        and np.allclose(fake, spec_avg := (image_spectrum(img, 64) + 0) / 2)
+        and spec_avg.any()
+    )
     assert spectra_figure(real, fake, tmp_path / "spec")[0].is_file()
     with pytest.raises(ValueError):
         average_spectrum([], 64)
@@ -148,7 +163,9 @@ def test_sample_frames_from_index(tmp_path: Path, caplog) -> None:
         rel = [f"v{v}/{f}.png" for f in range(2)]
         for r in rel:
             (tmp_path / r).parent.mkdir(parents=True, exist_ok=True)
-            cv2.imwrite(str(tmp_path / r), cv2.cvtColor(cv2.resize(imgs[v], (32, 32)), cv2.COLOR_RGB2BGR))
+            cv2.imwrite(
+                str(tmp_path / r), cv2.cvtColor(cv2.resize(imgs[v], (32, 32)), cv2.COLOR_RGB2BGR)
+            )
         videos.append(VideoEntry(f"{v:03d}", v % 2, "DF" if v % 2 else "real", "test", rel))
     index = DatasetIndex("tiny", "deepfake", videos, root=tmp_path)
     write_index(index, tmp_path / "tiny.json")

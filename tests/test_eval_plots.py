@@ -35,7 +35,9 @@ def test_roc_pr_and_histogram(tmp_path: Path, scores, caplog) -> None:
     _check(plots.roc_pr_figure({"A": (y, s), "B": (y, 1 - s)}, tmp_path / "f" / "roc", title="t"))
     _check(plots.score_histogram(y, s, tmp_path / "hist", title="h"))
     with caplog.at_level(logging.WARNING):
-        _check(plots.roc_pr_figure({"one": (np.ones(5), np.linspace(0, 1, 5))}, tmp_path / "single"))
+        _check(
+            plots.roc_pr_figure({"one": (np.ones(5), np.linspace(0, 1, 5))}, tmp_path / "single")
+        )
     assert "only one class" in caplog.text
 
 
@@ -45,7 +47,9 @@ def test_radar_and_heatmaps(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least 3"):
         plots.radar_chart({"a": {"X": 1, "Y": 1}}, tmp_path / "r2")
     mats = {
-        d: Table(["train \\ test", "FF-DF", "FF-NT"], [["FF-DF", 0.9, v], ["FF-NT", 0.7, float("nan")]])
+        d: Table(
+            ["train \\ test", "FF-DF", "FF-NT"], [["FF-DF", 0.9, v], ["FF-NT", 0.7, float("nan")]]
+        )
         for d, v in (("x", 0.5), ("y", 0.6), ("z", 0.55))
     }
     _check(plots.heatmaps(mats, tmp_path / "heat", title="AUC"))

@@ -12,7 +12,12 @@ import pytest
 
 from evaluation.predictions import Predictions, write_predictions
 from evaluation.tables import Result, Table, cross_manipulation, leaderboard, top_k_counts
-from evaluation.testing import build_leaderboard, collect_results, evaluate_prediction_files, load_test_config
+from evaluation.testing import (
+    build_leaderboard,
+    collect_results,
+    evaluate_prediction_files,
+    load_test_config,
+)
 
 # AUC in quarters: one real video (score 0.5) and four fake videos, k of them above it.
 AUCS = {
@@ -46,7 +51,9 @@ def predictions_with_auc(auc: float, dataset: str) -> Predictions:
     )
 
 
-def make_eval_dir(root: Path, detector: str, train: str, aucs: dict[str, float], n_boot: int = 0) -> Path:
+def make_eval_dir(
+    root: Path, detector: str, train: str, aucs: dict[str, float], n_boot: int = 0
+) -> Path:
     files = {}
     for name, value in aucs.items():
         path = root / "src" / detector / train / f"{name}.csv"
@@ -56,13 +63,17 @@ def make_eval_dir(root: Path, detector: str, train: str, aucs: dict[str, float],
     cfg = load_test_config(overrides=[f"n_boot={n_boot}", "plots=false", "report=false"])
     out = root / "evals" / f"{detector}_{train}"
     evaluate_prediction_files(files, out, cfg, detector, train)
-    assert sorted(p.name for p in (out / "predictions").iterdir()) == sorted(f"{n}.csv" for n in aucs)
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == sorted(
+        f"{n}.csv" for n in aucs
+    )
     return out
 
 
 def test_top_k_counts_with_ties_and_lower_is_better() -> None:
     v = np.array([[0.9, 0.1], [0.9, 0.2], [0.8, 0.3], [0.7, np.nan]])
-    np.testing.assert_array_equal(top_k_counts(v, k=2), [1, 2, 1, 0])  # column 0: two tied at the top
+    np.testing.assert_array_equal(
+        top_k_counts(v, k=2), [1, 2, 1, 0]
+    )  # column 0: two tied at the top
     np.testing.assert_array_equal(top_k_counts(v, k=2, higher_is_better=False), [1, 1, 1, 1])
     np.testing.assert_array_equal(top_k_counts(v, k=1), [1, 1, 1, 0])
     with pytest.raises(ValueError):
@@ -104,7 +115,9 @@ def test_leaderboard_missing_cell_and_options() -> None:
     assert rows["mine"]["Type"] == "Other" and math.isnan(rows["mine"]["Cross Avg."])
     assert rows["mine"]["Cross Top3"] == 0 and rows["xception"]["Cross Top3"] == 1
     table = leaderboard(results[:3], "auc", within=["FF-c23", "CDFv2"])
-    assert "Cross Avg." not in table.columns and table.records()[0]["Within Avg."] == pytest.approx(0.8)
+    assert "Cross Avg." not in table.columns and table.records()[0]["Within Avg."] == pytest.approx(
+        0.8
+    )
     assert '"Cross Avg.": null' in leaderboard(results[:3], "auc").to_json()
     with pytest.raises(KeyError, match="ap"):
         leaderboard(results, "ap")
@@ -114,7 +127,12 @@ def test_leaderboard_missing_cell_and_options() -> None:
 
 def test_cross_manipulation_matrix_and_heatmap(tmp_path: Path) -> None:
     methods = ("FF-DF", "FF-F2F")
-    grid = {("FF-DF", "FF-DF"): 1.0, ("FF-DF", "FF-F2F"): 0.5, ("FF-F2F", "FF-DF"): 0.75, ("FF-F2F", "FF-F2F"): 1.0}
+    grid = {
+        ("FF-DF", "FF-DF"): 1.0,
+        ("FF-DF", "FF-F2F"): 0.5,
+        ("FF-F2F", "FF-DF"): 0.75,
+        ("FF-F2F", "FF-F2F"): 1.0,
+    }
     dirs = []
     for det in ("xception", "spsl"):
         for train in methods:
@@ -127,7 +145,10 @@ def test_cross_manipulation_matrix_and_heatmap(tmp_path: Path) -> None:
     assert t.rows == [["FF-DF", 1.0, 0.5], ["FF-F2F", 0.75, 1.0]]
     out = build_leaderboard(dirs, tmp_path / "board", metrics=("auc",))
     assert (out / "cross_manipulation_auc.png").is_file()
-    assert json.loads((out / "cross_manipulation_spsl_auc.json").read_text())["rows"][0]["FF-F2F"] == 0.5
+    assert (
+        json.loads((out / "cross_manipulation_spsl_auc.json").read_text())["rows"][0]["FF-F2F"]
+        == 0.5
+    )
 
 
 def test_evaluation_folder_contents(tmp_path: Path) -> None:
@@ -139,11 +160,16 @@ def test_evaluation_folder_contents(tmp_path: Path) -> None:
     bad.write_text("nonsense\n")
     files["DFD"] = bad
     cfg = load_test_config(overrides=["n_boot=20"])
-    per_set = evaluate_prediction_files(files, tmp_path / "eval", cfg, "meso4", "FF-c23", meta={"run": "r1"})
+    per_set = evaluate_prediction_files(
+        files, tmp_path / "eval", cfg, "meso4", "FF-c23", meta={"run": "r1"}
+    )
     assert set(per_set) == {"FF-c23", "CDFv2"}
     ev = tmp_path / "eval"
     manifest = json.loads((ev / "manifest.json").read_text())
-    assert manifest["skipped"][0]["test_data"] == "DFD" and "header" in manifest["skipped"][0]["reason"]
+    assert (
+        manifest["skipped"][0]["test_data"] == "DFD"
+        and "header" in manifest["skipped"][0]["reason"]
+    )
     metrics = json.loads((ev / "metrics" / "FF-c23.json").read_text())
     assert metrics["frame"]["metrics"]["auc"] == 0.75 and metrics["video"]["metrics"]["auc"] == 0.75
     lo, hi = metrics["video"]["ci"]["auc"]

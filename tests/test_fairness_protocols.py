@@ -17,7 +17,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from configs import ConfigError
-from evaluation.predictions import Predictions
+from evaluation.predictions import Predictions, read_predictions
 from fairness.fairswap import FairSwap
 from fairness.protocols import load_protocol, prepare_index, run_protocol
 from fairness.splits import (
@@ -294,12 +294,41 @@ def test_protocol_2_derives_occlusion_and_3_tests_each_attribute(celeb_index, tm
     )
     assert len(trainer.calls) == 1
     eer_rows = json.loads(paths["eer"].with_suffix(".json").read_text())
-    assert {(r["attribute"], r["test"]) for r in eer_rows} == {
+    assert [(r["attribute"], r["test"]) for r in eer_rows] == [
         ("beard", "no"),
         ("beard", "yes"),
         ("eyeglasses", "no"),
         ("eyeglasses", "yes"),
-    }
+        ("Average", ""),
+    ]
+    assert eer_rows[-1]["lbp_mlp B"] == pytest.approx(
+        np.nanmean([r["lbp_mlp B"] for r in eer_rows[:-1]])
+    )
     assert "lbp_mlp Impro" not in eer_rows[0]
     fair = json.loads(paths["fdr_abf"].with_suffix(".json").read_text())
     assert [r["trained"] for r in fair] == ["Fused / beard", "Fused / eyeglasses", "Average"] * 2
+
+
+def test_protocol_trains_through_the_real_trainer_with_fairswap(celeb_index, tmp_path):
+    tiny = (
+        "train={train: {epochs: 1, batch_size: 8, resolution: 64, frame_num: 1, test_frame_num: 1,"
+        " augment: {enabled: false}}, data: {num_workers: 0}}"
+    )
+    protocol = load_protocol(
+        REPO / "configs" / "fairness" / "protocol_1.yaml",
+        overrides=[
+            "subprotocols=[{id: '1.2', train_groups: [female]}]",
+            "fairswap=[true]",
+            "xs=[0.1, 0.2]",
+            tiny,
+        ],
+    )
+    paths = run_protocol(protocol, celeb_index, "celeb", tmp_path, detectors=["meso4"])
+    config = (tmp_path / "runs" / "protocol_1_1_2_meso4_FairSwap" / "config.yaml").read_text()
+    assert "enabled: true" in config and "celeb_p1_2" in config
+    pred = read_predictions(tmp_path / "predictions" / "meso4" / "FairSwap" / "1.2.csv")
+    assert len(pred) == len(read_index(celeb_index / "celeb.json").split("test"))
+    assert set(pred.attributes["gender"]) == {"female", "male"}
+    rows = json.loads(paths["eer"].with_suffix(".json").read_text())
+    assert [r["test"] for r in rows] == ["female", "male"]
+    assert all(0 <= r["meso4 FairSwap"] <= 100 for r in rows)

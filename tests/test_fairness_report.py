@@ -20,6 +20,7 @@ from fairness.report import (
     format_summary,
     html_section,
     load_report_config,
+    report_sections,
     write_report,
 )
 
@@ -97,9 +98,24 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
         rows = {(r["attribute"], r["group"]): r for r in csv.DictReader(fh)}
     assert float(rows[("gender", "male")]["acc"]) == pytest.approx(per["male"]["acc"])
     assert "bpcer@apcer=5%" in rows[("gender", "male")]
+    male = rows[("gender", "male")]
+    assert float(male["apcer"]) == float(male["apcer[SelfBlended]"])  # one species: max = it
     summary = json.loads((out / "summary.json").read_text())
     assert summary[0]["attribute"] == "gender" and summary[0]["bias_factor"] == pytest.approx(bf)
     assert summary[0]["bias_ci_low"] <= summary[0]["bias_ci_high"]
+    assert "<table>" in (out / "section.html").read_text()
+    sections = report_sections(
+        fairness_report(pred, ["gender"], ReportConfig(bootstrap=0)), out / "figures"
+    )
+    assert sections[0][1][1:] == [
+        out / "figures" / f"gender_{k}.png" for k in ("accuracy", "roc", "fdr_abf", "odta")
+    ]
+    from evaluation.report import write_report as write_html
+
+    page = write_html(
+        tmp_path / "html" / "report.html", "eval", [], extra_sections=sections
+    ).read_text()
+    assert "bias_factor" in page and "gender_fdr_abf.png" in page
     full = json.loads((out / "fairness.json").read_text())
     assert set(full["gender"]["fdr_abf_auc"]) == {"fused", "female", "male"}
     assert len(full["gender"]["curves"]["fused"]["fdr"]) == 40
@@ -118,7 +134,8 @@ def test_video_level_and_missing_values(caplog):
     assert len(ids) == 60 and set(ids) == set(pred.video_key) and len(y) == len(s) == len(g) == 60
     text = format_summary(reports)
     assert "(video level)" in text and "FDR-AUC" in text
-    assert "<h2>Fairness</h2>" in html_section(reports)
+    assert "<table>" in html_section(reports) and "bias_factor" in html_section(reports)
+    assert report_sections(reports) == [("Fairness", [html_section(reports)])]
 
 
 def test_report_bad_inputs(tmp_path, capsys):
@@ -159,6 +176,11 @@ def test_report_bad_inputs(tmp_path, capsys):
         == 2
     )
     assert "not found" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script.main(
+            ["--protocol", str(REPO / "configs" / "fairness" / "demo.yaml"), "--out", str(tmp_path)]
+        )
+    assert "--protocol needs --data-root and --dataset" in capsys.readouterr().err
     bad = tmp_path / "bad.yaml"
     bad.write_text("alpah: 0.3\n")
     with pytest.raises(ConfigError, match="alpah"):

@@ -33,7 +33,9 @@ def test_summarize_equals_sklearn_and_core_metrics(ties: bool) -> None:
         assert (r["eer"], r["eer_threshold"]) == pytest.approx(M.eer(y, s))
         assert r["acc"] == pytest.approx(M.acc(y, s))
         pred = (s >= 0.5).astype(int)
-        assert r["precision"] == pytest.approx(skm.precision_score(y, pred, zero_division=np.nan), nan_ok=True)
+        assert r["precision"] == pytest.approx(
+            skm.precision_score(y, pred, zero_division=np.nan), nan_ok=True
+        )
         assert r["recall"] == pytest.approx(skm.recall_score(y, pred))
         assert r["f1"] == pytest.approx(skm.f1_score(y, pred, zero_division=np.nan), nan_ok=True)
 
@@ -55,7 +57,9 @@ def test_confusion_precision_recall_f1_hand_computed() -> None:
     s = [0.1, 0.6, 0.4, 0.7, 0.5, 0.2, 0.9]
     # predicted fake (>= 0.5): 0.6 (FP), 0.7, 0.5, 0.9 (TP); 0.2 is a FN; 0.1, 0.4 TN
     np.testing.assert_array_equal(M.confusion_matrix(y, s), [[2, 1], [1, 3]])
-    np.testing.assert_array_equal(M.confusion_matrix(y, s), skm.confusion_matrix(y, np.array(s) >= 0.5))
+    np.testing.assert_array_equal(
+        M.confusion_matrix(y, s), skm.confusion_matrix(y, np.array(s) >= 0.5)
+    )
     assert M.precision(y, s) == pytest.approx(3 / 4)
     assert M.recall(y, s) == pytest.approx(3 / 4)
     assert M.f1(y, s) == pytest.approx(6 / 8)
@@ -152,7 +156,9 @@ def test_video_grouping_keeps_repeated_fake_names_apart() -> None:
     assert res["n_videos"] == 3 and res["n_fake"] == 2 and res["n_real"] == 1
     assert res["metrics"]["auc"] == 1.0  # both fake videos (0.8, 0.3) above the real one (0.2)
     # grouping by name only would merge the fakes into one video with score 0.55
-    assert evaluate_predictions(pred, level="frame")["metrics"]["auc"] == pytest.approx(M.auc(pred.label, pred.score))
+    assert evaluate_predictions(pred, level="frame")["metrics"]["auc"] == pytest.approx(
+        M.auc(pred.label, pred.score)
+    )
 
 
 def test_group_videos_equals_video_scores() -> None:
@@ -214,7 +220,11 @@ def test_bootstrap_video_level() -> None:
 
 
 def test_bootstrap_single_class_replicates_are_skipped() -> None:
-    y, s, vid = np.array([0, 1, 1]), np.array([0.2, 0.7, 0.8]), np.array(["a", "b", "c"], dtype=object)
+    y, s, vid = (
+        np.array([0, 1, 1]),
+        np.array([0.2, 0.7, 0.8]),
+        np.array(["a", "b", "c"], dtype=object),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no MetricWarning leaks out
         ci = bootstrap_ci(y, s, vid, n_boot=100, seed=0)
@@ -266,7 +276,12 @@ def test_delong_identical_and_clearly_different() -> None:
 def test_evaluate_levels_reports_both_levels_with_ci() -> None:
     y, s, vid = _frames(40, 3, seed=9)
     pred = Predictions(
-        dataset=["D"] * len(y), video_id=vid, frame=np.zeros(len(y)), label=y, score=s, method=np.where(y, "F", "real")
+        dataset=["D"] * len(y),
+        video_id=vid,
+        frame=np.zeros(len(y)),
+        label=y,
+        score=s,
+        method=np.where(y, "F", "real"),
     )
     res = evaluate_levels(pred, n_boot=30)
     assert set(res) == {"frame", "video"}
@@ -276,3 +291,20 @@ def test_evaluate_levels_reports_both_levels_with_ci() -> None:
     assert lo <= res["video"]["metrics"]["auc"] <= hi
     with pytest.raises(ValueError, match="level"):
         evaluate_predictions(pred, level="clip")
+
+
+def test_reduce_by_code_equals_video_scores_and_checks_input() -> None:
+    rng = np.random.default_rng(8)
+    codes = rng.integers(0, 25, 300)
+    codes[:25] = np.arange(25)
+    y = (codes % 3 == 0).astype(int)
+    s = rng.random(300)
+    for reduce in ("mean", "median", "max"):
+        labels, scores = M.reduce_by_code(y, s, codes, reduce)
+        ref = M.video_scores(y, s, codes, reduce)
+        np.testing.assert_array_equal(labels, ref[0])
+        np.testing.assert_allclose(scores, ref[1])
+    with pytest.raises(ValueError, match="dense"):
+        M.reduce_by_code(y[:2], s[:2], np.array([0, 2]))
+    with pytest.raises(ValueError, match="different labels"):
+        M.reduce_by_code(np.array([0, 1]), s[:2], np.array([0, 0]))

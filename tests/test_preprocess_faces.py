@@ -78,6 +78,13 @@ def test_cnn_detector_agrees_with_hog():
     assert iou(cnn, hog) > 0.5
 
 
+def test_retry_upsample_finds_small_faces():
+    frame = cv2.resize(load_rgb(FACES / "obama-240p.jpg"), None, fx=0.35, fy=0.35)
+    assert FaceAnalyzer(upsample=0).detect(frame) == []
+    (box,) = FaceAnalyzer(upsample=0, retry_upsample=1).detect(frame)
+    assert box == FaceAnalyzer(upsample=1).detect(frame)[0]
+
+
 def test_no_face_gives_empty_list():
     assert FaceAnalyzer().detect(np.zeros((120, 160, 3), np.uint8)) == []
 

@@ -55,7 +55,9 @@ def test_plain_batch_keys_shapes_and_metadata(index) -> None:
 
 def test_required_keys(index) -> None:
     req = {"mask", "landmarks", "method_label", "views", "pixel_map"}
-    ds = _ds(index, req, augment=build_augment(AugmentConfig(), 32, keypoints=True), pixel_map_size=14)
+    ds = _ds(
+        index, req, augment=build_augment(AugmentConfig(), 32, keypoints=True), pixel_map_size=14
+    )
     batch = collate([ds[i] for i in range(len(ds))])
     assert batch["mask"].shape == (8, 1, 32, 32)
     assert batch["has_mask"].all()  # reals: known zero masks; these fakes have masks
@@ -239,3 +241,57 @@ def test_train_config_layers_and_errors(tmp_path: Path) -> None:
         load_train_config("nope")
     with pytest.raises(ConfigError, match="no detector"):
         load_train_config(None)
+
+
+def test_clips_share_one_augmentation(index) -> None:
+    cfg = AugmentConfig()
+    cfg.hflip.p, cfg.rotate.p = 1.0, 1.0
+    ds = _ds(index, frames_per_clip=2, augment=build_augment(cfg, 32))
+    sample = ds[0]
+    assert sample["image"].shape == (2, 3, 32, 32)
+    raw = _ds(index, frames_per_clip=2)[0]["image"]
+    # the same flip+rotation of both frames: the frame difference is transformed, not re-drawn
+    plain = _ds(index, frames_per_clip=1, augment=build_augment(cfg, 32))
+    assert plain[0]["image"].shape == (3, 32, 32)
+    pipe = build_augment(cfg, 32)
+    seed = sample_seed_of(ds, 0)
+    for k in range(2):
+        frame = raw[k].permute(1, 2, 0).numpy()
+        expected = apply_augment(pipe, seed, frame)[0]
+        np.testing.assert_array_equal(sample["image"][k].permute(1, 2, 0).numpy(), expected)
+
+
+def sample_seed_of(ds: FrameDataset, i: int) -> int:
+    from training.data import sample_seed
+
+    return sample_seed(sample_seed(ds.seed, ds.epoch, i), 0)
+
+
+def test_packed_cache_gives_the_same_samples(index, tmp_path: Path) -> None:
+    from training.cache import PackedCache
+
+    ds = _ds(index, {"landmarks", "mask"}, resolution=24)
+    plain = [ds[i] for i in range(len(ds))]
+    ds.cache = PackedCache.build(ds, tmp_path, "train")
+    assert len(list(tmp_path.glob("train-*.u8"))) == 1
+    again = PackedCache.build(ds, tmp_path, "train")  # reuses the file
+    assert again.path == ds.cache.path
+    index.resolve(index.videos[0].frames[0]).rename(tmp_path / "moved.png")  # cache still serves it
+    try:
+        cached = [ds[i] for i in range(len(ds))]
+    finally:
+        (tmp_path / "moved.png").rename(index.resolve(index.videos[0].frames[0]))
+    for a, b in zip(plain, cached, strict=True):
+        for key in ("image", "landmarks", "mask"):
+            torch.testing.assert_close(a[key], b[key])
+    import pickle
+
+    assert pickle.loads(pickle.dumps(ds.cache))._arr is None  # workers map the file themselves
+
+
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parents[1] / "configs" / "train").glob("*.yaml"))
+)
+def test_shipped_train_configs_load(path: Path) -> None:
+    cfg = load_train_config("meso4", path)
+    assert cfg.data.train_data

@@ -288,3 +288,41 @@ def test_ddp_two_processes_match_one_process(data_root: Path, tmp_path: Path) ->
     )
     assert m2["val"]["tiny"]["n_frames"] == 12  # gathered from both ranks
     assert m1["val"]["tiny"]["frame/auc"] == pytest.approx(m2["val"]["tiny"]["frame/auc"], abs=1e-6)
+
+
+def test_train_script(data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "train_script", Path(__file__).parents[1] / "scripts" / "train.py"
+    )
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    common = [
+        "--detector",
+        "_tiny_linear",
+        "--data-root",
+        str(data_root),
+        "--output-dir",
+        str(tmp_path),
+    ]
+    sets = [
+        "--set",
+        "train.epochs=1",
+        "--set",
+        "train.batch_size=4",
+        "--set",
+        "train.resolution=32",
+        "--set",
+        "data.num_workers=0",
+        "--set",
+        "train.frame_num=2",
+    ]
+    assert script.main([*common, "--train-data", "tiny", "--val-data", "tiny", *sets]) == 0
+    (run,) = tmp_path.iterdir()
+    assert yaml.safe_load((run / "config.yaml").read_text())["data"]["val_data"] == ["tiny"]
+    assert script.main(["--resume", str(run)]) == 0  # already finished: nothing left to do
+    assert script.main([*common, "--train-data", "nope", *sets]) == 2
+    assert "nope.json" in caplog.text
+    assert script.main([*common, "--train-data", "tiny", "--set", "train.lr=1"]) == 2
+    assert "unknown key 'train.lr'" in caplog.text

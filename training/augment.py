@@ -57,7 +57,9 @@ def build_augment(cfg: AugmentConfig, resolution: int, keypoints: bool = False) 
     ]
     return A.Compose(
         transforms,
-        keypoint_params=A.KeypointParams(format="xy", remove_invisible=False) if keypoints else None,
+        keypoint_params=A.KeypointParams(format="xy", remove_invisible=False)
+        if keypoints
+        else None,
         seed=0,
     )
 

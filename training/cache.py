@@ -28,7 +28,14 @@ log = logging.getLogger(__name__)
 class PackedCache:
     """Frames of one :class:`training.data.FrameDataset` at its resolution, memory-mapped."""
 
-    def __init__(self, path: Path, keys: list[tuple[int, int]], sizes: np.ndarray, valid: np.ndarray, resolution: int) -> None:
+    def __init__(
+        self,
+        path: Path,
+        keys: list[tuple[int, int]],
+        sizes: np.ndarray,
+        valid: np.ndarray,
+        resolution: int,
+    ) -> None:
         self.path = path
         self.slot = {k: i for i, k in enumerate(keys)}
         self.sizes = sizes
@@ -48,7 +55,9 @@ class PackedCache:
             return None
         if self._arr is None:
             r = self.resolution
-            self._arr = np.memmap(self.path, dtype=np.uint8, mode="r", shape=(len(self.slot), r, r, 3))
+            self._arr = np.memmap(
+                self.path, dtype=np.uint8, mode="r", shape=(len(self.slot), r, r, 3)
+            )
         return np.array(self._arr[slot]), (int(self.sizes[slot, 0]), int(self.sizes[slot, 1]))
 
     @classmethod
@@ -75,7 +84,11 @@ class PackedCache:
             for i, path in enumerate(tqdm(paths, desc=f"cache {name}", leave=False)):
                 img = read_rgb(str(path))
                 if img is None:
-                    log.warning("cache %s: cannot decode %s; it will be read (and reported) at train time", name, path)
+                    log.warning(
+                        "cache %s: cannot decode %s; it will be read (and reported) at train time",
+                        name,
+                        path,
+                    )
                     continue
                 sizes[i] = img.shape[:2]
                 if img.shape[:2] != (res, res):
@@ -88,4 +101,10 @@ class PackedCache:
             os.replace(tmp, data)
             atomic_write_text(meta, json.dumps({"sizes": sizes.tolist(), "valid": valid.tolist()}))
         info = json.loads(meta.read_text(encoding="utf-8"))
-        return cls(data, keys, np.asarray(info["sizes"], dtype=np.int64), np.asarray(info["valid"], dtype=bool), res)
+        return cls(
+            data,
+            keys,
+            np.asarray(info["sizes"], dtype=np.int64),
+            np.asarray(info["valid"], dtype=bool),
+            res,
+        )

@@ -68,7 +68,9 @@ def load_detector_file(
     try:
         detector.load_state_dict(ckpt["model"], strict=True)
     except RuntimeError as exc:
-        raise CheckpointError(f"{weights_file}: weights do not fit detector {name!r}: {exc}") from None
+        raise CheckpointError(
+            f"{weights_file}: weights do not fit detector {name!r}: {exc}"
+        ) from None
     detector.eval()
     return detector
 
@@ -88,6 +90,8 @@ def load_run(run_dir: str | Path, weights: str = "best") -> tuple[Detector, dict
         raise ConfigError(f"{cfg_path}: not valid YAML: {exc}") from None
     if not isinstance(cfg, dict) or "detector" not in cfg:
         raise ConfigError(f"{cfg_path}: key 'detector' is required but missing")
-    path = run_dir / "checkpoints" / f"{weights}.pt" if weights in ("best", "last") else Path(weights)
+    path = (
+        run_dir / "checkpoints" / f"{weights}.pt" if weights in ("best", "last") else Path(weights)
+    )
     detector = load_detector_file(cfg["detector"], path, cfg.get("model"))
     return detector, cfg

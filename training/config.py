@@ -131,6 +131,7 @@ class TrainSection:
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     channels_last: bool | None = None
     compile: bool = False
+    ddp_find_unused: bool = False
     seed: int = 1024
     sampler: Literal["shuffle", "class_balanced", "group_balanced"] = "shuffle"
     group_key: str | None = None
@@ -140,7 +141,7 @@ class TrainSection:
     eval_every_steps: int = 0
     checkpoint_every_steps: int = 0
     selection: Literal["val", "test-top3"] = "val"
-    selection_metric: Literal["auc", "ap", "eer", "acc", "loss"] = "auc"
+    selection_metric: Literal["auc", "ap", "eer", "acc"] = "auc"
     selection_level: Literal["frame", "video"] = "frame"
     patience: int | None = None
     log_every_steps: int = 20

@@ -108,7 +108,9 @@ class FrameDataset(Dataset):
         self.pairs = train and "pairs" in self.requires
         if len(self.blend) > 1:
             raise ValueError(f"a detector may ask for one blend generator, got {self.blend}")
-        self.method_names = list(method_names) if method_names is not None else method_names_of(indexes)
+        self.method_names = (
+            list(method_names) if method_names is not None else method_names_of(indexes)
+        )
         self.videos: list[tuple[DatasetIndex, VideoEntry]] = [
             (index, v) for index in indexes for v in index.split(split)
         ]
@@ -126,7 +128,9 @@ class FrameDataset(Dataset):
             for p in sample_positions(len(self.videos[i][1].frames), frame_num, self.clip)
         ]
         if not self.items:
-            raise ValueError(f"split {split!r}: no usable samples for requires={sorted(self.requires)}")
+            raise ValueError(
+                f"split {split!r}: no usable samples for requires={sorted(self.requires)}"
+            )
         self._reals_by_identity = self._real_partners() if self.pairs else {}
         self._partner_tables: dict[str, Any] = {}
 
@@ -194,7 +198,10 @@ class FrameDataset(Dataset):
             raw = cv2.imread(str(index.resolve(video.masks[pos])), cv2.IMREAD_GRAYSCALE)
             if raw is None:
                 return None
-            mask = cv2.resize(raw, (res, res), interpolation=cv2.INTER_LINEAR).astype(np.float32) / 255.0
+            mask = (
+                cv2.resize(raw, (res, res), interpolation=cv2.INTER_LINEAR).astype(np.float32)
+                / 255.0
+            )
         if image.shape[:2] != (res, res):
             interp = cv2.INTER_AREA if max(image.shape[:2]) > res else cv2.INTER_CUBIC
             image = cv2.resize(image, (res, res), interpolation=interp)
@@ -210,7 +217,9 @@ class FrameDataset(Dataset):
                 return frames, start
             bad = [video.frames[start + k] for k, f in enumerate(frames) if f is None]
             for rel in bad:
-                log.warning("%s: unreadable frame %s; using another frame of the video", index.dataset, rel)
+                log.warning(
+                    "%s: unreadable frame %s; using another frame of the video", index.dataset, rel
+                )
                 replaced.append(f"{index.dataset}/{rel}")
         return None
 
@@ -243,13 +252,17 @@ class FrameDataset(Dataset):
         if "mask" in self.requires:
             masks = [a[2] for a in views[0]]
             has = video.label == 0 or masks[0] is not None
-            arr = np.stack([m if m is not None else np.zeros(images[0].shape[:2], np.float32) for m in masks])
+            arr = np.stack(
+                [m if m is not None else np.zeros(images[0].shape[:2], np.float32) for m in masks]
+            )
             out["mask"] = torch.from_numpy(arr.astype(np.float32))[:, None].squeeze(0)
             out["has_mask"] = has
         if "method_label" in self.requires:
             out["method_label"] = self._method_label(video)
         if "pixel_map" in self.requires:
-            out["pixel_map"] = torch.full((1, self.pixel_map_size, self.pixel_map_size), float(video.label))
+            out["pixel_map"] = torch.full(
+                (1, self.pixel_map_size, self.pixel_map_size), float(video.label)
+            )
         return out
 
     def _method_label(self, video: VideoEntry) -> int:
@@ -281,7 +294,9 @@ class FrameDataset(Dataset):
             landmarks = landmarks * np.array([res / w, res / h], np.float32)
         return image, landmarks
 
-    def _blended(self, real: dict[str, Any], vid: int, pos: int, seed: int) -> dict[str, Any] | None:
+    def _blended(
+        self, real: dict[str, Any], vid: int, pos: int, seed: int
+    ) -> dict[str, Any] | None:
         """An online blended fake made from a real frame by ``training.blending.generate``."""
         from training.blending import generate, needs_partner
 
@@ -295,7 +310,9 @@ class FrameDataset(Dataset):
             return None
         result = generate(self.blend[0], image, landmarks, rng, partner=partner)
         b_img, b_mask, xray = result["image"], result["mask"], result.get("xray")
-        b_img, b_lm, b_mask = apply_augment(self.augment, sample_seed(seed, 0), b_img, landmarks, b_mask)
+        b_img, b_lm, b_mask = apply_augment(
+            self.augment, sample_seed(seed, 0), b_img, landmarks, b_mask
+        )
         fake = dict(real)
         fake.update(image=_to_chw([b_img]), label=1, method=f"blend:{self.blend[0]}", _replaced=[])
         if "landmarks" in self.requires:
@@ -310,16 +327,22 @@ class FrameDataset(Dataset):
         if "views" in self.requires:
             fake["views"] = torch.stack([fake["image"], fake["image"]])
         if xray is not None:
-            _, _, x_aug = apply_augment(self.augment, sample_seed(seed, 0), b_img.copy(), None, xray)
+            _, _, x_aug = apply_augment(
+                self.augment, sample_seed(seed, 0), b_img.copy(), None, xray
+            )
             fake["xray"] = torch.from_numpy(np.asarray(x_aug, np.float32))[None]
             real["xray"] = torch.zeros_like(fake["xray"])
         return fake
 
-    def __getitem__(self, i: int) -> dict[str, Any] | list[dict[str, Any]]:
+    def __getitem__(self, key: int | tuple[int, int]) -> dict[str, Any] | list[dict[str, Any]]:
         """One sample dict; a list [real, blended] with ``blend:``; ``{"_pair": [fake, real]}``
-        with ``pairs``; ``{"_skipped": reason}`` when nothing of the video can be read."""
+        with ``pairs``; ``{"_skipped": reason}`` when nothing of the video can be read.
+
+        ``key`` is an index, or ``(epoch, index)`` from a sampler with ``tag_epoch`` (so that
+        persistent workers, which hold copies of the dataset, still see the epoch)."""
+        epoch, i = key if isinstance(key, tuple) else (self.epoch, key)
         item = self.items[i]
-        seed = sample_seed(self.seed, self.epoch, i) if self.augment is not None else 0
+        seed = sample_seed(self.seed, epoch, i) if self.augment is not None else 0
         replaced: list[str] = []
         sample = self._sample(item.video, item.pos, seed, replaced)
         index, video = self.videos[item.video]
@@ -333,9 +356,14 @@ class FrameDataset(Dataset):
             return [sample, fake] if fake is not None else [sample]
         if self.pairs:
             partner = self._partner(video, index, seed)
-            real = self._sample(partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced)
+            real = self._sample(
+                partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced
+            )
             if real is None:
-                return {"_skipped": f"{index.dataset}/{video.id}: partner unreadable", "_replaced": replaced}
+                return {
+                    "_skipped": f"{index.dataset}/{video.id}: partner unreadable",
+                    "_replaced": replaced,
+                }
             return {"_pair": [sample, real]}
         return sample
 
@@ -347,6 +375,11 @@ class FrameDataset(Dataset):
                 return cands[seed % len(cands)]
         every = sorted({i for c in self._reals_by_identity.values() for i in c})
         return every[seed % len(every)]
+
+
+def worker_init(_: int) -> None:
+    """DataLoader workers: one OpenCV thread each (the workers are the parallelism)."""
+    cv2.setNumThreads(1)
 
 
 def _to_chw(images: list[np.ndarray]) -> torch.Tensor:
@@ -393,7 +426,9 @@ def collate(samples: list[Any]) -> dict[str, Any]:
     if pairs:
         n = len(pairs)
         partner = list(range(n, 2 * n)) + list(range(n))
-        batch["pair_index"] = torch.tensor(partner + list(range(2 * n, len(flat))), dtype=torch.long)
+        batch["pair_index"] = torch.tensor(
+            partner + list(range(2 * n, len(flat))), dtype=torch.long
+        )
     return batch
 
 

@@ -15,17 +15,36 @@ import yaml
 from preprocessing.index import atomic_write_text
 
 REPO_DIR = Path(__file__).resolve().parents[1]
-PACKAGES = ("torch", "torchvision", "timm", "albumentations", "numpy", "opencv-python-headless",
-            "scikit-learn", "fairforensics")
+PACKAGES = (
+    "torch",
+    "torchvision",
+    "timm",
+    "albumentations",
+    "numpy",
+    "opencv-python-headless",
+    "scikit-learn",
+    "fairforensics",
+)
 
 
 def git_commit(repo: Path = REPO_DIR) -> str | None:
     """The checked-out commit (with ``+dirty`` when the tree has changes), or None."""
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=repo,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return sha + ("+dirty" if dirty else "")

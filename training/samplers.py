@@ -19,12 +19,18 @@ from torch.utils.data import Sampler
 
 def balance_weights(keys: Sequence) -> torch.Tensor:
     """Per-sample weight ``1 / count(key)`` (every key value gets the same total weight)."""
-    _, inverse, counts = np.unique(np.asarray(keys, dtype=str), return_inverse=True, return_counts=True)
+    _, inverse, counts = np.unique(
+        np.asarray(keys, dtype=str), return_inverse=True, return_counts=True
+    )
     return torch.as_tensor(1.0 / counts[inverse], dtype=torch.float64)
 
 
 class TrainSampler(Sampler[int]):
-    """Indices of one epoch for one rank; ``mode`` is shuffle, class_balanced or group_balanced."""
+    """Indices of one epoch for one rank; ``mode`` is shuffle, class_balanced or group_balanced.
+
+    With ``tag_epoch`` it yields ``(epoch, index)`` pairs, which :class:`training.data.FrameDataset`
+    accepts, so the augmentation seeds follow the epoch even in persistent workers.
+    """
 
     def __init__(
         self,
@@ -35,9 +41,12 @@ class TrainSampler(Sampler[int]):
         seed: int = 0,
         num_replicas: int = 1,
         rank: int = 0,
+        tag_epoch: bool = False,
     ) -> None:
         if mode not in ("shuffle", "class_balanced", "group_balanced"):
-            raise ValueError(f"sampler mode must be shuffle, class_balanced or group_balanced, got {mode!r}")
+            raise ValueError(
+                f"sampler mode must be shuffle, class_balanced or group_balanced, got {mode!r}"
+            )
         if mode == "group_balanced" and groups is None:
             raise ValueError("group_balanced sampling needs the group of every sample")
         if not 0 <= rank < num_replicas:
@@ -57,6 +66,7 @@ class TrainSampler(Sampler[int]):
         self.epoch = 0
         self.start = 0
         self.per_rank = math.ceil(self.n / num_replicas)
+        self.tag_epoch = tag_epoch
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch (a new order each epoch); also resets the start position."""
@@ -79,8 +89,11 @@ class TrainSampler(Sampler[int]):
             order = torch.cat([order, order[: total - self.n]])
         return order[self.rank : total : self.num_replicas].tolist()
 
-    def __iter__(self) -> Iterator[int]:
-        return iter(self.epoch_indices()[self.start :])
+    def __iter__(self) -> Iterator[int] | Iterator[tuple[int, int]]:
+        order = self.epoch_indices()[self.start :]
+        if self.tag_epoch:
+            return iter([(self.epoch, i) for i in order])
+        return iter(order)
 
     def __len__(self) -> int:
         return self.per_rank - self.start

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-LOWER_IS_BETTER = frozenset({"eer", "loss"})
+LOWER_IS_BETTER = frozenset({"eer"})
 
 
 @dataclass
@@ -50,7 +50,9 @@ class Selector:
             return None
         return float(sum(values) / len(values))
 
-    def update(self, step: int, epoch: int, metrics: dict[str, dict[str, dict[str, float]]]) -> bool:
+    def update(
+        self, step: int, epoch: int, metrics: dict[str, dict[str, dict[str, float]]]
+    ) -> bool:
         """Record one evaluation ``{"val"|"test": {dataset: {"frame/auc": ...}}}``; True if best."""
         value = self.score(metrics)
         if value is None:
@@ -92,7 +94,10 @@ class Selector:
                         per_ds.setdefault(ds, []).append(m[self.key])
             reverse = self.metric not in LOWER_IS_BETTER
             out["test_top3"] = {
-                ds: {"best": sorted(v, reverse=reverse)[0], "top3_mean": sum(sorted(v, reverse=reverse)[:3]) / len(sorted(v)[:3])}
+                ds: {
+                    "best": sorted(v, reverse=reverse)[0],
+                    "top3_mean": sum(sorted(v, reverse=reverse)[:3]) / len(sorted(v)[:3]),
+                }
                 for ds, v in per_ds.items()
             }
         return out

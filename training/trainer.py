@@ -40,7 +40,7 @@ from training.augment import build_augment
 from training.cache import PackedCache
 from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
-from training.data import FrameDataset, collate, method_names_of, to_device
+from training.data import FrameDataset, collate, method_names_of, to_device, worker_init
 from training.evaluate import detection_metrics
 from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
@@ -63,15 +63,25 @@ def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[Datase
 def build_optimizer(params: Any, cfg: OptimizerConfig) -> torch.optim.Optimizer:
     """Adam / AdamW / SGD from the config."""
     if cfg.name == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+        return torch.optim.Adam(
+            params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
+        )
     if cfg.name == "adamw":
-        return torch.optim.AdamW(params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay)
+        return torch.optim.AdamW(
+            params, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=cfg.weight_decay
+        )
     return torch.optim.SGD(
-        params, lr=cfg.lr, momentum=cfg.momentum, weight_decay=cfg.weight_decay, nesterov=cfg.nesterov
+        params,
+        lr=cfg.lr,
+        momentum=cfg.momentum,
+        weight_decay=cfg.weight_decay,
+        nesterov=cfg.nesterov,
     )
 
 
-def lr_factor(cfg: SchedulerConfig, base_lr: float, step: int, steps_per_epoch: int, total_steps: int) -> float:
+def lr_factor(
+    cfg: SchedulerConfig, base_lr: float, step: int, steps_per_epoch: int, total_steps: int
+) -> float:
     """Multiplier of the base learning rate after ``step`` optimiser steps."""
     warm = min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps > 0 else 1.0
     if cfg.name == "step":
@@ -140,21 +150,33 @@ class Trainer:
     @classmethod
     def from_run(cls, run_dir: str | Path, **kwargs: Any) -> Trainer:
         """A trainer that resumes ``run_dir`` with its saved, resolved config."""
-        cfg = build_config(TrainConfig, load_yaml(Path(run_dir) / "config.yaml"), str(Path(run_dir) / "config.yaml"))
+        cfg = build_config(
+            TrainConfig,
+            load_yaml(Path(run_dir) / "config.yaml"),
+            str(Path(run_dir) / "config.yaml"),
+        )
         return cls(cfg, resume=run_dir, **kwargs)
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
         cfg, t = self.cfg, self.cfg.train
-        want_cuda = cfg.device.startswith("cuda") or (cfg.device == "auto" and torch.cuda.is_available())
+        want_cuda = cfg.device.startswith("cuda") or (
+            cfg.device == "auto" and torch.cuda.is_available()
+        )
         self.dist = D.setup("cuda" if want_cuda else "cpu")
         if want_cuda:
-            self.device = torch.device(cfg.device if cfg.device != "auto" else f"cuda:{self.dist.local_rank}")
+            self.device = torch.device(
+                cfg.device if cfg.device != "auto" else f"cuda:{self.dist.local_rank}"
+            )
         else:
             self.device = torch.device("cpu" if cfg.device == "auto" else cfg.device)
         cuda = self.device.type == "cuda"
+        if cuda:
+            torch.backends.cudnn.benchmark = True
         if t.batch_size % self.dist.world_size:
-            raise ConfigError(f"train.batch_size {t.batch_size} is not divisible by the world size {self.dist.world_size}")
+            raise ConfigError(
+                f"train.batch_size {t.batch_size} is not divisible by the world size {self.dist.world_size}"
+            )
         self.rank_batch = t.batch_size // self.dist.world_size
         torch.manual_seed(t.seed)
         random.seed(t.seed)
@@ -170,30 +192,51 @@ class Trainer:
         requires = type(self.detector).requires
 
         if t.precision == "auto":
-            self.amp_dtype = (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16) if cuda else None
+            self.amp_dtype = (
+                (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
+                if cuda
+                else None
+            )
         else:
-            self.amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[t.precision]
+            self.amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[
+                t.precision
+            ]
         self.channels_last = cuda if t.channels_last is None else t.channels_last
         if self.channels_last:
             self.detector = self.detector.to(memory_format=torch.channels_last)
-        self.scaler = torch.amp.GradScaler(self.device.type, enabled=self.amp_dtype == torch.float16)
+        self.scaler = torch.amp.GradScaler(
+            self.device.type, enabled=self.amp_dtype == torch.float16
+        )
 
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
         self.train_set = FrameDataset(
-            train_idx, "train", frame_num=t.frame_num, resolution=self.resolution, requires=requires,
-            augment=augment, seed=t.seed, method_names=self.method_names,
-            pixel_map_size=t.pixel_map_size, frames_per_clip=t.frames_per_clip, train=True,
+            train_idx,
+            "train",
+            frame_num=t.frame_num,
+            resolution=self.resolution,
+            requires=requires,
+            augment=augment,
+            seed=t.seed,
+            method_names=self.method_names,
+            pixel_map_size=t.pixel_map_size,
+            frames_per_clip=t.frames_per_clip,
+            train=True,
         )
         ev_req = eval_requires(requires)
         self.eval_sets: dict[str, list[tuple[str, FrameDataset]]] = {"val": [], "test": []}
         for split, names in (("val", cfg.data.val_data), ("test", cfg.data.test_data)):
-            for name, index in zip(names, resolve_datasets(cfg.data.data_root, names)):
+            for name, index in zip(names, resolve_datasets(cfg.data.data_root, names), strict=True):
                 ds = FrameDataset(
-                    [index], split, frame_num=t.test_frame_num, resolution=self.resolution,
-                    requires=ev_req, method_names=self.method_names, pixel_map_size=t.pixel_map_size,
+                    [index],
+                    split,
+                    frame_num=t.test_frame_num,
+                    resolution=self.resolution,
+                    requires=ev_req,
+                    method_names=self.method_names,
+                    pixel_map_size=t.pixel_map_size,
                     frames_per_clip=t.frames_per_clip,
                 )
                 self.eval_sets[split].append((name, ds))
@@ -202,8 +245,13 @@ class Trainer:
 
         groups = self.train_set.groups(t.group_key) if t.group_key else None
         self.sampler = TrainSampler(
-            self.train_set.labels, mode=t.sampler, groups=groups, seed=t.seed,
-            num_replicas=self.dist.world_size, rank=self.dist.rank,
+            self.train_set.labels,
+            mode=t.sampler,
+            groups=groups,
+            seed=t.seed,
+            num_replicas=self.dist.world_size,
+            rank=self.dist.rank,
+            tag_epoch=True,
         )
         if len(self.sampler) < self.rank_batch:
             raise ConfigError(
@@ -211,9 +259,16 @@ class Trainer:
                 f"{t.batch_size}; lower train.batch_size"
             )
         self.loader = DataLoader(
-            self.train_set, batch_size=self.rank_batch, sampler=self.sampler,
-            num_workers=cfg.data.num_workers, collate_fn=collate, drop_last=True, pin_memory=cuda,
-            generator=torch.Generator().manual_seed(t.seed), persistent_workers=False,
+            self.train_set,
+            batch_size=self.rank_batch,
+            sampler=self.sampler,
+            num_workers=cfg.data.num_workers,
+            collate_fn=collate,
+            drop_last=True,
+            pin_memory=cuda,
+            generator=torch.Generator().manual_seed(t.seed),
+            persistent_workers=cfg.data.num_workers > 0,
+            worker_init_fn=worker_init,
         )
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
@@ -221,7 +276,9 @@ class Trainer:
         self.model: torch.nn.Module = self.detector
         if self.dist.world_size > 1:
             self.model = DistributedDataParallel(
-                self.detector, device_ids=[self.device.index] if cuda else None
+                self.detector,
+                device_ids=[self.device.index] if cuda else None,
+                find_unused_parameters=t.ddp_find_unused,
             )
         self.forward = torch.compile(self.model) if t.compile else self.model
         self.optimizer = build_optimizer(
@@ -239,7 +296,13 @@ class Trainer:
             f = t.fairswap
             self.batch_transforms.append(
                 FairSwap(
-                    p1=f.p1, p2=f.p2, p3=f.p3, p4=f.p4, patch=f.patch, group_key=f.group_key, seed=t.seed
+                    p1=f.p1,
+                    p2=f.p2,
+                    p3=f.p3,
+                    p4=f.p4,
+                    patch=f.patch,
+                    group_key=f.group_key,
+                    seed=t.seed,
                 )
             )
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
@@ -248,7 +311,9 @@ class Trainer:
 
     def _attach_caches(self) -> None:
         cache_dir = Path(self.cfg.data.cache_dir or Path(self.cfg.data.data_root) / ".cache")
-        sets = [("train", self.train_set)] + [(f"{s}-{n}", d) for s in ("val", "test") for n, d in self.eval_sets[s]]
+        sets = [("train", self.train_set)] + [
+            (f"{s}-{n}", d) for s in ("val", "test") for n, d in self.eval_sets[s]
+        ]
         for name, ds in sets:
             if self.dist.is_main:
                 PackedCache.build(ds, cache_dir, name)
@@ -280,14 +345,21 @@ class Trainer:
                 write_yaml(self.run_dir / "config.yaml", resolved)
                 write_json(
                     self.run_dir / "meta.json",
-                    run_meta(cfg.train.seed, world_size=self.dist.world_size, device=str(self.device),
-                             precision=str(self.amp_dtype), channels_last=self.channels_last,
-                             method_names=self.method_names),
+                    run_meta(
+                        cfg.train.seed,
+                        world_size=self.dist.world_size,
+                        device=str(self.device),
+                        precision=str(self.amp_dtype),
+                        channels_last=self.channels_last,
+                        method_names=self.method_names,
+                    ),
                 )
         if self.resume_dir is not None:
             self._load_state(read_checkpoint(self.run_dir / "checkpoints" / "last.pt"))
         if self.dist.is_main:
-            self.writer = SummaryWriter(str(self.run_dir / "tensorboard"), purge_step=self.step or None)
+            self.writer = SummaryWriter(
+                str(self.run_dir / "tensorboard"), purge_step=self.step or None
+            )
 
     # ------------------------------------------------------------------ state
     def _meta(self) -> dict[str, Any]:
@@ -319,17 +391,29 @@ class Trainer:
 
     def _load_state(self, ckpt: dict[str, Any]) -> None:
         if "state" not in ckpt:
-            raise CheckpointError(f"{self.run_dir}/checkpoints/last.pt has no trainer state to resume")
+            raise CheckpointError(
+                f"{self.run_dir}/checkpoints/last.pt has no trainer state to resume"
+            )
         state = ckpt["state"]
         self.detector.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.scaler.load_state_dict(state["scaler"])
-        self.epoch, self.batch_in_epoch, self.step = state["epoch"], state["batch_in_epoch"], state["step"]
+        self.epoch, self.batch_in_epoch, self.step = (
+            state["epoch"],
+            state["batch_in_epoch"],
+            state["step"],
+        )
         self.selector.load_state_dict(state["selector"])
         self.manifest = state["manifest"]
         _set_rng_state(state["rng"])
-        log.info("resuming %s at epoch %d, batch %d (step %d)", self.run_dir, self.epoch, self.batch_in_epoch, self.step)
+        log.info(
+            "resuming %s at epoch %d, batch %d (step %d)",
+            self.run_dir,
+            self.epoch,
+            self.batch_in_epoch,
+            self.step,
+        )
 
     # ------------------------------------------------------------------ loop
     def fit(self) -> Path:
@@ -355,13 +439,13 @@ class Trainer:
         skipped: list[str] = []
         tick, seen = time.perf_counter(), 0
         for batch in self.loader:
-            for transform in self.batch_transforms:
-                batch = transform(batch)
             replaced.extend(batch.pop("_replaced", ()))
             skipped.extend(batch.pop("_skipped", ()))
-            if "image" not in batch:
+            if D.any_flag("image" not in batch, self.device):  # every rank skips together
                 self.batch_in_epoch += 1
                 continue
+            for transform in self.batch_transforms:
+                batch = transform(batch)
             losses = self._train_step(batch)
             self.step += 1
             self.batch_in_epoch += 1
@@ -372,7 +456,13 @@ class Trainer:
                     self.writer.add_scalar(f"train/loss_{k}", v, self.step)
                 self.writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], self.step)
                 self.writer.add_scalar("train/images_per_s", rate, self.step)
-                log.info("epoch %d step %d loss %.4f (%.1f img/s)", self.epoch, self.step, losses["total"], rate)
+                log.info(
+                    "epoch %d step %d loss %.4f (%.1f img/s)",
+                    self.epoch,
+                    self.step,
+                    losses["total"],
+                    rate,
+                )
                 tick, seen = time.perf_counter(), 0
             if t.eval_every_steps and self.step % t.eval_every_steps == 0:
                 self._evaluate()
@@ -416,9 +506,16 @@ class Trainer:
     def _record_bad_inputs(self, replaced: list[str], skipped: list[str]) -> None:
         replaced, skipped = D.gather_lists(replaced), D.gather_lists(skipped)
         if replaced or skipped:
-            log.warning("epoch %d: %d unreadable frames replaced, %d samples skipped",
-                        self.epoch, len(replaced), len(skipped))
-        self.manifest["epochs"][str(self.epoch)] = {"replaced": len(replaced), "skipped": len(skipped)}
+            log.warning(
+                "epoch %d: %d unreadable frames replaced, %d samples skipped",
+                self.epoch,
+                len(replaced),
+                len(skipped),
+            )
+        self.manifest["epochs"][str(self.epoch)] = {
+            "replaced": len(replaced),
+            "skipped": len(skipped),
+        }
         for key, items in (("replaced_frames", replaced), ("skipped_samples", skipped)):
             known = set(self.manifest[key])
             self.manifest[key].extend(sorted({i for i in items if i not in known}))
@@ -435,13 +532,22 @@ class Trainer:
         for split, sets in self.eval_sets.items():
             for name, ds in sets:
                 sampler = ShardSampler(len(ds), self.dist.world_size, self.dist.rank)
-                loader = make_eval_loader(ds, bs, self.cfg.data.num_workers, sampler, self.device.type == "cuda")
+                loader = make_eval_loader(
+                    ds, bs, self.cfg.data.num_workers, sampler, self.device.type == "cuda"
+                )
                 cols, _, _ = predict_loader(
-                    self.detector, loader, mean=self.detector.cfg.mean, std=self.detector.cfg.std,
-                    device=self.device, amp_dtype=self.amp_dtype, channels_last=self.channels_last,
+                    self.detector,
+                    loader,
+                    mean=self.detector.cfg.mean,
+                    std=self.detector.cfg.std,
+                    device=self.device,
+                    amp_dtype=self.amp_dtype,
+                    channels_last=self.channels_last,
                     progress=self.dist.is_main,
                 )
-                rows = D.gather_lists([dict(zip(cols, r)) for r in zip(*cols.values())])
+                rows = D.gather_lists(
+                    [dict(zip(cols, r, strict=True)) for r in zip(*cols.values(), strict=True)]
+                )
                 if not self.dist.is_main:
                     continue
                 keys = sorted({k for r in rows for k in r})
@@ -453,15 +559,22 @@ class Trainer:
         metrics = D.broadcast(metrics)
         is_best = self.selector.update(self.step, self.epoch, metrics)
         if self.dist.is_main:
-            write_json(self.run_dir / "metrics" / f"step{self.step:07d}.json",
-                       {"epoch": self.epoch, "step": self.step, "is_best": is_best, **metrics})
+            write_json(
+                self.run_dir / "metrics" / f"step{self.step:07d}.json",
+                {"epoch": self.epoch, "step": self.step, "is_best": is_best, **metrics},
+            )
             for split, per_ds in metrics.items():
                 for name, m in per_ds.items():
                     for k, v in m.items():
                         if "/" in k:
                             self.writer.add_scalar(f"{split}/{name}/{k}", v, self.step)
-            log.info("eval step %d: %s = %.4f%s", self.step, self.selector.key,
-                     self.selector.history[-1]["value"], " (best)" if is_best else "")
+            log.info(
+                "eval step %d: %s = %.4f%s",
+                self.step,
+                self.selector.key,
+                self.selector.history[-1]["value"],
+                " (best)" if is_best else "",
+            )
         if is_best:
             self._save("best", full=False)
 

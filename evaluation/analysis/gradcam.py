@@ -55,8 +55,12 @@ def grad_cam(
                 f"layer {name!r} must output [B, C, h, w], got {getattr(output, 'shape', type(output))}"
             )
         store["act"] = output.detach().clone()  # values before any later in-place op
-        out = output.clone()  # the hook sits on a fresh tensor that in-place ops downstream may edit;
-        out.register_hook(lambda g: store.__setitem__("grad", g))  # it still gets d(score)/d(this output)
+        out = (
+            output.clone()
+        )  # the hook sits on a fresh tensor that in-place ops downstream may edit;
+        out.register_hook(
+            lambda g: store.__setitem__("grad", g)
+        )  # it still gets d(score)/d(this output)
         return out
 
     was_training = detector.training

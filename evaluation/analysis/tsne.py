@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 from sklearn.manifold import TSNE
+from threadpoolctl import threadpool_limits
 
 from detectors.base import Detector
 from evaluation.analysis.inputs import to_batch
@@ -45,15 +46,21 @@ def extract_features(
     return np.concatenate(feats)
 
 
-def tsne_embed(features: np.ndarray, seed: int = 0, perplexity: float = 30.0) -> np.ndarray:
-    """2-D t-SNE of ``features`` [N, D] (scikit-learn defaults; perplexity capped below N)."""
+def tsne_embed(
+    features: np.ndarray, seed: int = 0, perplexity: float = 30.0, threads: int | None = None
+) -> np.ndarray:
+    """2-D t-SNE of ``features`` [N, D] (scikit-learn defaults; perplexity capped below N).
+
+    ``threads`` caps the OpenMP threads of the Barnes-Hut solver (on a busy machine its default
+    of one thread per core can be many times slower).
+    """
     features = np.asarray(features, dtype=np.float32)
     if features.ndim != 2 or len(features) < 3:
         raise ValueError(f"features must be [N, D] with N >= 3, got {features.shape}")
     perplexity = min(perplexity, (len(features) - 1) / 3.0)
-    return TSNE(n_components=2, perplexity=perplexity, random_state=seed, init="pca").fit_transform(
-        features
-    )
+    tsne = TSNE(n_components=2, perplexity=perplexity, random_state=seed, init="pca")
+    with threadpool_limits(threads, user_api="openmp"):
+        return tsne.fit_transform(features)
 
 
 def tsne_figure(

@@ -4,7 +4,7 @@ Paper 000 (metamorphic fairness testing), section "makeup" / Figure 5: the landm
 of a face region are taken by their indices, the discrete points are interpolated into a smooth
 boundary line, and the interior of the boundary is filled. Here the boundaries are cubic
 B-splines through the landmarks (``scipy.interpolate.splprep`` with ``s=0``: the curve passes
-through every point), and the interior is rasterised with ``cv2.fillPoly`` (1/16-pixel vertices).
+through every point), and the interior is rasterised with ``skimage.draw.polygon`` (pixel centres inside).
 
 Regions (image coordinates; dlib's indices, "right" is the subject's right = image left):
 
@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import cv2
 import numpy as np
 from scipy import interpolate
+from skimage.draw import polygon as fill_polygon
 
 COMPONENTS = ("eyeliner", "eyeshadow", "blush", "lipstick")
 
@@ -35,9 +35,6 @@ RIGHT_BROW = (17, 18, 19, 20, 21)
 LEFT_BROW = (22, 23, 24, 25, 26)
 OUTER_LIP = tuple(range(48, 60))
 INNER_LIP = tuple(range(60, 68))
-BETWEEN_BROWS = (21, 22, 27)
-_SHIFT = 4  # cv2.fillPoly sub-pixel bits: vertices at 1/16 pixel
-_SUBPIXEL = 1 << _SHIFT
 
 
 class LandmarkError(ValueError):
@@ -71,8 +68,20 @@ def _dedupe(points: np.ndarray, closed: bool) -> np.ndarray:
     return points
 
 
-def spline_curve(points: np.ndarray, closed: bool, samples: int = 100) -> np.ndarray:
+def curve_samples(points: np.ndarray, closed: bool) -> int:
+    """How many points to sample a spline through ``points`` at: one per 1.5 pixels, >= 16."""
+    pts = np.asarray(points, dtype=np.float64)
+    if closed:
+        pts = np.vstack([pts, pts[:1]])
+    length = float(np.linalg.norm(np.diff(pts, axis=0), axis=1).sum())
+    return max(16, int(np.ceil(length / 1.5)))
+
+
+def spline_curve(points: np.ndarray, closed: bool, samples: int | None = None) -> np.ndarray:
     """Cubic B-spline through ``points`` sampled at ``samples`` points (``s=0``: interpolating).
+
+    ``samples`` defaults to :func:`curve_samples` (dense enough for a smooth outline, sparse
+    enough for fast filling).
 
     Closed curves are periodic. Fewer points than a cubic needs lower the degree; a curve
     through fewer than two distinct points is returned as those points.
@@ -89,17 +98,19 @@ def spline_curve(points: np.ndarray, closed: bool, samples: int = 100) -> np.nda
         tck, _ = interpolate.splprep(pts.T, s=0, k=degree, per=int(closed))
     except (ValueError, TypeError):  # collinear or otherwise degenerate control points
         return pts
+    if samples is None:
+        samples = curve_samples(pts, closed=False)
     u = np.linspace(0.0, 1.0, samples, endpoint=not closed)
     return np.stack(interpolate.splev(u, tck), axis=1)
 
 
 def fill_curve(shape_hw: tuple[int, int], curve: np.ndarray) -> np.ndarray:
     """Boolean mask of the interior of the closed polygon ``curve`` (x, y) in an HxW image."""
-    mask = np.zeros(shape_hw, dtype=np.uint8)
+    mask = np.zeros(shape_hw, dtype=bool)
     if len(curve) >= 3:
-        points = np.rint(np.asarray(curve) * _SUBPIXEL).astype(np.int32)
-        cv2.fillPoly(mask, [points], 1, lineType=cv2.LINE_8, shift=_SHIFT)
-    return mask.astype(bool)
+        rr, cc = fill_polygon(curve[:, 1], curve[:, 0], shape=shape_hw)
+        mask[rr, cc] = True
+    return mask
 
 
 def _band(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
@@ -110,7 +121,7 @@ def _band(lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
 def _eyeliner(
     lm: np.ndarray, eye: Sequence[int], outer_first: bool, thickness: float
 ) -> np.ndarray:
-    lid = spline_curve(lm[list(eye)], closed=False, samples=60)
+    lid = spline_curve(lm[list(eye)], closed=False)
     width = np.linalg.norm(lm[eye[-1]] - lm[eye[0]])
     outer, inner = (lm[eye[0]], lm[eye[-1]]) if outer_first else (lm[eye[-1]], lm[eye[0]])
     # thickest in the middle of the lid, tapering to the corners
@@ -128,8 +139,9 @@ def _eyeliner(
 def _eyeshadow(
     lm: np.ndarray, eye: Sequence[int], brow: Sequence[int], height: float
 ) -> np.ndarray:
-    lid = spline_curve(lm[list(eye)], closed=False, samples=60)
-    brow_curve = spline_curve(lm[list(brow)], closed=False, samples=60)
+    n = curve_samples(lm[list(brow)], closed=False)  # the same count pairs lid and brow points
+    lid = spline_curve(lm[list(eye)], closed=False, samples=n)
+    brow_curve = spline_curve(lm[list(brow)], closed=False, samples=n)
     # brows run outer->inner on the right and inner->outer on the left, like the eyes' indices
     upper = lid + height * (brow_curve - lid)
     return _band(lid, upper)
@@ -144,7 +156,7 @@ def _blush(lm: np.ndarray, eye: int, nose: int, jaw: int, mouth: int, size: floa
     a, b = size * fw, 0.7 * size * fw
     angles = np.linspace(0.0, 2.0 * np.pi, 8, endpoint=False)
     controls = centre + np.outer(a * np.cos(angles), axis) + np.outer(b * np.sin(angles), normal)
-    return spline_curve(controls, closed=True, samples=120)
+    return spline_curve(controls, closed=True)
 
 
 def region_outlines(
@@ -178,8 +190,8 @@ def region_outlines(
             _blush(lm, 46, 35, 14, 54, blush_size),
         ], []
     if component == "lipstick":
-        outer = spline_curve(lm[list(OUTER_LIP)], closed=True, samples=150)
-        inner = spline_curve(lm[list(INNER_LIP)], closed=True, samples=100)
+        outer = spline_curve(lm[list(OUTER_LIP)], closed=True)
+        inner = spline_curve(lm[list(INNER_LIP)], closed=True)
         return [outer], [inner]
     raise ValueError(f"unknown makeup component {component!r}; known: {', '.join(COMPONENTS)}")
 

@@ -184,7 +184,8 @@ def run_metamorphic(
 
     ``samples`` may also yield :class:`Skipped` records (faces the loader could not read);
     they are kept in the result. Faces are processed ``chunk_size`` at a time, so memory does
-    not grow with the test set; the first ``n_examples`` tested faces are kept for the sheet.
+    not grow with the test set. The example sheet keeps the first tested face of each of the
+    first ``n_examples`` videos.
     """
     cases = [case.id for case in config.cases]
     missing = [c for c in cases if c not in transforms]
@@ -195,6 +196,7 @@ def run_metamorphic(
     changed: dict[str, list[float]] = {c: [] for c in cases}
     skipped: list[Skipped] = []
     examples: list[tuple[str, dict[str, np.ndarray]]] = []
+    example_videos: set[tuple[str, str, str]] = set()
     bar = tqdm(desc="metamorphic", unit="face", disable=not progress)
     for chunk in _chunks(samples, chunk_size):
         kept: list[FaceSample] = []
@@ -212,7 +214,9 @@ def run_metamorphic(
             for c in cases:
                 follow[c].append(images[c])
                 changed[c].append(fractions[c])
-            if len(examples) < n_examples:
+            video = (sample.dataset, sample.method, sample.video_id or sample.key)
+            if len(examples) < n_examples and video not in example_videos:
+                example_videos.add(video)
                 examples.append((sample.key, {BENCHMARK: sample.image, **images}))
         bar.update(len(chunk))
         if not kept:

@@ -113,7 +113,7 @@ def case_table(result: MetamorphicResult) -> list[dict[str, Any]]:
             if case_id == BENCHMARK:
                 benchmark[group] = row
                 for name in _CHANGED:
-                    row[f"{name}_change"] = 0.0
+                    row[f"{name}_change"] = row[name] - row[name]  # 0, or NaN where undefined
                 row.update(
                     violation_rate=0.0, fake_to_real=0.0, real_to_fake=0.0, changed_pixels=0.0
                 )

@@ -140,7 +140,8 @@ def dedupe_by_split(items: list[SourceItem], listing: Listing) -> list[SourceIte
         keep, drop = sorted((other, item), key=lambda x: SPLIT_PRECEDENCE.index(x.split))
         if keep.split != drop.split:
             listing.problem(
-                drop.path, f"listed in both {keep.split} and {drop.split}; kept in {keep.split} only"
+                drop.path,
+                f"listed in both {keep.split} and {drop.split}; kept in {keep.split} only",
             )
         best[item.key] = keep
     return list(best.values())

@@ -37,7 +37,9 @@ _RESERVED = {"path", "label", "split", "method", "identity", "id"}
 class GenericOptions:
     task: Literal["deepfake", "pad"] = "deepfake"
     csv: str | None = None  # relative to the root, or absolute
-    ratios: dict[str, float] = field(default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1})
+    ratios: dict[str, float] = field(
+        default_factory=lambda: {"train": 0.8, "val": 0.1, "test": 0.1}
+    )
     seed: int = 0
 
 
@@ -78,7 +80,11 @@ def _from_folders(root: Path, opts: GenericOptions, listing: Listing) -> None:
                 continue
             for path in files_under(folder, suffixes):
                 inner = path.relative_to(folder).parts
-                method = inner[0] if label == 1 and len(inner) > 1 else ("real" if label == 0 else folder.name)
+                method = (
+                    inner[0]
+                    if label == 1 and len(inner) > 1
+                    else ("real" if label == 0 else folder.name)
+                )
                 rel = rel_of(path, root)
                 listing.items.append(
                     SourceItem(
@@ -124,7 +130,11 @@ def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
                 derived = True
                 split = split_by_group(identity or rel, opts.ratios, opts.seed)
             method = (row.get("method") or "").strip() or ("real" if label == 0 else "fake")
-            attrs = {k: str(v).strip() for k, v in row.items() if k not in _RESERVED and v and str(v).strip()}
+            attrs = {
+                k: str(v).strip()
+                for k, v in row.items()
+                if k not in _RESERVED and v and str(v).strip()
+            }
             listing.items.append(
                 SourceItem(
                     id=(row.get("id") or "").strip() or _item_id(rel),
@@ -137,4 +147,6 @@ def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
                     attributes=attrs,
                 )
             )
-    listing.split_info = dict.fromkeys(SPLITS, _derived(opts) + " for rows without a split" if derived else "csv")
+    listing.split_info = dict.fromkeys(
+        SPLITS, _derived(opts) + " for rows without a split" if derived else "csv"
+    )

@@ -1,0 +1,197 @@
+"""scripts/test.py end to end: a run directory with a tiny Meso4 on real faces, --detector with a
+weights file, --predictions of another tool, and --leaderboard over the evaluation folders."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from detectors import build_detector
+from evaluation.predictions import read_predictions
+from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from training.checkpoint import save_checkpoint
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test.py"
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("test_script", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A 'tiny' index of real faces (3 real, 3 'fake' videos of 2 frames) and a Meso4 run dir."""
+    root = tmp_path_factory.mktemp("evalscript")
+    data = root / "data"
+    faces = sorted((DATA / "faces" / "celebrities").glob("img*.jpg"))[:6]
+    videos = []
+    for v, path in enumerate(faces):
+        img = cv2.resize(cv2.imread(str(path)), (64, 64), interpolation=cv2.INTER_AREA)
+        method = "DF" if v % 2 else "real"
+        rel = [f"tiny/{method}/{v:03d}/frames/{f:03d}.png" for f in range(2)]
+        for f, r in enumerate(rel):
+            (data / r).parent.mkdir(parents=True, exist_ok=True)
+            cv2.imwrite(str(data / r), np.roll(img, 3 * f, axis=1))
+        videos.append(
+            VideoEntry(
+                f"{v:03d}",
+                v % 2,
+                method,
+                "test" if v < 6 else "val",
+                rel,
+                attributes={"gender": "female"},
+            )
+        )
+    write_index(DatasetIndex("tiny", "deepfake", videos, root=data), data / "tiny.json")
+    torch.manual_seed(0)
+    model = build_detector("meso4", input_size=64)
+    run = root / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    save_checkpoint(
+        run / "checkpoints" / "best.pt", {"model": model.state_dict(), "meta": {"epoch": 1}}
+    )
+    cfg = {
+        "detector": "meso4",
+        "model": {"input_size": 64},
+        "train": {"test_frame_num": 2},
+        "data": {"data_root": str(data), "train_data": ["FF-c23"]},
+    }
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+    return root, data, run, model
+
+
+def test_run_dir_end_to_end(setup) -> None:
+    root, data, run, model = setup
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(run / "tensorboard")) as w:
+        for step in (1, 2):
+            w.add_scalar("val/tiny/auc", 0.5 + step / 10, step)
+    sets = [
+        "n_boot=20",
+        "batch_size=4",
+        "analysis.gradcam=2",
+        "analysis.tsne=3",
+        "analysis.spectra=2",
+    ]
+    rc = script().main(
+        [
+            "--run",
+            str(run),
+            "--test-data",
+            "tiny",
+            "absent",
+            *(a for s in sets for a in ("--set", s)),
+        ]
+    )
+    assert rc == 0
+    ev = run / "eval" / "best"
+    pred = read_predictions(ev / "predictions" / "tiny.csv")
+    assert len(pred) == 12 and set(pred.attributes) == {"gender"}
+    # the scores are the model's on the same faces
+    model.eval()
+    img = cv2.cvtColor(cv2.imread(str(data / "tiny/real/000/frames/000.png")), cv2.COLOR_BGR2RGB)
+    from evaluation.predict import predict_images
+
+    first = pred.score[(pred.video_id == "000") & (pred.frame == 0)][0]
+    assert first == pytest.approx(float(predict_images(model, [img])[0]), abs=1e-5)
+    info = json.loads((ev / "eval.json").read_text())
+    assert (
+        info["detector"] == "meso4" and info["train_data"] == "FF-c23" and info["weights"] == "best"
+    )
+    skipped = json.loads((ev / "manifest.json").read_text())["skipped"]
+    assert [s["test_data"] for s in skipped] == ["absent"]
+    metrics = json.loads((ev / "metrics" / "tiny.json").read_text())
+    assert metrics["video"]["n_videos"] == 6 and "auc" in metrics["frame"]["ci"]
+    assert (ev / "tables" / "frame_auc.md").is_file() and (ev / "report.html").is_file()
+    for fig in (
+        "analysis/gradcam_tiny",
+        "analysis/tsne_tiny",
+        "analysis/spectra_tiny",
+        "figures/training_curves",
+    ):
+        assert (ev / f"{fig}.png").is_file(), fig
+    report = (ev / "report.html").read_text()
+    assert "analysis/tsne_tiny.png" in report and "figures/training_curves.png" in report
+    # a second run reuses the predictions (resume) and gives the same metrics
+    mtime = (ev / "predictions" / "tiny.csv").stat().st_mtime_ns
+    script().main(
+        ["--run", str(run), "--test-data", "tiny", "--set", "n_boot=20", "--set", "plots=false"]
+    )
+    assert (ev / "predictions" / "tiny.csv").stat().st_mtime_ns == mtime
+    assert json.loads((ev / "metrics" / "tiny.json").read_text())["frame"] == metrics["frame"]
+
+
+def test_detector_weights_predictions_and_leaderboard(setup, tmp_path) -> None:
+    root, data, run, _ = setup
+    weights = run / "checkpoints" / "best.pt"
+    out = tmp_path / "by_file"
+    model_yaml = tmp_path / "meso4_small.yaml"
+    model_yaml.write_text("detector: meso4\nmodel:\n  input_size: 64\n")
+    args = ["--detector", "meso4", "--weights", str(weights), "--model-config", str(model_yaml)]
+    args += ["--data-root", str(data), "--test-data", "tiny"]
+    script().main(
+        [
+            *args,
+            "--out",
+            str(out),
+            "--set",
+            "n_boot=0",
+            "--set",
+            "levels=[video]",
+            "--set",
+            "plots=false",
+        ]
+    )
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["detector"] == "meso4" and ev["settings"]["levels"] == ["video"]
+    assert not (out / "figures").exists() and (out / "tables" / "video_auc.csv").is_file()
+    # another tool's predictions file, evaluated as "theirs"
+    theirs = tmp_path / "theirs"
+    src = out / "predictions" / "tiny.csv"
+    script().main(
+        [
+            "--predictions",
+            f"tiny={src}",
+            "--name",
+            "theirs",
+            "--out",
+            str(theirs),
+            "--set",
+            "n_boot=0",
+        ]
+    )
+    assert (theirs / "predictions" / "tiny.csv").is_file()
+    board = tmp_path / "board"
+    script().main(
+        ["--leaderboard", str(out), str(theirs), "--out", str(board), "--set", "levels=[video]"]
+    )
+    rows = json.loads((board / "leaderboard_video_auc.json").read_text())["rows"]
+    assert {r["Detector"] for r in rows} == {"meso4", "theirs"}
+    assert rows[0]["tiny"] == pytest.approx(rows[1]["tiny"])  # same predictions, same AUC
+
+
+def test_script_errors(setup, tmp_path, capsys) -> None:
+    _, data, run, _ = setup
+    s = script()
+    with pytest.raises(Exception, match="--weights FILE"):
+        s.main(["--detector", "meso4", "--test-data", "tiny"])
+    with pytest.raises(Exception, match="no config.yaml"):
+        s.main(["--run", str(tmp_path), "--test-data", "tiny"])
+    with pytest.raises(Exception, match="metrics"):
+        s.main(["--run", str(run), "--test-data", "tiny", "--set", "metrics=[bogus]"])
+    with pytest.raises(Exception, match="no test sets"):
+        s.main(["--run", str(run), "--out", str(tmp_path / "x")])
+    with pytest.raises(Exception, match="--name"):
+        s.main(["--predictions", "a=b.csv"])

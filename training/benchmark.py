@@ -1,0 +1,197 @@
+"""Throughput of the training data pipeline and step: images/s for loading, stepping, both.
+
+Used by ``scripts/bench_train.py``; numbers are printed as JSON, never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import cv2
+import torch
+from torch.utils.data import DataLoader
+
+from detectors import build_detector
+from evaluation.predict import autocast
+from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
+from training.augment import build_augment
+from training.cache import PackedCache
+from training.config import AugmentConfig
+from training.data import FrameDataset, collate, to_device
+from training.samplers import TrainSampler
+
+SHARED_FACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "faces"
+
+
+def real_face_index(folder: Path, n_frames: int = 224, size: int = 256) -> Path:
+    """An index of ``n_frames`` real face photos (shared data) resized to ``size``, 8 per video."""
+    photos = sorted(p for p in SHARED_FACES.rglob("*") if p.suffix.lower() in (".jpg", ".png"))
+    if not photos:
+        raise FileNotFoundError(f"no face photos under {SHARED_FACES}")
+    videos = []
+    for v in range(0, n_frames, 8):
+        rel = Path("bench") / f"v{v:04d}"
+        (folder / rel).mkdir(parents=True, exist_ok=True)
+        frames = []
+        for f in range(v, min(v + 8, n_frames)):
+            img = cv2.imread(str(photos[f % len(photos)]), cv2.IMREAD_COLOR)
+            h, w = img.shape[:2]
+            s = min(h, w)
+            img = cv2.resize(
+                img[(h - s) // 2 : (h + s) // 2, (w - s) // 2 : (w + s) // 2], (size, size)
+            )
+            cv2.imwrite(str(folder / rel / f"{f:03d}.png"), img)
+            frames.append(f"{rel.as_posix()}/{f:03d}.png")
+        label = (v // 8) % 2
+        videos.append(
+            VideoEntry(
+                id=f"v{v:04d}",
+                label=label,
+                method="real" if label == 0 else "fake",
+                split="train",
+                frames=frames,
+            )
+        )
+    path = folder / "bench.json"
+    write_index(DatasetIndex(dataset="bench", task="deepfake", videos=videos, root=folder), path)
+    return path
+
+
+def _rate(n: int, seconds: float) -> float:
+    return round(n / max(seconds, 1e-9), 2)
+
+
+def bench_train(
+    detector: str = "meso4",
+    *,
+    batch_size: int = 32,
+    resolution: int = 256,
+    precision: str = "fp32",
+    channels_last: bool = False,
+    device: str = "cpu",
+    steps: int = 10,
+    warmup: int = 2,
+    num_workers: int = 2,
+    index: str | Path | None = None,
+    cache: bool = True,
+) -> dict[str, Any]:
+    """Images/s for ``getitem`` alone, the DataLoader alone, the step alone and both together."""
+    dev = torch.device(device)
+    tmp = None
+    if index is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench_train_")
+        index = real_face_index(Path(tmp.name), size=resolution)
+    try:
+        idx = read_index(index)
+        model = build_detector(detector, input_size=resolution).to(dev)
+        requires = type(model).requires
+        aug = build_augment(AugmentConfig(), resolution, keypoints="landmarks" in requires)
+        ds = FrameDataset(
+            [idx],
+            "train",
+            frame_num=32,
+            resolution=resolution,
+            requires=requires,
+            augment=aug,
+            train=True,
+        )
+        out: dict[str, Any] = {
+            "detector": detector,
+            "batch_size": batch_size,
+            "resolution": resolution,
+            "precision": precision,
+            "channels_last": channels_last,
+            "device": str(dev),
+            "frames": len(ds),
+            "num_workers": num_workers,
+            "torch_threads": torch.get_num_threads(),
+        }
+        n = min(len(ds), 224)
+        t0 = time.perf_counter()
+        for i in range(n):
+            ds[i]
+        out["getitem_samples_per_s"] = _rate(n, time.perf_counter() - t0)
+
+        def loader() -> DataLoader:
+            return DataLoader(
+                ds,
+                batch_size=batch_size,
+                sampler=TrainSampler(ds.labels, seed=0),
+                num_workers=num_workers,
+                collate_fn=collate,
+                drop_last=True,
+                pin_memory=dev.type == "cuda",
+                persistent_workers=False,
+            )
+
+        t0, seen = time.perf_counter(), 0
+        for batch in loader():
+            seen += len(batch["label"])
+        out["loader_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
+        if cache:
+            with tempfile.TemporaryDirectory(prefix="bench_cache_") as cache_dir:
+                ds.cache = PackedCache.build(ds, cache_dir, "bench")
+                t0 = time.perf_counter()
+                for i in range(n):
+                    ds[i]
+                out["getitem_cached_samples_per_s"] = _rate(n, time.perf_counter() - t0)
+                t0, seen = time.perf_counter(), 0
+                for batch in loader():
+                    seen += len(batch["label"])
+                out["loader_cached_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
+
+        amp = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        if channels_last:
+            model = model.to(memory_format=torch.channels_last)
+        opt = torch.optim.Adam(model.parameters(), lr=2e-4)
+        scaler = torch.amp.GradScaler(dev.type, enabled=precision == "fp16")
+        cfg = model.cfg
+
+        def step(batch: dict[str, Any]) -> None:
+            b = to_device(batch, dev, cfg.mean, cfg.std, channels_last)
+            with autocast(dev, amp):
+                loss = model.loss(b, model(b))["total"]
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+
+        model.train()
+        synth = collate([ds[i % len(ds)] for i in range(batch_size)])
+        for _ in range(warmup):
+            step(synth)
+        _sync(dev)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step(synth)
+        _sync(dev)
+        out["step_images_per_s"] = _rate(steps * batch_size, time.perf_counter() - t0)
+
+        t0, seen, done = time.perf_counter(), 0, 0
+        while done < steps:
+            for batch in loader():
+                step(batch)
+                seen += len(batch["label"])
+                done += 1
+                if done >= steps:
+                    break
+        _sync(dev)
+        out["train_images_per_s"] = _rate(seen, time.perf_counter() - t0)
+        out["loader_keeps_fraction"] = round(
+            out["train_images_per_s"] / out["step_images_per_s"], 3
+        )
+        return out
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def _sync(dev: torch.device) -> None:
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+__all__ = ["bench_train", "real_face_index"]
