@@ -44,7 +44,9 @@ def pixel_target(batch: dict[str, Any], size: tuple[int, int]) -> torch.Tensor:
     if target.ndim == 3:
         target = target.unsqueeze(1)
     if target.ndim != 4 or target.shape[0] != n or target.shape[1] != 1:
-        raise ValueError(f"batch key 'pixel_map' must be [B, 1, h, w] or [B, h, w] with B={n}, got {tuple(target.shape)}")
+        raise ValueError(
+            f"batch key 'pixel_map' must be [B, 1, h, w] or [B, h, w] with B={n}, got {tuple(target.shape)}"
+        )
     target = target.to(device=label.device, dtype=torch.float32)
     if not bool(((target >= 0) & (target <= 1)).all()):
         raise ValueError("batch key 'pixel_map' must hold values in [0, 1]")
@@ -93,14 +95,24 @@ class DeepPixBis(Detector):
     def __init__(self, cfg: DeepPixBisConfig) -> None:
         super().__init__(cfg)
         if not 0.0 <= cfg.pixel_weight <= 1.0:
-            raise ValueError(f"deeppixbis: model.pixel_weight must be in [0, 1], got {cfg.pixel_weight}")
+            raise ValueError(
+                f"deeppixbis: model.pixel_weight must be in [0, 1], got {cfg.pixel_weight}"
+            )
         self.map_side = densenet_map_side(cfg.input_size)
         if self.map_side < 1:
-            raise ValueError(f"deeppixbis: model.input_size {cfg.input_size} is too small (needs >= 16)")
+            raise ValueError(
+                f"deeppixbis: model.input_size {cfg.input_size} is too small (needs >= 16)"
+            )
         features = getattr(create_timm_backbone(cfg.backbone, cfg.pretrained), "features", None)
-        names = [name for name, _ in features.named_children()] if isinstance(features, nn.Sequential) else []
+        names = (
+            [name for name, _ in features.named_children()]
+            if isinstance(features, nn.Sequential)
+            else []
+        )
         if "transition2" not in names:
-            raise ValueError(f"deeppixbis: backbone {cfg.backbone!r} has no 'transition2' block (a DenseNet is needed)")
+            raise ValueError(
+                f"deeppixbis: backbone {cfg.backbone!r} has no 'transition2' block (a DenseNet is needed)"
+            )
         self.encoder = features[: names.index("transition2") + 1]
         channels = self.encoder.transition2.conv.out_channels
         self.dec = nn.Conv2d(channels, 1, kernel_size=1)
@@ -119,13 +131,17 @@ class DeepPixBis(Detector):
         binary_logit = self.linear(pixel_map.flatten(1)).squeeze(1)
         logits = score_logits(pixel_map.flatten(1).mean(1), binary_logit, self.cfg.score)
         feat = F.adaptive_avg_pool2d(enc, 1).flatten(1)
-        return self.outputs(logits, feat, map=pixel_map, map_logits=map_logits, binary_logit=binary_logit)
+        return self.outputs(
+            logits, feat, map=pixel_map, map_logits=map_logits, binary_logit=binary_logit
+        )
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``w * pixel BCE + (1 - w) * binary BCE`` with w = ``pixel_weight`` (0.5 in the paper)."""
         map_logits = out["map_logits"].float()
         target = pixel_target(batch, tuple(map_logits.shape[-2:]))
         pixel = F.binary_cross_entropy_with_logits(map_logits, target)
-        binary = F.binary_cross_entropy_with_logits(out["binary_logit"].float(), batch["label"].float())
+        binary = F.binary_cross_entropy_with_logits(
+            out["binary_logit"].float(), batch["label"].float()
+        )
         w = self.cfg.pixel_weight
         return {"total": w * pixel + (1.0 - w) * binary, "pixel_bce": pixel, "binary_bce": binary}

@@ -7,7 +7,7 @@ and in HSV, as normalised 10-bin histograms, concatenated into one 60-dimensiona
 (10 bins x 3 channels x 2 colour spaces). The codes are histogrammed over the image interior (the
 pixels whose whole circular neighbourhood lies inside the image), as the LBP operator of Ojala et
 al. is defined. HSV is OpenCV's full-range 8-bit conversion (``COLOR_RGB2HSV_FULL``: H, S and V
-each in 0..255). Classifier: an MLP of two fully connected layers (60 -> ``hidden`` -> 1) trained
+each in 0..255). Classifier: an MLP of two fully connected layers (60 -> ``hidden``, ReLU, -> 1) trained
 with binary cross-entropy (Adam, initial lr 1e-1, up to 1000 epochs: the ``train`` section of
 ``configs/detectors/lbp_mlp.yaml``).
 
@@ -34,7 +34,6 @@ own; DataLoader workers never see it because the model runs in the main process.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,18 +49,20 @@ from torch.nn import functional as F
 from detectors.base import Detector, DetectorConfig
 from detectors.registry import register_detector
 
-log = logging.getLogger(__name__)
-
 LBP_POINTS = 8
 LBP_RADIUS = 1
 LBP_BINS = LBP_POINTS + 2  # riu2 codes 0..P+1
 FEATURE_DIM = LBP_BINS * 3 * 2
 
 
-def lbp_histogram(channel: np.ndarray, points: int = LBP_POINTS, radius: int = LBP_RADIUS) -> np.ndarray:
+def lbp_histogram(
+    channel: np.ndarray, points: int = LBP_POINTS, radius: int = LBP_RADIUS
+) -> np.ndarray:
     """Normalised histogram of the riu2 LBP codes of one 8-bit channel, over the image interior."""
     if channel.ndim != 2 or min(channel.shape) <= 2 * radius:
-        raise ValueError(f"LBP needs a 2-D channel larger than {2 * radius} pixels, got shape {channel.shape}")
+        raise ValueError(
+            f"LBP needs a 2-D channel larger than {2 * radius} pixels, got shape {channel.shape}"
+        )
     codes = local_binary_pattern(channel, points, radius, method="uniform")
     inner = codes[radius:-radius, radius:-radius]
     hist = np.bincount(inner.astype(np.int64).ravel(), minlength=points + 2).astype(np.float32)
@@ -71,15 +72,20 @@ def lbp_histogram(channel: np.ndarray, points: int = LBP_POINTS, radius: int = L
 def lbp_features(rgb: np.ndarray) -> np.ndarray:
     """The 60-d colour LBP vector of one uint8 RGB image: R, G, B, then H, S, V histograms."""
     if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
-        raise ValueError(f"expected a uint8 HxWx3 RGB image, got dtype {rgb.dtype} shape {rgb.shape}")
+        raise ValueError(
+            f"expected a uint8 HxWx3 RGB image, got dtype {rgb.dtype} shape {rgb.shape}"
+        )
     hsv = cv2.cvtColor(rgb, cv2.COLOR_RGB2HSV_FULL)
     return np.concatenate([lbp_histogram(img[:, :, c]) for img in (rgb, hsv) for c in range(3)])
 
 
-def denormalise_to_uint8(image: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+def denormalise_to_uint8(
+    image: torch.Tensor, mean: Sequence[float], std: Sequence[float]
+) -> np.ndarray:
     """[B, 3, H, W] normalised tensor -> [B, H, W, 3] uint8 RGB (``x * std + mean`` in [0, 1])."""
-    x = image.detach().float().cpu().numpy()
-    x = x * np.asarray(std, np.float32).reshape(1, 3, 1, 1) + np.asarray(mean, np.float32).reshape(1, 3, 1, 1)
+    m = np.asarray(mean, np.float32).reshape(1, 3, 1, 1)
+    s = np.asarray(std, np.float32).reshape(1, 3, 1, 1)
+    x = image.detach().float().cpu().numpy() * s + m
     np.clip(x, 0.0, 1.0, out=x)
     x *= 255.0
     return np.ascontiguousarray(np.rint(x).astype(np.uint8).transpose(0, 2, 3, 1))
@@ -108,6 +114,7 @@ class LBPFeatureCache:
         return len(self._items)
 
     def clear(self) -> None:
+        """Drop every cached vector and reset the hit / miss counters."""
         self._items.clear()
         self.hits = self.misses = 0
 
@@ -171,7 +178,7 @@ class LBPMLP(Detector):
         rgb = denormalise_to_uint8(image, self.cfg.mean, self.cfg.std)
         n = rgb.shape[0]
         cols = [_as_list(batch.get(k), n) for k in ("dataset", "video_id", "frame")]
-        keys = list(zip(*cols)) if all(c is not None for c in cols) else [None] * n
+        keys = list(zip(*cols, strict=True)) if all(c is not None for c in cols) else [None] * n
         feats = np.stack([self.cache.features(rgb[i], keys[i]) for i in range(n)])
         return torch.from_numpy(feats).to(device=image.device, dtype=self.fc1.weight.dtype)
 
@@ -182,5 +189,7 @@ class LBPMLP(Detector):
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Binary cross-entropy on the attack logit (Sec. IV-C)."""
-        bce = F.binary_cross_entropy_with_logits(out["logits"][:, 1].float(), batch["label"].float())
+        bce = F.binary_cross_entropy_with_logits(
+            out["logits"][:, 1].float(), batch["label"].float()
+        )
         return {"total": bce, "bce": bce}

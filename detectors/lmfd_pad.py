@@ -96,7 +96,9 @@ class ChannelGate(nn.Module):
     def __init__(self, channels: int, reduction: int = 16) -> None:
         super().__init__()
         self.mlp = nn.Sequential(
-            nn.Linear(channels, channels // reduction), nn.ReLU(), nn.Linear(channels // reduction, channels)
+            nn.Linear(channels, channels // reduction),
+            nn.ReLU(),
+            nn.Linear(channels // reduction, channels),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -125,7 +127,9 @@ def resnet_stages(net: nn.Module, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
     return net.global_pool(deep), deep, mid, stem
 
 
-def focal_loss(logit: torch.Tensor, target: torch.Tensor, alpha: float, gamma: float) -> torch.Tensor:
+def focal_loss(
+    logit: torch.Tensor, target: torch.Tensor, alpha: float, gamma: float
+) -> torch.Tensor:
     """Binary focal loss (Lin et al. 2017): ``a_t (1 - p_t)^gamma BCE``; ``alpha`` weighs class 0."""
     bce = F.binary_cross_entropy_with_logits(logit, target, reduction="none")
     a_t = torch.where(target > 0.5, 1.0 - alpha, alpha)
@@ -165,8 +169,12 @@ class LMFDPAD(Detector):
         if cfg.input_size < 32:
             raise ValueError(f"lmfd_pad: model.input_size must be >= 32, got {cfg.input_size}")
         self.fad = FrequencyDecomposition(cfg.input_size)
-        self.freq_encoder = create_timm_backbone(cfg.backbone, cfg.pretrained, num_classes=0, in_chans=12, output_stride=16)
-        self.rgb_encoder = create_timm_backbone(cfg.backbone, cfg.pretrained, num_classes=0, output_stride=16)
+        self.freq_encoder = create_timm_backbone(
+            cfg.backbone, cfg.pretrained, num_classes=0, in_chans=12, output_stride=16
+        )
+        self.rgb_encoder = create_timm_backbone(
+            cfg.backbone, cfg.pretrained, num_classes=0, output_stride=16
+        )
         deep = 2 * self.rgb_encoder.num_features
         mid = 2 * self.rgb_encoder.layer2[-1].conv3.out_channels
         stem = 2 * self.rgb_encoder.conv1.out_channels
@@ -211,16 +219,24 @@ class LMFDPAD(Detector):
         feat = self.bn(self.linear1(torch.cat([f_pool, r_pool], 1)))
         binary_logit = self.cls(self.drop(feat)).squeeze(1)
         logits = score_logits(pixel_map.flatten(1).mean(1), binary_logit, self.cfg.score)
-        return self.outputs(logits, feat, map=pixel_map, map_logits=map_logits, binary_logit=binary_logit)
+        return self.outputs(
+            logits, feat, map=pixel_map, map_logits=map_logits, binary_logit=binary_logit
+        )
 
     def pixel_loss_weight(self) -> float:
         """The pixel loss weight for the current epoch (see :meth:`set_epoch`)."""
         if self.epoch is None:
             if self.training and not self._warned_epoch:
-                log.warning("lmfd_pad: set_epoch() was never called; the pixel-loss warm-up is skipped")
+                log.warning(
+                    "lmfd_pad: set_epoch() was never called; the pixel-loss warm-up is skipped"
+                )
                 self._warned_epoch = True
             return self.cfg.pixel_weight
-        return self.cfg.pixel_warmup_weight if self.epoch < self.cfg.pixel_warmup_epochs else self.cfg.pixel_weight
+        return (
+            self.cfg.pixel_warmup_weight
+            if self.epoch < self.cfg.pixel_warmup_epochs
+            else self.cfg.pixel_weight
+        )
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Binary focal (or BCE) loss + weighted pixel-wise Smooth-L1 (or MSE / BCE) loss."""

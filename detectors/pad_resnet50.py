@@ -48,5 +48,7 @@ class PadResNet50(Detector):
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """Binary cross-entropy on the attack logit."""
-        bce = F.binary_cross_entropy_with_logits(out["logits"][:, 1].float(), batch["label"].float())
+        bce = F.binary_cross_entropy_with_logits(
+            out["logits"][:, 1].float(), batch["label"].float()
+        )
         return {"total": bce, "bce": bce}

@@ -14,7 +14,6 @@ samples; the covariance uses the fast mid-rank algorithm of Sun & Xu (IEEE SPL 2
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,13 +21,13 @@ import numpy as np
 from scipy import stats
 
 from evaluation.metrics import (
-    MetricWarning,
     SingleClassError,
     _check,
     _need_both,
+    _rank,
+    _summarize,
     factorize,
     reduce_by_code,
-    summarize,
 )
 
 log = logging.getLogger(__name__)
@@ -79,18 +78,13 @@ def bootstrap_ci(
         y_true, y_score = reduce_by_code(y_true, y_score, codes, reduce)
         codes = np.arange(len(uniq))
     n_videos = len(uniq)
-    order = np.argsort(y_score)[::-1]
-    kwargs = {"threshold": threshold, "fpr_targets": fpr_targets, "order": order}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MetricWarning)
-        point = summarize(y_true, y_score, **kwargs)
-        rng = np.random.default_rng(seed)
-        reps = np.empty((n_boot, len(point)))
-        for b in range(n_boot):
-            counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
-            reps[b] = list(
-                summarize(y_true, y_score, sample_weight=counts[codes], **kwargs).values()
-            )
+    ranked = _rank(y_true, y_score, threshold)
+    point = _summarize(ranked, None, fpr_targets)
+    rng = np.random.default_rng(seed)
+    reps = np.empty((n_boot, len(point)))
+    for b in range(n_boot):
+        counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
+        reps[b] = list(_summarize(ranked, counts[codes].astype(np.float64), fpr_targets).values())
     alpha = (1.0 - confidence) / 2.0
     out: dict[str, Interval] = {}
     for j, name in enumerate(point):

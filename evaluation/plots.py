@@ -115,7 +115,7 @@ def radar_chart(
     title: str = "",
     limits: tuple[float, float] | None = None,
 ) -> list[Path]:
-    """Radar chart: one polygon per detector over the test sets (``{detector: {test_set: value}}``)."""
+    """Radar chart: one polygon per detector over the test sets (``{detector: {set: value}}``)."""
     axes_names = sorted({t for row in values.values() for t in row})
     if len(axes_names) < 3:
         raise ValueError(f"a radar chart needs at least 3 test sets, got {axes_names}")
@@ -221,9 +221,13 @@ def training_curves(
     families: dict[str, list[str]] = {}
     for tag in sorted(series):
         families.setdefault(tag.rsplit("/", 1)[-1].lower(), []).append(tag)
-    fig = Figure(figsize=(4.5 * len(families), 3.5), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(1, len(families)))
-    for ax, (family, tags) in zip(axes, families.items(), strict=True):
+    cols = min(3, len(families))
+    rows = -(-len(families) // cols)
+    fig = Figure(figsize=(4.5 * cols, 3.5 * rows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    for ax in axes[len(families) :]:
+        ax.set_axis_off()
+    for ax, (family, tags) in zip(axes, families.items(), strict=False):
         for tag in tags:
             steps, vals = series[tag]
             ax.plot(steps, vals, marker=".", label=tag)

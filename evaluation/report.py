@@ -61,7 +61,9 @@ def _render_item(item: Table | str | Path, base: Path) -> str:
         if not path.is_file():
             raise FileNotFoundError(f"report: image {path} not found")
         rel = Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
-        return f'<figure><img src="{html.escape(rel)}" alt="{html.escape(path.stem)}"><figcaption>{html.escape(path.stem)}</figcaption></figure>'
+        name = html.escape(path.stem)
+        img = f'<img src="{html.escape(rel)}" alt="{name}">'
+        return f"<figure>{img}<figcaption>{name}</figcaption></figure>"
     if path is not None and path.suffix.lower() in {".html", ".htm"}:
         if not path.is_file():
             raise FileNotFoundError(f"report: HTML fragment {path} not found")

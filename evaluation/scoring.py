@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.confidence import bootstrap_ci
+from evaluation.confidence import DeLongResult, bootstrap_ci, delong_test
 from evaluation.metrics import factorize, reduce_by_code, summarize
 from evaluation.predictions import Predictions
 
@@ -87,3 +87,38 @@ def evaluate_levels(
     return {
         level: evaluate_predictions(pred, level=level, codes=codes, **kwargs) for level in levels
     }
+
+
+def compare_auc(
+    pred_a: Predictions, pred_b: Predictions, level: str = "frame", reduce: str = "mean"
+) -> DeLongResult:
+    """DeLong's test of two detectors' AUCs on the frames (or videos) both predictions files
+    share, matched by video key and frame; a label mismatch between the files is an error."""
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    keys = []
+    for pred in (pred_a, pred_b):
+        vk = pred.video_key
+        keys.append(
+            vk
+            if level == "video"
+            else np.array([f"{k}#{f}" for k, f in zip(vk, pred.frame, strict=True)])
+        )
+    frames = []
+    for pred, k in zip((pred_a, pred_b), keys, strict=True):
+        if level == "video":
+            codes, uniq = factorize(k)
+            y, s = reduce_by_code(pred.label, pred.score, codes, reduce)
+        else:
+            uniq, first = np.unique(k, return_index=True)
+            if len(uniq) != len(k):
+                raise ValueError("a predictions file has the same video and frame twice")
+            y, s = pred.label[first], pred.score[first]
+        frames.append((uniq.astype(str), y, s))
+    (ka, ya, sa), (kb, yb, sb) = frames
+    common, ia, ib = np.intersect1d(ka, kb, return_indices=True)
+    if len(common) == 0:
+        raise ValueError("the two predictions files share no frames/videos")
+    if (ya[ia] != yb[ib]).any():
+        raise ValueError("the two predictions files disagree on labels of the same frames/videos")
+    return delong_test(ya[ia], sa[ia], sb[ib])

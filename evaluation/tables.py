@@ -75,6 +75,11 @@ class Table:
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     title: str = ""
+    highlight: set[tuple[int, int]] = field(default_factory=set)  # (row, column): best cells
+
+    def _cell(self, i: int, j: int, digits: int, bold: str, html: bool = False) -> str:
+        text = _esc(_fmt(self.rows[i][j], digits)) if html else _fmt(self.rows[i][j], digits)
+        return bold.format(text) if (i, j) in self.highlight else text
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
@@ -89,8 +94,15 @@ class Table:
 
     def to_markdown(self, digits: int = 4) -> str:
         head = "| " + " | ".join(self.columns) + " |"
-        rule = "|" + "|".join("---" if i < 1 else "---:" for i in range(len(self.columns))) + "|"
-        body = ["| " + " | ".join(_fmt(c, digits) for c in row) + " |" for row in self.rows]
+        numeric = [
+            all(isinstance(r[i], (int, float, np.number)) or _missing(r[i]) for r in self.rows)
+            for i in range(len(self.columns))
+        ]
+        rule = "|" + "|".join("---:" if num else "---" for num in numeric) + "|"
+        body = [
+            "| " + " | ".join(self._cell(i, j, digits, "**{}**") for j in range(len(row))) + " |"
+            for i, row in enumerate(self.rows)
+        ]
         return (
             "\n".join([f"**{self.title}**\n" if self.title else "", head, rule, *body]).lstrip()
             + "\n"
@@ -98,9 +110,14 @@ class Table:
 
     def to_html(self, digits: int = 4) -> str:
         cells = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
+        bold = "<b style='color:#c00'>{}</b>"
         rows = "".join(
-            "<tr>" + "".join(f"<td>{_esc(_fmt(c, digits))}</td>" for c in r) + "</tr>"
-            for r in self.rows
+            "<tr>"
+            + "".join(
+                f"<td>{self._cell(i, j, digits, bold, html=True)}</td>" for j in range(len(r))
+            )
+            + "</tr>"
+            for i, r in enumerate(self.rows)
         )
         caption = f"<caption>{_esc(self.title)}</caption>" if self.title else ""
         return f"<table>{caption}<thead><tr>{cells}</tr></thead><tbody>{rows}</tbody></table>"
@@ -241,9 +258,24 @@ def leaderboard(
         for values, avg, top in blocks:
             row += [*(float(v) for v in values[i]), float(avg[i]), int(top[i])]
         rows.append(row)
-    return Table(
-        columns, rows, title=f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k})"
-    )
+    title = f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k}; best in bold)"
+    return Table(columns, rows, title=title, highlight=_best_cells(rows, columns, higher, k))
+
+
+def _best_cells(
+    rows: list[list[Any]], columns: list[str], higher: bool, k: int
+) -> set[tuple[int, int]]:
+    """The best value of each test-set and average column (paper 002 Table 3 marks it in red)."""
+    best = set()
+    for j, name in enumerate(columns[2:], start=2):
+        if name.endswith(f"Top{k}"):
+            continue
+        col = np.array([r[j] for r in rows], dtype=np.float64)
+        if np.isnan(col).all():
+            continue
+        target = np.nanmax(col) if higher else np.nanmin(col)
+        best |= {(i, j) for i in np.flatnonzero(col == target)}
+    return best
 
 
 def cross_manipulation(
@@ -251,7 +283,7 @@ def cross_manipulation(
 ) -> dict[str, Table]:
     """Per detector, a train-set x test-set matrix of ``metric`` (paper 002, Figure 2).
 
-    Rows and columns are the ``methods`` found in the results (in that order); missing pairs are NaN.
+    Rows and columns are the ``methods`` found in the results (in that order); missing pairs: NaN.
     """
     per: dict[str, dict[tuple[str, str], float]] = {}
     for r in results:

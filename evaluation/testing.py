@@ -1,4 +1,4 @@
-"""The evaluation of ``scripts/test.py``: predict each test set, then metrics, tables, plots, report.
+"""The evaluation of ``scripts/test.py``: predict each test set; metrics, tables, plots, report.
 
 An evaluation folder holds::
 
@@ -221,7 +221,7 @@ def evaluate_prediction_files(
             f"Evaluation of {detector}",
             sections,
             extra_sections,
-            meta=info | {"settings": ""},
+            meta={k: v for k, v in info.items() if k != "settings"},
         )
     return per_set
 

@@ -60,6 +60,7 @@ class FaceConfig:
     upsample: int = 0
     detect_max_side: int | None = 640  # detect on a downscaled copy; null: full resolution
     retry_upsample: int = 1  # no face found: retry with up to this many more upsamplings
+    keep: Literal["largest", "all"] = "largest"  # all: every face (PAD images of several people)
 
     def __post_init__(self) -> None:
         if self.upsample < 0 or self.retry_upsample < 0:
@@ -113,5 +114,17 @@ class PreprocessConfig:
 
 
 def load_preprocess_config(*paths: str | Path, overrides: Any = ()) -> PreprocessConfig:
-    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides)."""
-    return load_config(PreprocessConfig, *paths, overrides=overrides)
+    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides).
+
+    The dataset module's ``options`` are checked here too, so a bad option fails at load time.
+    """
+    from configs.loader import ConfigError
+    from preprocessing.datasets import dataset_options
+
+    cfg = load_config(PreprocessConfig, *paths, overrides=overrides)
+    source = " + ".join(str(p) for p in paths) or "<defaults>"
+    try:
+        dataset_options(cfg.dataset.type, cfg.dataset.options, source)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return cfg

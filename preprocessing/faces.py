@@ -94,7 +94,9 @@ class FaceAnalyzer:
         self.upsample = upsample
         self.detect_max_side = detect_max_side or None
         if not isinstance(retry_upsample, int) or retry_upsample < 0:
-            raise ValueError(f"retry_upsample must be a non-negative integer, got {retry_upsample!r}")
+            raise ValueError(
+                f"retry_upsample must be a non-negative integer, got {retry_upsample!r}"
+            )
         self.retry_upsample = retry_upsample
 
     def detect(self, rgb: np.ndarray) -> list[Box]:

@@ -51,6 +51,7 @@ class RunSummary:
     frames_sampled: int = 0
     faces: int = 0
     seconds: float = 0.0
+    cpu_s: float = 0.0  # CPU seconds of the workers on the processed videos
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
 
     def to_json(self) -> dict[str, Any]:
@@ -153,6 +154,7 @@ def run_preprocess(
                 summary.timing[stage] += sec
             summary.frames_sampled += res.frames_sampled
             summary.faces += res.faces
+            summary.cpu_s += res.cpu_s
         summary.videos_done = len(records)
         summary.videos_skipped = sum(1 for r in results if r.reason)
         entries = [

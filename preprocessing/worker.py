@@ -46,7 +46,7 @@ class VideoResult:
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     frames_sampled: int = 0
     faces: int = 0
-    cached: bool = False
+    cpu_s: float = 0.0  # CPU time of the worker on this item (robust to a busy machine)
 
 
 def read_record(video_dir: Path, fingerprint: str) -> dict[str, Any] | None:
@@ -98,6 +98,7 @@ def _write_image(path: Path, image: np.ndarray, params: list[int]) -> None:
 def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> VideoResult:
     """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``)."""
     result = VideoResult(key=item.key)
+    cpu0 = time.process_time()
     try:
         _process(item, cfg, video_dir, result)
     except MediaReadError as exc:
@@ -107,6 +108,7 @@ def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> Vi
         result.reason = f"{type(exc).__name__}: {exc}"
     if result.reason:
         result.record = None
+    result.cpu_s = time.process_time() - cpu0
     return result
 
 
@@ -144,7 +146,8 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     result.frames_sampled = len(frames)
 
     analyzer = _analyzer(cfg)
-    found: list[tuple[int, np.ndarray]] = []
+    every_face = cfg.face.keep == "all"
+    found: list[tuple[int, int, np.ndarray]] = []  # (frame number, face rank, landmarks)
     for i in sorted(frames):
         t0 = time.perf_counter()
         boxes = analyzer.detect(frames[i])
@@ -153,22 +156,25 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
             result.skipped_frames.append({"frame": i, "reason": "no face"})
             continue
         t0 = time.perf_counter()
-        found.append((i, analyzer.landmarks(frames[i], boxes[0])))
+        for k, box in enumerate(boxes if every_face else boxes[:1]):
+            found.append((i, k, analyzer.landmarks(frames[i], box)))
         t["landmarks"] += time.perf_counter() - t0
     result.faces = len(found)
     if not found:
         raise MediaReadError(f"{item.path}: no face in any of the {len(frames)} sampled frames")
-    smoothed = _smooth([lm for _, lm in found], cfg.align.smooth_window)
+    landmarks = [lm for _, _, lm in found]
+    if not every_face:  # smoothing follows one face through time
+        landmarks = _smooth(landmarks, cfg.align.smooth_window)
 
     masks: dict[int, np.ndarray] | None = None
     if item.mask is not None:
         t0 = time.perf_counter()
         try:
-            masks = read_frames(item.mask, [i for i, _ in found], gray=True)
+            masks = read_frames(item.mask, sorted({i for i, _, _ in found}), gray=True)
         except MediaReadError as exc:
             result.notes.append(f"mask unreadable ({exc}); no masks for this video")
             logger.warning("%s: mask unreadable: %s", item.path, exc)
-        if masks is not None and len(masks) < len(found):
+        if masks is not None and any(i not in masks for i, _, _ in found):
             result.notes.append("mask video shorter than the video; no masks for this video")
             logger.warning("%s: mask video %s is too short", item.path, item.mask)
             masks = None
@@ -179,7 +185,7 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(dir=video_dir.parent, prefix=f".{video_dir.name}.tmp-"))
     try:
-        record = _write(cfg, frames, found, smoothed, masks, tmp, t)
+        record = _write(cfg, frames, found, landmarks, masks, tmp, t)
         record["num_source_frames"] = total
         record["skipped_frames"] = result.skipped_frames
         (tmp / RECORD).write_text(json.dumps(record), encoding="utf-8")
@@ -195,8 +201,8 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
 def _write(
     cfg: PreprocessConfig,
     frames: dict[int, np.ndarray],
-    found: list[tuple[int, np.ndarray]],
-    smoothed: list[np.ndarray],
+    found: list[tuple[int, int, np.ndarray]],
+    landmarks: list[np.ndarray],
     masks: dict[int, np.ndarray] | None,
     tmp: Path,
     t: dict[str, float],
@@ -213,7 +219,7 @@ def _write(
         "masks": [] if masks is not None else None,
         "frame_indices": [],
     }
-    for (i, _), lm in zip(found, smoothed, strict=True):
+    for (i, k, _), lm in zip(found, landmarks, strict=True):
         t0 = time.perf_counter()
         crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
         mask = None
@@ -221,7 +227,7 @@ def _write(
             mask = warp_mask(masks[i], matrix, size, cfg.output.mask_threshold)
         t["align"] += time.perf_counter() - t0
         t0 = time.perf_counter()
-        name = f"{i:03d}"
+        name = f"{i:03d}_{k}" if cfg.face.keep == "all" else f"{i:03d}"
         _write_image(tmp / "frames" / f"{name}{suffix}", crop, params)
         np.save(tmp / "landmarks" / f"{name}.npy", crop_lm.astype(np.float32))
         record["frames"].append(f"frames/{name}{suffix}")

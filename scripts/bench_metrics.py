@@ -26,7 +26,9 @@ def synthetic(n_videos: int, frames: int, seed: int) -> Predictions:
     methods = np.array(
         ["real", "Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures"], dtype=object
     )
-    m = np.arange(n_videos) % len(methods)  # video i: method i % 5, id i // 5 (ids repeat across methods)
+    m = np.arange(n_videos) % len(
+        methods
+    )  # video i: method i % 5, id i // 5 (repeats across methods)
     video = np.repeat(np.arange(n_videos), frames)
     label = (m > 0).astype(np.int64)[video]
     score = 1 / (

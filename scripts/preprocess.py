@@ -7,6 +7,8 @@ Example::
     python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml \
         --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID
     python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml --index-only
+    python scripts/preprocess.py --import-deepfakebench FaceForensics++.json \
+        --data-root /data/deepfakebench --out datasets/FF-c23.json
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from configs.loader import ConfigError  # noqa: E402
 from preprocessing.config import load_preprocess_config  # noqa: E402
 from preprocessing.datasets import DatasetLayoutError  # noqa: E402
+from preprocessing.datasets.deepfakebench import import_deepfakebench_json, rebase_index  # noqa: E402
+from preprocessing.index import DatasetIndexError, write_index  # noqa: E402
 from preprocessing.pipeline import run_preprocess  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", required=True, action="append", help="YAML (repeatable)")
+    parser.add_argument("--config", action="append", help="YAML (repeatable)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     parser.add_argument("--num-shards", type=int, default=1)
@@ -37,7 +41,19 @@ def main(argv: list[str] | None = None) -> int:
         "--index-only", action="store_true", help="write the index, process nothing"
     )
     parser.add_argument("--no-progress", action="store_true")
+    dfb = parser.add_argument_group("import a DeepfakeBench JSON instead of preprocessing")
+    dfb.add_argument("--import-deepfakebench", type=Path, metavar="JSON")
+    dfb.add_argument("--data-root", type=Path, help="folder the JSON's frame paths start from")
+    dfb.add_argument("--out", type=Path, help="index to write (inside --data-root or above it)")
+    dfb.add_argument("--compression", default="c23")
+    dfb.add_argument("--strip-prefix", help="leading path to remove from the JSON's frame paths")
     args = parser.parse_args(argv)
+    if args.import_deepfakebench:
+        if not (args.data_root and args.out):
+            parser.error("--import-deepfakebench needs --data-root and --out")
+        return _import(args)
+    if not args.config:
+        parser.error("--config is required")
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -56,6 +72,21 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("preprocess").error("%s", exc)
         return 2
     print(json.dumps(summary.to_json(), indent=1))
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    try:
+        index = import_deepfakebench_json(
+            args.import_deepfakebench, args.data_root, compression=args.compression,
+            strip_prefix=args.strip_prefix,
+        )  # fmt: skip
+        rebase_index(index, args.out.parent)
+        write_index(index, args.out)
+    except (DatasetLayoutError, DatasetIndexError, ValueError) as exc:
+        logging.getLogger("preprocess").error("%s", exc)
+        return 2
+    print(json.dumps({"index": str(args.out), "videos": len(index.videos)}))
     return 0
 
 

@@ -5,6 +5,7 @@
   scripts/test.py --detector NAME --weights FILE [--model-config YAML] --test-data ...
   scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
+  scripts/test.py --compare A.csv B.csv     (DeLong's test of two detectors' AUCs, JSON)
 
 Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.testing).
 """
@@ -12,6 +13,7 @@ Settings: configs/test/default.yaml < --config FILE < --set key=value (see evalu
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -34,6 +36,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     src.add_argument(
         "--leaderboard", nargs="+", type=Path, metavar="EVAL_DIR", help="join evaluation folders"
+    )
+    src.add_argument(
+        "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
     )
     p.add_argument("--weights", default="best", help="best | last | path to a .pt file")
     p.add_argument(
@@ -95,6 +100,16 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append(f"data_root={args.data_root}")
     cfg = testing.load_test_config(*args.config, overrides=overrides)
     extra = _sections(args.section)
+    if args.compare:
+        from dataclasses import asdict
+
+        from evaluation.predictions import read_predictions
+        from evaluation.scoring import compare_auc
+
+        a, b = (read_predictions(p) for p in args.compare)
+        result = {lvl: asdict(compare_auc(a, b, lvl, cfg.reduce)) for lvl in cfg.levels}
+        print(json.dumps(result, indent=2))
+        return 0
     if args.leaderboard:
         out = args.out or Path("leaderboard")
         testing.build_leaderboard(

@@ -23,6 +23,7 @@ from configs import ConfigError  # noqa: E402
 from preprocessing.index import DatasetIndexError  # noqa: E402
 from training.checkpoint import CheckpointError  # noqa: E402
 from training.config import load_train_config  # noqa: E402
+from training.data import TrainDataError  # noqa: E402
 from training.trainer import NonFiniteLossError, Trainer  # noqa: E402
 
 
@@ -75,7 +76,13 @@ def main(argv: list[str] | None = None) -> int:
             cfg = load_train_config(args.detector, *args.config, overrides=overrides)
             trainer = Trainer(cfg)
         run_dir = trainer.fit()
-    except (ConfigError, DatasetIndexError, CheckpointError, NonFiniteLossError) as exc:
+    except (
+        ConfigError,
+        DatasetIndexError,
+        TrainDataError,
+        CheckpointError,
+        NonFiniteLossError,
+    ) as exc:
         log.error("%s", exc)
         return 2
     log.info("run directory: %s", run_dir)

@@ -208,3 +208,15 @@ def test_nearest_landmarks_needs_two_videos(obama):
     entries = [Partner("v", Path(f"{i}.png"), Path(f"{i}.npy")) for i in range(2)]
     with pytest.raises(BlendingError, match="at least 2 videos"):
         NearestLandmarks.build(entries, np.stack([a, a]), k=5)
+
+
+def test_nearest_landmarks_unwritable_cache_is_logged(tmp_path, obama, biden, caplog):
+    _, a = obama
+    _, b = biden
+    path = _write_index(tmp_path, {"v0": [a], "v1": [b]})
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("x")
+    with caplog.at_level("WARNING"):
+        table = NearestLandmarks.from_index(path, k=5, cache_dir=blocker / "sub")
+    assert "cannot write cache" in caplog.text
+    assert table.table.shape == (2, 1) and table.entries[table.table[0, 0]].video == "real/v1"

@@ -30,7 +30,11 @@ from detectors.lbp_mlp import FEATURE_DIM, LBPFeatureCache, lbp_features, lbp_hi
 from detectors.lmfd_pad import FrequencyDecomposition, band_mask, dct_matrix, fad_bands, focal_loss
 
 PAD_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pad" / "silent_face"
-PAD_PHOTOS = [("image_T1.jpg", 0, "bona_fide"), ("image_F1.jpg", 1, "print"), ("image_F2.jpg", 1, "replay")]
+PAD_PHOTOS = [
+    ("image_T1.jpg", 0, "bona_fide"),
+    ("image_F1.jpg", 1, "print"),
+    ("image_F2.jpg", 1, "replay"),
+]
 PAD_NAMES = ["lbp_mlp", "pad_resnet50", "deeppixbis", "lmfd_pad"]
 IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
 
@@ -105,13 +109,20 @@ def test_lbp_features_match_direct_computation(pad_crops) -> None:
 def test_lbp_uses_the_denormalised_image(pad_crops) -> None:
     model = build_detector("lbp_mlp", mean=IMAGENET[0], std=IMAGENET[1], cache_size=0)
     feats = model.lbp({"image": normalise(pad_crops, *IMAGENET)})
-    np.testing.assert_allclose(feats.numpy(), np.stack([lbp_features(c) for c in pad_crops]), atol=1e-6)
+    np.testing.assert_allclose(
+        feats.numpy(), np.stack([lbp_features(c) for c in pad_crops]), atol=1e-6
+    )
 
 
 def test_lbp_cache_reuses_only_identical_pixels(pad_crops) -> None:
     model = build_detector("lbp_mlp", input_size=224)
     image = normalise(pad_crops, model.cfg.mean, model.cfg.std)
-    batch = {"image": image, "dataset": ["pad"] * 3, "video_id": ["a", "b", "c"], "frame": torch.tensor([0, 0, 5])}
+    batch = {
+        "image": image,
+        "dataset": ["pad"] * 3,
+        "video_id": ["a", "b", "c"],
+        "frame": torch.tensor([0, 0, 5]),
+    }
     first = model.lbp(batch)
     assert (model.cache.hits, model.cache.misses, len(model.cache)) == (0, 3, 3)
     torch.testing.assert_close(model.lbp(batch), first)
@@ -120,7 +131,9 @@ def test_lbp_cache_reuses_only_identical_pixels(pad_crops) -> None:
     changed = dict(batch, image=image.flip(-1))
     flipped = model.lbp(changed)
     assert model.cache.misses == 6
-    np.testing.assert_allclose(flipped[1].numpy(), lbp_features(np.ascontiguousarray(pad_crops[1][:, ::-1])), atol=1e-6)
+    np.testing.assert_allclose(
+        flipped[1].numpy(), lbp_features(np.ascontiguousarray(pad_crops[1][:, ::-1])), atol=1e-6
+    )
     assert len(model.cache) == 3  # entries replaced, keyed on (dataset, video_id, frame)
     # Without ids the content is the key.
     model.lbp({"image": image})
@@ -134,6 +147,8 @@ def test_lbp_cache_is_bounded_and_can_be_disabled() -> None:
     for i, img in enumerate(imgs):
         cache.features(img, key=i)
     assert len(cache) == 2 and 0 not in cache._items
+    cache.clear()
+    assert len(cache) == 0 and cache.hits == cache.misses == 0
     off = LBPFeatureCache(max_items=0)
     off.features(imgs[0], key=0)
     off.features(imgs[0], key=0)
@@ -202,7 +217,13 @@ def small_deeppixbis() -> nn.Module:
 
 
 def test_deeppixbis_map_side(small_deeppixbis, real_size) -> None:
-    assert {s: densenet_map_side(s) for s in (16, 64, 100, 224, 225)} == {16: 1, 64: 4, 100: 6, 224: 14, 225: 14}
+    assert {s: densenet_map_side(s) for s in (16, 64, 100, 224, 225)} == {
+        16: 1,
+        64: 4,
+        100: 6,
+        224: 14,
+        225: 14,
+    }
     for model, size in ((small_deeppixbis, 64), (real_size["deeppixbis"], 224)):
         with torch.no_grad():
             out = model.eval()({"image": torch.randn(1, 3, size, size)})
@@ -216,7 +237,9 @@ def test_pixel_target_shapes_and_fairswap_patch() -> None:
     assert derived.shape == (2, 1, 14, 14)
     assert derived[0].eq(0).all() and derived[1].eq(1).all()
     given = torch.rand(2, 14, 14)
-    torch.testing.assert_close(pixel_target({"label": label, "pixel_map": given}, (14, 14)), given.unsqueeze(1))
+    torch.testing.assert_close(
+        pixel_target({"label": label, "pixel_map": given}, (14, 14)), given.unsqueeze(1)
+    )
     # A 64x64 attack patch at (top 40, left 48) in a 224x224 bona fide map: 16-pixel cells.
     full = torch.zeros(2, 1, 224, 224)
     full[0, :, 40:104, 48:112] = 1.0
@@ -283,7 +306,9 @@ def test_deeppixbis_scores(small_deeppixbis) -> None:
     p_bin = torch.sigmoid(outs["map"]["binary_logit"])
     torch.testing.assert_close(outs["map"]["prob"], mean_map, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(outs["binary"]["prob"], p_bin, rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(outs["combined"]["prob"], (mean_map + p_bin) / 2, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(
+        outs["combined"]["prob"], (mean_map + p_bin) / 2, rtol=1e-5, atol=1e-6
+    )
 
 
 def test_deeppixbis_bad_config_and_input(small_deeppixbis) -> None:
@@ -384,7 +409,10 @@ def test_lmfd_loss_terms_and_epoch_schedule(small_lmfd) -> None:
         alt = model.loss(batch, out)
     finally:
         model.cfg.binary_loss, model.cfg.pixel_loss = "focal", "smooth_l1"
-    torch.testing.assert_close(alt["binary"], nn.functional.binary_cross_entropy_with_logits(out["binary_logit"], label.float()))
+    torch.testing.assert_close(
+        alt["binary"],
+        nn.functional.binary_cross_entropy_with_logits(out["binary_logit"], label.float()),
+    )
     torch.testing.assert_close(alt["pixel"], nn.functional.mse_loss(out["map"], target))
 
 
@@ -419,15 +447,23 @@ def test_parameter_counts_at_224_match_the_authors_layouts(real_size) -> None:
     trunk = tv_resnet50 - (2048 * 1000 + 1000)
     assert param_count(real_size["lbp_mlp"]) == 60 * 64 + 64 + 64 + 1 == 3_969
     assert param_count(real_size["pad_resnet50"]) == trunk + 2048 + 1 == 23_510_081
-    assert param_count(real_size["deeppixbis"]) == 3_198_144 + (384 + 1) + (14 * 14 + 1) == 3_198_726
+    assert (
+        param_count(real_size["deeppixbis"]) == 3_198_144 + (384 + 1) + (14 * 14 + 1) == 3_198_726
+    )
     lmfd = (
         4 * 224 * 224  # learnable filters
-        + trunk + (12 - 3) * 64 * 7 * 7  # frequency stream: 12-channel first convolution
+        + trunk
+        + (12 - 3) * 64 * 7 * 7  # frequency stream: 12-channel first convolution
         + trunk  # RGB stream
         + (4096 * 256 + 256 + 256 * 4096 + 4096)  # channel gate
-        + 2 * 5 * 5 + 2 * 7 * 7  # spatial gates
-        + 5248 * 1024 * 9 + 2 * 1024 + 1024 * 9  # map head
-        + 4096 * 1024 + 2 * 1024 + 1024  # binary head
+        + 2 * 5 * 5
+        + 2 * 7 * 7  # spatial gates
+        + 5248 * 1024 * 9
+        + 2 * 1024
+        + 1024 * 9  # map head
+        + 4096 * 1024
+        + 2 * 1024
+        + 1024  # binary head
     )
     assert param_count(real_size["lmfd_pad"]) == lmfd == 101_920_852
 
@@ -447,7 +483,42 @@ def test_real_pad_photos_through_preprocessing_and_every_detector(pad_crops, rea
             out = model(batch)
             losses = model.loss(batch, out)
         assert out["logits"].shape == (3, 2) and out["prob"].shape == (3,), name
-        assert torch.isfinite(out["prob"]).all() and ((out["prob"] >= 0) & (out["prob"] <= 1)).all(), name
+        assert (
+            torch.isfinite(out["prob"]).all() and ((out["prob"] >= 0) & (out["prob"] <= 1)).all()
+        ), name
         assert math.isfinite(losses["total"].item()), name
         if name in ("deeppixbis", "lmfd_pad"):
             assert out["map"].shape == (3, 1, 14, 14), name
+
+
+# ------------------------------------------------------------------ training settings
+
+
+@pytest.mark.parametrize("name", PAD_NAMES)
+def test_configs_carry_the_paper_iv_c_settings(name: str) -> None:
+    """Sec. IV-C: 20 frames per video, 224x224, oversampling to ~1:1; the CNNs with flip,
+    rotation and colour jitter, early stopping (patience 20, at most 100 epochs); LBP-MLP with
+    Adam, lr 1e-1 and at most 1000 epochs. Validated by the trainer's own config loader."""
+    from training.config import load_train_config
+
+    cfg = load_train_config(name)
+    t = cfg.train
+    assert (t.resolution, t.frame_num, t.test_frame_num, t.sampler) == (
+        224,
+        20,
+        20,
+        "class_balanced",
+    )
+    assert cfg.model["input_size"] == 224
+    if name == "lbp_mlp":
+        assert (t.optimizer.name, t.optimizer.lr, t.epochs) == ("adam", 0.1, 1000)
+        assert not t.augment.enabled
+    else:
+        assert (t.epochs, t.patience) == (100, 20)
+        a = t.augment
+        assert (
+            a.enabled and a.hflip.p > 0 and a.rotate.p > 0 and a.rotate.limit > 0 and a.color.p > 0
+        )
+        assert a.blur.p == 0 and a.jpeg.p == 0  # not in the PAD papers' augmentation lists
+    if name in ("deeppixbis", "lmfd_pad"):
+        assert t.pixel_map_size == 14

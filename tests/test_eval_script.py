@@ -195,3 +195,15 @@ def test_script_errors(setup, tmp_path, capsys) -> None:
         s.main(["--run", str(run), "--out", str(tmp_path / "x")])
     with pytest.raises(Exception, match="--name"):
         s.main(["--predictions", "a=b.csv"])
+
+
+def test_compare_mode(setup, tmp_path, capsys) -> None:
+    _, data, run, _ = setup
+    src = run / "eval" / "best" / "predictions" / "tiny.csv"
+    if not src.is_file():  # standalone run of this test
+        args = ["--test-data", "tiny", "--set", "n_boot=0", "--set", "plots=false"]
+        script().main(["--run", str(run), *args])
+    assert script().main(["--compare", str(src), str(src)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"frame", "video"}
+    assert out["frame"]["diff"] == 0 and out["frame"]["p_value"] == 1.0

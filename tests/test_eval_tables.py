@@ -26,7 +26,8 @@ AUCS = {
     "ucf": {"FF-c23": 1.00, "FF-DF": 0.75, "CDFv2": 1.00, "DFD": 0.75, "UADFV": 1.00},
     "f3net": {"FF-c23": 0.75, "FF-DF": 0.50, "CDFv2": 0.75, "DFD": 0.50, "UADFV": 0.50},
 }
-# hand-computed Table 3 rows: within (FF-c23, FF-DF, avg, top3), cross (CDFv2, DFD, UADFV, avg, top3)
+# hand-computed Table 3 rows: within (FF-c23, FF-DF, avg, top3),
+# cross (CDFv2, DFD, UADFV, avg, top3)
 EXPECTED = [
     ["Naive", "meso4", 0.50, 0.75, 0.625, 1, 0.50, 0.25, 0.75, 0.5, 1],
     ["Naive", "xception", 1.00, 1.00, 1.0, 2, 0.75, 0.50, 1.00, 0.75, 3],
@@ -94,6 +95,10 @@ def test_leaderboard_from_fake_runs_matches_hand_computed(tmp_path: Path) -> Non
         assert g[2:] == pytest.approx(e[2:])
     md = (out / "leaderboard_frame_auc.md").read_text()
     assert "| Naive | meso4 | 0.5000 | 0.7500 | 0.6250 | 1 |" in md
+    # best per column in bold (ties too), Top3 columns never
+    assert "| Naive | xception | **1.0000** | **1.0000** | **1.0000** | 2 |" in md
+    assert "| Spatial | ucf | **1.0000** | 0.7500 | 0.8750 | 2 | **1.0000** | **0.7500** |" in md
+    assert "|---|---|---:|" in md
     csv_lines = (out / "leaderboard_frame_auc.csv").read_text().splitlines()
     assert csv_lines[0].startswith("Type,Detector,FF-c23") and len(csv_lines) == 5
     assert (out / "leaderboard_frame_eer.json").is_file()
@@ -195,6 +200,8 @@ def test_table_formats(tmp_path: Path) -> None:
     t = Table(["a", "b"], [["x<y", 0.123456], ["z", float("nan")]], title="T")
     assert "| x<y | 0.1235 |" in t.to_markdown() and "| z | - |" in t.to_markdown()
     assert "x&lt;y" in t.to_html()
+    t.highlight = {(0, 1)}
+    assert "**0.1235**" in t.to_markdown() and "<b style='color:#c00'>0.1235</b>" in t.to_html()
     assert t.to_csv() == "a,b\nx<y,0.123456\nz,\n"
     paths = t.write(tmp_path / "sub" / "t")
     assert [p.suffix for p in paths] == [".csv", ".md", ".json"]

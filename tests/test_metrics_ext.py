@@ -131,7 +131,7 @@ def test_choose_threshold() -> None:
     y = [0, 0, 1, 1]
     s = [0.1, 0.6, 0.4, 0.9]
     assert M.choose_threshold(y, s, "eer") == M.eer(y, s)[1]
-    # Youden: threshold 0.9 gives TPR .5 FPR 0; 0.4 gives TPR 1 FPR .5; 0.6 gives .5/.5 -> 0.9 (J = .5, first)
+    # Youden J = TPR - FPR: 0.9 -> .5 - 0; 0.6 -> .5 - .5; 0.4 -> 1 - .5; the first maximum is 0.9
     assert M.choose_threshold(y, s, "youden") == 0.9
     assert M.choose_threshold([0, 0, 1, 1], [0.1, 0.2, 0.7, 0.8], "youden") == 0.7
 
@@ -308,3 +308,38 @@ def test_reduce_by_code_equals_video_scores_and_checks_input() -> None:
         M.reduce_by_code(y[:2], s[:2], np.array([0, 2]))
     with pytest.raises(ValueError, match="different labels"):
         M.reduce_by_code(np.array([0, 1]), s[:2], np.array([0, 0]))
+
+
+def test_compare_auc_aligns_two_predictions_files() -> None:
+    from evaluation.scoring import compare_auc
+
+    y, s, vid = _frames(40, 3, seed=12)
+    frame = np.tile(np.arange(3), 40)
+    rng = np.random.default_rng(0)
+    method = np.where(y, "DF", "real")
+
+    def pred(rows, score):
+        return Predictions(
+            dataset=["D"] * len(rows),
+            video_id=vid[rows],
+            frame=frame[rows],
+            label=y[rows],
+            score=score[rows],
+            method=method[rows],
+        )
+
+    other = np.clip(s + rng.normal(0, 0.3, len(s)), 0, 1)
+    perm = rng.permutation(len(y))
+    a = pred(np.arange(len(y)), s)
+    b = pred(perm[:-5], other)  # shuffled, 5 frames missing
+    res = compare_auc(a, b)
+    shared = np.sort(perm[:-5])  # reference: DeLong on the frames both files have
+    ref = delong_test(y[shared], s[shared], other[shared])
+    assert res.auc_a == pytest.approx(ref.auc_a) and res.auc_b == pytest.approx(ref.auc_b)
+    assert res.z == pytest.approx(ref.z) and res.p_value == pytest.approx(ref.p_value)
+    video = compare_auc(a, b, level="video")
+    assert video.auc_a == pytest.approx(M.auc(*M.video_scores(y, s, vid)[:2]))
+    bad = pred(np.arange(len(y)), s)
+    bad.label = 1 - bad.label
+    with pytest.raises(ValueError, match="disagree"):
+        compare_auc(a, bad)

@@ -79,7 +79,7 @@ def test_cnn_detector_agrees_with_hog():
 
 
 def test_retry_upsample_finds_small_faces():
-    frame = cv2.resize(load_rgb(FACES / "obama-240p.jpg"), None, fx=0.35, fy=0.35)
+    frame = cv2.resize(load_rgb(FACES / "obama-240p.jpg"), None, fx=0.5, fy=0.5)
     assert FaceAnalyzer(upsample=0).detect(frame) == []
     (box,) = FaceAnalyzer(upsample=0, retry_upsample=1).detect(frame)
     assert box == FaceAnalyzer(upsample=1).detect(frame)[0]

@@ -251,6 +251,7 @@ def test_fixed_stride_on_the_real_video(tmp_path):
             f"output.root={tmp_path / 'out'}",
             "sampling.mode=fixed_stride",
             "sampling.stride=100",
+            "face.retry_upsample=0",
             "align.size=64",
         ]  # fmt: skip
     )
@@ -299,3 +300,22 @@ def test_config_errors_name_the_key(ff_raw, tmp_path, override, message):
     with pytest.raises(ConfigError, match=message):
         cfg = config(ff_raw, tmp_path, **dict([override.split("=")]))
         run_preprocess(cfg, workers=1, progress=False)
+
+
+def test_all_faces_option_on_a_photo_of_two_people(tmp_path):
+    raw = tmp_path / "raw"
+    (raw / "real").mkdir(parents=True)
+    shutil.copy(DATA / "faces" / "face_recognition" / "two_people.jpg", raw / "real" / "two.jpg")
+    base = [
+        "dataset.name=two", "dataset.type=generic", f"dataset.root={raw}",
+        f"output.root={tmp_path / 'out'}", "align.size=64", "face.upsample=1",
+    ]  # fmt: skip
+    run_preprocess(load_preprocess_config(overrides=base), workers=1, progress=False)
+    assert len(read_index(tmp_path / "out" / "two.json").videos[0].frames) == 1
+    cfg = load_preprocess_config(overrides=base + ["face.keep=all"])
+    run_preprocess(cfg, workers=1, progress=False)
+    (v,) = read_index(tmp_path / "out" / "two.json", check_files=True).videos
+    assert [Path(f).name for f in v.frames] == ["000_0.png", "000_1.png"]
+    assert v.frame_indices == [0, 0]
+    a, b = (np.load(read_index(tmp_path / "out" / "two.json").resolve(p)) for p in v.landmarks)
+    assert a.shape == b.shape == (68, 2)

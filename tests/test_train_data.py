@@ -295,3 +295,49 @@ def test_packed_cache_gives_the_same_samples(index, tmp_path: Path) -> None:
 def test_shipped_train_configs_load(path: Path) -> None:
     cfg = load_train_config("meso4", path)
     assert cfg.data.train_data
+
+
+def test_persistent_workers_follow_the_epoch(index) -> None:
+    from torch.utils.data import DataLoader
+
+    from training.data import worker_init
+
+    ds = _ds(index, augment=build_augment(AugmentConfig(), 32), train=True)
+    sampler = TrainSampler(ds.labels, seed=5, tag_epoch=True)
+    loader = DataLoader(
+        ds,
+        batch_size=8,
+        sampler=sampler,
+        num_workers=2,
+        collate_fn=collate,
+        persistent_workers=True,
+        worker_init_fn=worker_init,
+    )
+    images = []
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        (batch,) = list(loader)
+        expected = collate([ds[(epoch, i)] for i in sampler.epoch_indices()])
+        assert torch.equal(batch["image"], expected["image"])
+        images.append(batch["image"])
+    assert not torch.equal(images[0], images[1])
+
+
+def test_dataset_errors_name_the_problem(index, tmp_path: Path) -> None:
+    from training.data import TrainDataError
+
+    with pytest.raises(TrainDataError, match="unknown batch keys \\['depth'\\]"):
+        _ds(index, {"depth"})
+    with pytest.raises(TrainDataError, match="one blend generator"):
+        _ds(index, {"blend:sbi", "blend:fwa"}, train=True)
+    bare = read_index(
+        make_index(tmp_path, "bare", n_real=1, n_fake=1, frames=1, size=16, splits=("train",))
+    )
+    for v in bare.videos:
+        v.landmarks = None
+    with pytest.raises(
+        TrainDataError, match="landmarks but 2 videos have none, e.g. bare:real/train000"
+    ):
+        _ds(bare, {"landmarks"})
+    with pytest.raises(TrainDataError, match="split 'val' of dataset\\(s\\) bare has no videos"):
+        _ds(bare, split="val")

@@ -79,6 +79,18 @@ class TinySBI(TinyMask):
     requires = frozenset({"blend:sbi", "mask", "landmarks", "method_label"})
 
 
+@register_detector("_tiny_xray")
+class TinyXray(TinyLinear):
+    requires = frozenset({"blend:xray"})
+
+    def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        xray = batch["xray"]
+        assert xray.shape[1] == 1 and float(xray.min()) >= 0 and float(xray.max()) <= 1
+        fake = batch["label"] == 1
+        assert float(xray[~fake].abs().sum()) == 0 and float(xray[fake].sum()) > 0
+        return super().loss(batch, out)
+
+
 @register_detector("_tiny_dropout")
 class TinyDropout(TinyLinear):
     """Dropout draws from the global RNG, so an exact resume must restore it."""
@@ -211,9 +223,9 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(
     assert all(torch.isfinite(v).all() for v in last["model"].values())
 
 
-@pytest.mark.parametrize("detector", ["_tiny_mask", "_tiny_pairs", "_tiny_sbi"])
+@pytest.mark.parametrize("detector", ["_tiny_mask", "_tiny_pairs", "_tiny_sbi", "_tiny_xray"])
 def test_detectors_with_requires_train(data_root: Path, tmp_path: Path, detector: str) -> None:
-    res = 64 if detector == "_tiny_sbi" else 32
+    res = 64 if detector in ("_tiny_sbi", "_tiny_xray") else 32
     cfg = _cfg(data_root, tmp_path, detector, **{"train.epochs": 1, "train.resolution": res})
     run = Trainer(cfg).fit()
     last = read_checkpoint(run / "checkpoints" / "last.pt")
@@ -326,3 +338,57 @@ def test_train_script(data_root: Path, tmp_path: Path, caplog: pytest.LogCapture
     assert "nope.json" in caplog.text
     assert script.main([*common, "--train-data", "tiny", "--set", "train.lr=1"]) == 2
     assert "unknown key 'train.lr'" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("selection", "patience", "best_epoch", "epochs_run"),
+    [("val", None, 1, 3), ("test-top3", None, 2, 3), ("val", 1, 0, 2)],
+)
+def test_selection_picks_the_scripted_epoch(
+    data_root: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    selection: str,
+    patience: int | None,
+    best_epoch: int,
+    epochs_run: int,
+) -> None:
+    import training.trainer as T
+
+    script = {
+        "val": iter([0.6, 0.9, 0.7] if patience is None else [0.9, 0.5, 0.4]),
+        "test": iter([0.9, 0.5, 0.99]),
+    }
+    calls: list[str] = []
+
+    def scripted(preds: Any) -> dict[str, float]:
+        split = "val" if len(calls) % 2 == 0 else "test"
+        calls.append(split)
+        return {"frame/auc": next(script[split]), "n_frames": float(len(preds))}
+
+    monkeypatch.setattr(T, "detection_metrics", scripted)
+    sets = {"train.epochs": 3, "train.selection": selection, "train.save_predictions": "false"}
+    if patience:
+        sets["train.patience"] = patience
+    run = Trainer(_cfg(data_root, tmp_path, "_tiny_linear", **sets)).fit()
+    best = read_checkpoint(run / "checkpoints" / "best.pt")
+    assert best["meta"]["epoch"] == best_epoch and best["meta"]["step"] == 3 * (best_epoch + 1)
+    assert read_checkpoint(run / "checkpoints" / "last.pt")["state"]["epoch"] == epochs_run
+    assert len(list((run / "metrics").glob("step*.json"))) == epochs_run
+
+
+def test_bench_train_reports_every_rate(data_root: Path) -> None:
+    from training.benchmark import bench_train
+
+    out = bench_train(
+        "_tiny_linear",
+        batch_size=4,
+        resolution=32,
+        steps=2,
+        warmup=1,
+        num_workers=0,
+        index=data_root / "tiny.json",
+    )
+    rates = [k for k in out if k.endswith("_per_s")]
+    assert len(rates) == 8 and all(out[k] > 0 for k in rates)
+    assert out["frames"] == 12 and 0 < out["loader_keeps_fraction"]

@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import cv2
+import numpy as np
 import torch
+from PIL import Image
 from torch.utils.data import DataLoader
+from torchvision import transforms as T
 
 from detectors import build_detector
 from evaluation.predict import autocast
@@ -58,6 +61,36 @@ def real_face_index(folder: Path, n_frames: int = 224, size: int = 256) -> Path:
     path = folder / "bench.json"
     write_index(DatasetIndex(dataset="bench", task="deepfake", videos=videos, root=folder), path)
     return path
+
+
+def reference_getitem(ds: FrameDataset, i: int, aug: Any, mean: Any, std: Any) -> torch.Tensor:
+    """A DeepfakeBench-style ``__getitem__`` for side-by-side timing on the same frames.
+
+    Its documented steps: ``cv2.imread`` + RGB + cubic resize, a PIL image round trip, the same
+    albumentations pipeline, then ``ToTensor`` + ``Normalize`` (float) inside the worker.
+    """
+    index, video = ds.videos[ds.items[i].video]
+    img = cv2.cvtColor(
+        cv2.imread(str(index.resolve(video.frames[ds.items[i].pos]))), cv2.COLOR_BGR2RGB
+    )
+    img = cv2.resize(img, (ds.resolution, ds.resolution), interpolation=cv2.INTER_CUBIC)
+    img = np.array(Image.fromarray(np.array(img, dtype=np.uint8)))
+    if aug is not None:
+        img = aug(image=img)["image"]
+    return T.Normalize(mean, std)(T.ToTensor()(img))
+
+
+class _ReferenceDataset(torch.utils.data.Dataset):
+    """Wraps :func:`reference_getitem` for the side-by-side DataLoader timing."""
+
+    def __init__(self, ds: FrameDataset, aug: Any, mean: Any, std: Any) -> None:
+        self.ds, self.aug, self.mean, self.std = ds, aug, mean, std
+
+    def __len__(self) -> int:
+        return len(self.ds)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
+        return reference_getitem(self.ds, i, self.aug, self.mean, self.std), 0
 
 
 def _rate(n: int, seconds: float) -> float:
@@ -114,6 +147,15 @@ def bench_train(
         for i in range(n):
             ds[i]
         out["getitem_samples_per_s"] = _rate(n, time.perf_counter() - t0)
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)  # as in a DataLoader worker; spares it thread contention
+        try:
+            t0 = time.perf_counter()
+            for i in range(n):
+                reference_getitem(ds, i, aug, model.cfg.mean, model.cfg.std)
+            out["reference_getitem_samples_per_s"] = _rate(n, time.perf_counter() - t0)
+        finally:
+            torch.set_num_threads(threads)
 
         def loader() -> DataLoader:
             return DataLoader(
@@ -131,6 +173,17 @@ def bench_train(
         for batch in loader():
             seen += len(batch["label"])
         out["loader_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
+        ref = DataLoader(
+            _ReferenceDataset(ds, aug, model.cfg.mean, model.cfg.std),
+            batch_size=batch_size,
+            shuffle=True,
+            num_workers=num_workers,
+            drop_last=True,
+        )
+        t0, seen = time.perf_counter(), 0
+        for images, _ in ref:
+            seen += len(images)
+        out["reference_loader_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
         if cache:
             with tempfile.TemporaryDirectory(prefix="bench_cache_") as cache_dir:
                 ds.cache = PackedCache.build(ds, cache_dir, "bench")

@@ -409,13 +409,19 @@ class NearestLandmarks:
                 f"NearestLandmarks: no readable landmarks in split {split!r} of {index.dataset}"
             )
         table = cls.build([entries[i] for i in keep], np.stack(points), k=k)
-        cache_root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_root, suffix=".npz")
-        os.close(fd)
-        np.savez(
-            tmp, keep=np.asarray(keep, dtype=np.int64), landmarks=table.landmarks, table=table.table
-        )
-        os.replace(tmp, cache_file)
+        try:
+            cache_root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=cache_root, suffix=".npz")
+            os.close(fd)
+            np.savez(
+                tmp,
+                keep=np.asarray(keep, dtype=np.int64),
+                landmarks=table.landmarks,
+                table=table.table,
+            )
+            os.replace(tmp, cache_file)
+        except OSError as exc:  # e.g. a read-only dataset folder: keep the table in memory
+            log.warning("NearestLandmarks: cannot write cache %s (%s); not cached", cache_file, exc)
         return table
 
     def __len__(self) -> int:

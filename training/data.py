@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 SAMPLE_KEYS = frozenset({"mask", "landmarks", "method_label", "views", "pairs", "pixel_map"})
 
 
+class TrainDataError(ValueError):
+    """The datasets cannot give what the detector requires (empty split, no landmarks, ...)."""
+
+
 def sample_positions(n_frames: int, frame_num: int, clip: int = 1) -> list[int]:
     """``frame_num`` start positions spread evenly over ``n_frames`` (all if there are fewer)."""
     starts = max(n_frames - clip + 1, 1)
@@ -106,8 +110,14 @@ class FrameDataset(Dataset):
         self.cache = cache
         self.blend = sorted(k.split(":", 1)[1] for k in self.requires if k.startswith("blend:"))
         self.pairs = train and "pairs" in self.requires
+        unknown = sorted(k for k in self.requires - SAMPLE_KEYS if not k.startswith("blend:"))
+        if unknown:
+            raise TrainDataError(
+                f"the detector requires unknown batch keys {unknown}; the pipeline provides "
+                f"{sorted(SAMPLE_KEYS)} and blend:<generator>"
+            )
         if len(self.blend) > 1:
-            raise ValueError(f"a detector may ask for one blend generator, got {self.blend}")
+            raise TrainDataError(f"a detector may ask for one blend generator, got {self.blend}")
         self.method_names = (
             list(method_names) if method_names is not None else method_names_of(indexes)
         )
@@ -116,7 +126,7 @@ class FrameDataset(Dataset):
         ]
         if not self.videos:
             names = ", ".join(i.dataset for i in indexes)
-            raise ValueError(f"split {split!r} of dataset(s) {names} has no videos")
+            raise TrainDataError(f"split {split!r} of dataset(s) {names} has no videos")
         keep = range(len(self.videos))
         if train and self.blend:
             keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
@@ -128,9 +138,16 @@ class FrameDataset(Dataset):
             for p in sample_positions(len(self.videos[i][1].frames), frame_num, self.clip)
         ]
         if not self.items:
-            raise ValueError(
+            raise TrainDataError(
                 f"split {split!r}: no usable samples for requires={sorted(self.requires)}"
             )
+        if "landmarks" in self.requires or (train and self.blend):
+            bare = [f"{ix.dataset}:{v.method}/{v.id}" for ix, v in self.videos if not v.landmarks]
+            if bare:
+                raise TrainDataError(
+                    f"the detector requires landmarks but {len(bare)} videos have none, e.g. "
+                    f"{bare[0]}; preprocess with landmarks"
+                )
         self._reals_by_identity = self._real_partners() if self.pairs else {}
         self._partner_tables: dict[str, Any] = {}
 
@@ -163,7 +180,7 @@ class FrameDataset(Dataset):
                 for key in {v.identity or v.id, v.id}:
                     reals.setdefault(f"{index.dataset}/{key}", []).append(i)
         if not reals:
-            raise ValueError("requires 'pairs' but the split has no real videos")
+            raise TrainDataError("requires 'pairs' but the split has no real videos")
         return reals
 
     def _load_frame(
@@ -181,12 +198,7 @@ class FrameDataset(Dataset):
             h, w = image.shape[:2]
         res = self.resolution
         landmarks = mask = None
-        if "landmarks" in self.requires or self.blend:
-            if not video.landmarks:
-                raise ValueError(
-                    f"{index.dataset}: video {video.method}/{video.id} has no landmarks but the "
-                    "detector requires them"
-                )
+        if video.landmarks and ("landmarks" in self.requires or self.blend):
             try:
                 landmarks = np.load(index.resolve(video.landmarks[pos])).astype(np.float32)
             except (OSError, ValueError):

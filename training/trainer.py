@@ -10,6 +10,7 @@ improvement and returns the run directory. The same code runs as one process or 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import random
@@ -25,7 +26,7 @@ from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
 from configs import ConfigError, build_config, config_to_dict, load_yaml
-from detectors import build_detector
+from detectors import build_detector, get_detector_class
 from evaluation.predict import (
     autocast,
     eval_requires,
@@ -183,8 +184,9 @@ class Trainer:
         np.random.seed(t.seed % 2**32)
 
         model_cfg = dict(cfg.model)
-        probe = build_detector(cfg.detector, model_cfg)
-        self.resolution = t.resolution or probe.cfg.input_size
+        fields = dataclasses.fields(get_detector_class(cfg.detector).Config)
+        default_size = next(f.default for f in fields if f.name == "input_size")
+        self.resolution = t.resolution or int(model_cfg.get("input_size", default_size))
         model_cfg["input_size"] = self.resolution
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)

@@ -1,1 +1,1 @@
-"""Analysis tools of paper 002 (Sec. 3.2, 4.3, A.4): Grad-CAM, t-SNE of features, frequency spectra."""
+"""Analysis tools of paper 002 (Sec. 3.2, 4.3, A.4): Grad-CAM, t-SNE of features, spectra."""

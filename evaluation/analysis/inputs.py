@@ -83,7 +83,7 @@ def read_frames(frames: Sequence[Frame | str | Path]) -> tuple[list[np.ndarray],
 def to_batch(
     images: Sequence[np.ndarray], cfg: DetectorConfig, device: str | torch.device = "cpu"
 ) -> torch.Tensor:
-    """Float [B, 3, S, S] images resized to ``cfg.input_size`` and normalised with ``cfg.mean``/``std``
+    """Float [B, 3, S, S] images resized to ``cfg.input_size``, normalised with ``cfg.mean``/``std``
     (the preprocessing of :func:`evaluation.predict.predict_images`)."""
     size = cfg.input_size
     chunk = []

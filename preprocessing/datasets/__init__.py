@@ -3,12 +3,13 @@
 Importing this package registers every module; ``build_listing(type, root, options)`` runs one.
 """
 
-from preprocessing.datasets import faceforensics, generic  # noqa: F401  (registration)
+from preprocessing.datasets import deepfake, faceforensics, generic, pad  # noqa: F401
 from preprocessing.datasets.base import (
     DatasetLayoutError,
     Listing,
     SourceItem,
     build_listing,
+    dataset_options,
     list_dataset_types,
     register_dataset,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "Listing",
     "SourceItem",
     "build_listing",
+    "dataset_options",
     "list_dataset_types",
     "register_dataset",
 ]

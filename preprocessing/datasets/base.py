@@ -76,20 +76,26 @@ def list_dataset_types() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def build_listing(
-    type_name: str, root: str | Path, options: dict[str, Any] | None = None, source: str = "config"
-) -> Listing:
-    """Run the dataset module ``type_name`` on ``root`` with validated ``options``."""
+def dataset_options(type_name: str, options: dict[str, Any] | None, source: str = "config") -> Any:
+    """The validated options dataclass of dataset module ``type_name``."""
     if type_name not in _REGISTRY:
         raise ValueError(
             f"{source}: unknown dataset type {type_name!r}; allowed: {', '.join(list_dataset_types())}"
         )
+    return build_config(
+        _REGISTRY[type_name][1], options or {}, source=f"{source} (dataset.options)"
+    )
+
+
+def build_listing(
+    type_name: str, root: str | Path, options: dict[str, Any] | None = None, source: str = "config"
+) -> Listing:
+    """Run the dataset module ``type_name`` on ``root`` with validated ``options``."""
+    opts = dataset_options(type_name, options, source)
     root = Path(root)
     if not root.is_dir():
         raise DatasetLayoutError(f"{source}: dataset root {root} is not a directory")
-    fn, schema = _REGISTRY[type_name]
-    opts = build_config(schema, options or {}, source=f"{source} (dataset.options)")
-    listing = fn(root, opts)
+    listing = _REGISTRY[type_name][0](root, opts)
     check_unique(listing)
     return listing
 

@@ -1,0 +1,178 @@
+"""Import DeepfakeBench's own dataset JSON files, so its users keep their preprocessed frames.
+
+Their schema (``preprocessing/rearrange.py`` of DeepfakeBench)::
+
+    {"<dataset>": {"<label name>": {"train"|"val"|"test": {["<comp>":] {"<video>": {
+        "label": "<label name>", "frames": ["<path>/frames/000.png", ...]}}}}}}
+
+Label names containing ``real`` (FF-real, CelebDFv2_real, DFD_real, ...) are bona fide unless
+``label_map`` says otherwise. Landmarks and masks are taken from the sibling ``landmarks/``
+(``.npy``) and ``masks/`` folders when every file exists. A video listed in several splits is
+kept in one only (test > val > train), never copied into train.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+from preprocessing.datasets.base import DatasetLayoutError
+from preprocessing.index import DatasetIndex, VideoEntry, read_index
+
+logger = logging.getLogger(__name__)
+
+SPLIT_NAMES = {"train": "train", "val": "val", "validation": "val", "test": "test"}
+_PRECEDENCE = ("test", "val", "train")
+
+
+def _label_of(name: str, label_map: dict[str, int] | None) -> int:
+    if label_map and name in label_map:
+        return int(label_map[name])
+    return 0 if "real" in name.lower() else 1
+
+
+def _to_relative(path: str, data_root: Path, strip_prefix: str | None) -> str:
+    text = path.replace("\\", "/")
+    if strip_prefix:
+        prefix = strip_prefix.replace("\\", "/").rstrip("/") + "/"
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if PurePosixPath(text).is_absolute() or PureWindowsPath(text).drive:
+        try:
+            text = Path(text).relative_to(data_root.resolve()).as_posix()
+        except ValueError:
+            raise DatasetLayoutError(
+                f"frame path {path!r} is absolute and not under {data_root}; pass strip_prefix"
+            ) from None
+    return text.removeprefix("./")
+
+
+def _sibling(frames: list[str], folder: str, suffix: str, root: Path) -> list[str] | None:
+    out = []
+    for f in frames:
+        p = PurePosixPath(f)
+        parts = list(p.parts)
+        if "frames" not in parts:
+            return None
+        parts[len(parts) - 1 - parts[::-1].index("frames")] = folder
+        q = PurePosixPath(*parts).with_suffix(suffix)
+        if not (root / q).is_file():
+            return None
+        out.append(str(q))
+    return out
+
+
+def import_deepfakebench_json(
+    json_path: str | Path,
+    data_root: str | Path,
+    *,
+    dataset: str | None = None,
+    compression: str = "c23",
+    label_map: dict[str, int] | None = None,
+    strip_prefix: str | None = None,
+    task: str = "deepfake",
+) -> DatasetIndex:
+    """A :class:`DatasetIndex` rooted at ``data_root`` from a DeepfakeBench JSON file."""
+    json_path, data_root = Path(json_path), Path(data_root)
+    try:
+        data = json.loads(json_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DatasetLayoutError(f"{json_path}: cannot read DeepfakeBench JSON: {exc}") from None
+    if not isinstance(data, dict) or len(data) != 1:
+        raise DatasetLayoutError(f"{json_path}: expected one top-level dataset name")
+    ((name, labels),) = data.items()
+    if not isinstance(labels, dict):
+        raise DatasetLayoutError(f"{json_path}: {name!r} must map label names to splits")
+    entries: dict[tuple[str, str], VideoEntry] = {}
+    dropped = 0
+    for label_name, splits in labels.items():
+        label = _label_of(label_name, label_map)
+        method = "real" if label == 0 else label_name
+        for split_name, level in (splits or {}).items():
+            split = SPLIT_NAMES.get(split_name)
+            if split is None:
+                logger.warning(
+                    "%s: %s/%s: unknown split, skipped", json_path, label_name, split_name
+                )
+                continue
+            videos = _videos_of(level, compression)
+            for vid, info in videos.items():
+                frames = [
+                    _to_relative(f, data_root, strip_prefix) for f in info.get("frames") or []
+                ]
+                if not frames:
+                    logger.warning("%s: video %s has no frames; skipped", json_path, vid)
+                    continue
+                entry = VideoEntry(
+                    id=str(vid), label=label, method=method, split=split, frames=frames,
+                    landmarks=_sibling(frames, "landmarks", ".npy", data_root),
+                    masks=_sibling(frames, "masks", ".png", data_root),
+                )  # fmt: skip
+                key = entry.key
+                if key in entries:
+                    old = entries[key]
+                    if _PRECEDENCE.index(split) < _PRECEDENCE.index(old.split):
+                        entries[key] = entry
+                    dropped += 1
+                    continue
+                entries[key] = entry
+    if not entries:
+        raise DatasetLayoutError(f"{json_path}: no video with frames (compression {compression!r})")
+    info = {"source": f"DeepfakeBench JSON {json_path.name}"}
+    if dropped:
+        info["dedup"] = (
+            f"{dropped} repeated listings dropped; each video kept once (test > val > train)"
+        )
+        logger.warning("%s: %s", json_path, info["dedup"])
+    return DatasetIndex(
+        dataset=dataset or name, task=task, videos=list(entries.values()), root=data_root,
+        split_info={**{s: "deepfakebench" for s in ("train", "val", "test")}, **info},
+    )  # fmt: skip
+
+
+def _videos_of(level: Any, compression: str) -> dict[str, dict[str, Any]]:
+    """The ``video -> info`` mapping under a split, with or without a compression level."""
+    if not isinstance(level, dict) or not level:
+        return {}
+    first = next(iter(level.values()))
+    if isinstance(first, dict) and "frames" in first:
+        return level
+    inner = level.get(compression)
+    return inner if isinstance(inner, dict) else {}
+
+
+def read_any_index(
+    path: str | Path, data_root: str | Path | None = None, **kwargs: Any
+) -> DatasetIndex:
+    """Read our index, or import a DeepfakeBench JSON (``data_root``: what its paths start from)."""
+    path = Path(path)
+    try:
+        head = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DatasetLayoutError(f"{path}: cannot read: {exc}") from None
+    if isinstance(head, dict) and "schema_version" in head:
+        return read_index(path)
+    return import_deepfakebench_json(path, data_root or path.parent, **kwargs)
+
+
+def rebase_index(index: DatasetIndex, new_root: str | Path) -> None:
+    """Make every path of ``index`` relative to ``new_root`` (an ancestor of ``index.root``)."""
+    new_root = Path(new_root).resolve()
+    try:
+        prefix = Path(index.root).resolve().relative_to(new_root).as_posix()
+    except ValueError:
+        raise DatasetLayoutError(
+            f"the index must be written in {index.root} or a folder above it, not {new_root}"
+        ) from None
+    if prefix == ".":
+        return
+
+    def move(paths: list[str] | None) -> list[str] | None:
+        return None if paths is None else [f"{prefix}/{p}" for p in paths]
+
+    for v in index.videos:
+        v.frames = move(v.frames) or []
+        v.landmarks, v.masks = move(v.landmarks), move(v.masks)
+    index.root = new_root
