@@ -119,6 +119,14 @@ def _fail(source: str, key: str, message: str) -> typing.NoReturn:
     raise ConfigError(f"{source}: key '{key or '<root>'}' {message}")
 
 
+def _float_literal(text: str) -> float | str:
+    """``"1e-3"`` -> 0.001: YAML 1.1 reads exponents without a dot as strings."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _convert(tp: Any, value: Any, key: str, source: str) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -169,6 +177,8 @@ def _convert(tp: Any, value: Any, key: str, source: str) -> Any:
             _fail(source, key, f"expects an integer, got {value!r}")
         return value
     if tp is float:
+        if isinstance(value, str):
+            value = _float_literal(value)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             _fail(source, key, f"expects a number, got {value!r}")
         return float(value)

@@ -88,7 +88,9 @@ class _InceptionLayer(nn.Module):
         super().__init__()
 
         def conv(i: int, o: int, k: int, dil: int = 1) -> nn.Sequential:
-            return nn.Sequential(nn.Conv2d(i, o, k, padding=dil * (k // 2), dilation=dil), nn.ReLU(inplace=True))
+            return nn.Sequential(
+                nn.Conv2d(i, o, k, padding=dil * (k // 2), dilation=dil), nn.ReLU(inplace=True)
+            )
 
         self.branches = nn.ModuleList(
             [

@@ -22,7 +22,7 @@ follows the authors' modules as shipped in DeepfakeBench (paper 002, Appendix A.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
@@ -33,7 +33,13 @@ from detectors.base import Detector, DetectorConfig
 from detectors.registry import register_detector
 
 _KB = [[0, 0, 0, 0, 0], [0, -1, 2, -1, 0], [0, 2, -4, 2, 0], [0, -1, 2, -1, 0], [0, 0, 0, 0, 0]]
-_KV = [[-1, 2, -2, 2, -1], [2, -6, 8, -6, 2], [-2, 8, -12, 8, -2], [2, -6, 8, -6, 2], [-1, 2, -2, 2, -1]]
+_KV = [
+    [-1, 2, -2, 2, -1],
+    [2, -6, 8, -6, 2],
+    [-2, 8, -12, 8, -2],
+    [2, -6, 8, -6, 2],
+    [-1, 2, -2, 2, -1],
+]
 _H2 = [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0], [0, 1, -2, 1, 0], [0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]
 
 
@@ -62,7 +68,9 @@ class SRMSeparate(nn.Module):
     def __init__(self, channels: int, out_channels: int) -> None:
         super().__init__()
         self.channels = channels
-        self.register_buffer("kernel", srm_kernels().unsqueeze(1).repeat(channels, 1, 1, 1), persistent=False)
+        self.register_buffer(
+            "kernel", srm_kernels().unsqueeze(1).repeat(channels, 1, 1, 1), persistent=False
+        )
         self.project = nn.Sequential(
             nn.Conv2d(3 * channels, out_channels, 1, bias=False),
             nn.BatchNorm2d(out_channels),
@@ -139,8 +147,12 @@ class DualCrossModalAttention(nn.Module):
         energy = torch.bmm(k1, k2)  # [B, N, N]
         att_y_on_x = torch.softmax(self.linear1(energy), dim=-1)
         att_x_on_y = torch.softmax(self.linear2(energy.transpose(1, 2)), dim=-1)
-        y_on_x = torch.bmm(self.value2(y).view(b, c, h * w), att_y_on_x.transpose(1, 2)).view(b, c, h, w)
-        x_on_y = torch.bmm(self.value1(x).view(b, c, h * w), att_x_on_y.transpose(1, 2)).view(b, c, h, w)
+        y_on_x = torch.bmm(self.value2(y).view(b, c, h * w), att_y_on_x.transpose(1, 2)).view(
+            b, c, h, w
+        )
+        x_on_y = torch.bmm(self.value1(x).view(b, c, h * w), att_x_on_y.transpose(1, 2)).view(
+            b, c, h, w
+        )
         return x + self.gamma1 * y_on_x, y + self.gamma2 * x_on_y
 
 
@@ -150,7 +162,9 @@ class FeatureFusion(nn.Module):
     def __init__(self, channels: int = FEATURES, ratio: int = 16) -> None:
         super().__init__()
         self.block = nn.Sequential(
-            nn.Conv2d(2 * channels, channels, 1, bias=False), nn.BatchNorm2d(channels), nn.ReLU(inplace=True)
+            nn.Conv2d(2 * channels, channels, 1, bias=False),
+            nn.BatchNorm2d(channels),
+            nn.ReLU(inplace=True),
         )
         nn.init.kaiming_normal_(self.block[0].weight, a=1)
         self.mlp = nn.Sequential(
@@ -164,7 +178,9 @@ class FeatureFusion(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         fused = self.block(torch.cat([x, y], dim=1))
-        att = torch.sigmoid(self.mlp(F.adaptive_avg_pool2d(fused, 1)) + self.mlp(F.adaptive_max_pool2d(fused, 1)))
+        att = torch.sigmoid(
+            self.mlp(F.adaptive_avg_pool2d(fused, 1)) + self.mlp(F.adaptive_max_pool2d(fused, 1))
+        )
         return fused * att
 
 
@@ -179,7 +195,9 @@ class CosineLinear(nn.Module):
         return F.normalize(x, dim=1) @ F.normalize(self.weight, dim=0)
 
 
-def am_softmax_loss(cos: torch.Tensor, label: torch.Tensor, margin: float, scale: float) -> torch.Tensor:
+def am_softmax_loss(
+    cos: torch.Tensor, label: torch.Tensor, margin: float, scale: float
+) -> torch.Tensor:
     """AM-softmax (Wang et al. 2018): cross-entropy on ``scale * (cos - margin * onehot)``."""
     onehot = F.one_hot(label, cos.shape[1]).to(cos.dtype)
     return F.cross_entropy(scale * (cos - margin * onehot), label)
@@ -213,6 +231,7 @@ class SRM(Detector):
     """RGB and SRM-noise Xception streams with SRM attention, dual cross-modal attention, fusion."""
 
     Config = SRMConfig
+    test_input_size: ClassVar[int] = 32  # two 20M+ streams: keep the shared contract test fast
 
     def __init__(self, cfg: SRMConfig) -> None:
         super().__init__(cfg)

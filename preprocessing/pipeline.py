@@ -18,9 +18,12 @@ import json
 import logging
 import multiprocessing
 import os
+import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,10 +83,7 @@ def _entry(item: SourceItem, record: dict[str, Any], prefix: str, root: Path) ->
         rels = record.get(kind)
         return None if rels is None else [f"{prefix}/{r}" for r in rels]
 
-    try:
-        source = item.path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        source = item.path.as_posix()
+    source = Path(os.path.relpath(item.path.resolve(), root.resolve())).as_posix()
     return VideoEntry(
         id=item.id,
         label=item.label,
@@ -208,18 +208,68 @@ def _run_all(
             for item in todo:
                 done(process_item(item, cfg, video_root / item.rel))
         else:
-            # a fresh interpreter per worker: forking a process that already ran OpenCV or dlib
-            # threads can deadlock the child
-            ctx = multiprocessing.get_context(
-                "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            )
-            with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
-                futures = [
-                    pool.submit(process_item, item, cfg, video_root / item.rel) for item in todo
-                ]
-                for fut in as_completed(futures):
-                    done(fut.result())
+            _run_pool(todo, _Work(cfg, video_root), n, done)
     return results
+
+
+def _run_pool(
+    todo: list[SourceItem],
+    work: Callable[[SourceItem], VideoResult],
+    n: int,
+    done: Callable[[VideoResult], None],
+) -> None:
+    """Run ``work`` on every item in ``n`` processes; survive a worker that dies (a segfault).
+
+    Each worker leaves a marker file while it works on an item; after a crash the items whose
+    marker is left are skipped with their reason and the others go to a fresh pool.
+    """
+    # fresh interpreters: forking a parent that already ran OpenCV or dlib threads can deadlock
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    with tempfile.TemporaryDirectory(prefix="preprocess-inflight-") as markers:
+        while todo:
+            left: list[SourceItem] = []
+            with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
+                futures = {pool.submit(_marked, work, item, markers): item for item in todo}
+                for fut in as_completed(futures):
+                    try:
+                        done(fut.result())
+                    except BrokenProcessPool:
+                        left.append(futures[fut])
+            crashed = set()
+            for marker in Path(markers).iterdir():
+                crashed.add(tuple(json.loads(marker.read_text(encoding="utf-8"))))
+                marker.unlink()
+            if left and not crashed:  # no marker: cannot tell which one; skip them all
+                crashed = {item.key for item in left}
+            for item in left:
+                if item.key in crashed:
+                    done(VideoResult(key=item.key, reason="the worker process crashed on it"))
+            todo = [item for item in left if item.key not in crashed]
+            if todo:
+                logger.warning("a worker process died; %d videos go to a fresh pool", len(todo))
+
+
+def _marked(
+    work: Callable[[SourceItem], VideoResult], item: SourceItem, markers: str
+) -> VideoResult:
+    """``work(item)`` with a marker file naming the item while it runs."""
+    marker = Path(markers) / f"{os.getpid()}.json"
+    marker.write_text(json.dumps(list(item.key)), encoding="utf-8")
+    result = work(item)
+    marker.unlink()
+    return result
+
+
+@dataclass
+class _Work:
+    """Picklable ``process_item`` bound to a config and an output folder."""
+
+    cfg: PreprocessConfig
+    video_root: Path
+
+    def __call__(self, item: SourceItem) -> VideoResult:
+        return process_item(item, self.cfg, self.video_root / item.rel)
 
 
 def _init_worker() -> None:

@@ -185,7 +185,9 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(dir=video_dir.parent, prefix=f".{video_dir.name}.tmp-"))
     try:
-        record = _write(cfg, frames, found, landmarks, masks, tmp, t)
+        record = _write(cfg, frames, found, landmarks, masks, tmp, t, result.skipped_frames)
+        if not record["frames"]:
+            raise MediaReadError(f"{item.path}: no frame could be aligned")
         record["num_source_frames"] = total
         record["skipped_frames"] = result.skipped_frames
         (tmp / RECORD).write_text(json.dumps(record), encoding="utf-8")
@@ -206,7 +208,9 @@ def _write(
     masks: dict[int, np.ndarray] | None,
     tmp: Path,
     t: dict[str, float],
+    skipped: list[dict[str, Any]],
 ) -> dict[str, Any]:
+    """Align and write every found face into ``tmp``; frames that fail go to ``skipped``."""
     suffix, params = _encode(cfg)
     size, scale = cfg.align.size, cfg.align.scale
     for sub in ("frames", "landmarks") + (("masks",) if masks is not None else ()):
@@ -221,7 +225,11 @@ def _write(
     }
     for (i, k, _), lm in zip(found, landmarks, strict=True):
         t0 = time.perf_counter()
-        crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
+        try:
+            crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
+        except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
+            skipped.append({"frame": i, "reason": f"alignment failed: {exc}"})
+            continue
         mask = None
         if masks is not None:
             mask = warp_mask(masks[i], matrix, size, cfg.output.mask_threshold)

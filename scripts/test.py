@@ -151,7 +151,12 @@ def main(argv: list[str] | None = None) -> int:
             extra_sections=extra,
             tensorboard_dir=meta.get("tensorboard"),
         )
-    logging.getLogger("test").info("wrote %s", (out / "report.html").resolve())
+    for level in cfg.levels:
+        summary = out / "tables" / f"{level}_summary.md"
+        if summary.is_file():
+            print(summary.read_text(encoding="utf-8"))
+    print(f"report: {(out / 'report.html').resolve()}")
+    print(f"predictions: {(out / 'predictions').resolve()}")
     return 0
 
 

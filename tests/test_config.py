@@ -41,8 +41,13 @@ def test_layering_defaults_file_overrides(tmp_path) -> None:
     assert config_to_dict(cfg)["optim"] == {"name": "sgd", "lr": 0.001, "betas": [0.9, 0.999]}
 
 
-def test_int_is_accepted_as_float(tmp_path) -> None:
+def test_int_and_exponent_are_accepted_as_float(tmp_path) -> None:
     assert load_config(Cfg, write(tmp_path, "optim: {lr: 1}")).optim.lr == 1.0
+    # YAML 1.1 reads 1e-3 (no dot) as a string; a float field still takes it.
+    assert load_config(Cfg, write(tmp_path, "optim: {lr: 1e-3}")).optim.lr == 0.001
+    assert load_config(Cfg, overrides=["optim.lr=2e-4"]).optim.lr == 0.0002
+    with pytest.raises(ConfigError, match="expects a number"):
+        load_config(Cfg, overrides=["optim.lr=fast"])
 
 
 @pytest.mark.parametrize(

@@ -40,7 +40,8 @@ def face_frames(n: int, shift: int = 3) -> list[np.ndarray]:
 def make_ff_tree(root: Path, n_frames: int = 6) -> Path:
     """FF++ layout: 6 real videos, their 6 fakes of one method with masks, split files.
 
-    Video 004 has no face (grey frames), 005 is a corrupt file, fake 002_003 is 2 frames long.
+    Video 004 has no face (grey frames), 005 is a corrupt file, fake 002_003 is 2 frames long,
+    the mask video of 003_002 is corrupt.
     """
     real = root / "original_sequences" / "youtube" / "c23" / "videos"
     fake = root / "manipulated_sequences" / "Deepfakes" / "c23" / "videos"
@@ -64,7 +65,10 @@ def make_ff_tree(root: Path, n_frames: int = 6) -> Path:
                 continue
             n = 2 if (x, y) == ("002", "003") else n_frames
             write_video(fake / f"{x}_{y}.mp4", frames[:n])
-            write_video(masks / f"{x}_{y}.mp4", [mask] * n)
+            if (x, y) == ("003", "002"):
+                (masks / f"{x}_{y}.mp4").write_bytes(b"corrupt mask")
+            else:
+                write_video(masks / f"{x}_{y}.mp4", [mask] * n)
     (root / "splits").mkdir(parents=True, exist_ok=True)
     for split, pair in zip(("train", "val", "test"), pairs, strict=True):
         (root / "splits" / f"{split}.json").write_text(json.dumps([list(pair)]))
@@ -136,6 +140,8 @@ def test_index_matches_outputs(first_run):
     mask = cv2.imread(str(index.resolve(v.masks[0])), cv2.IMREAD_GRAYSCALE)
     assert set(np.unique(mask)) <= {0, 255} and mask.mean() > 20
     assert by_key[("real", "000")].masks is None
+    assert by_key[("Deepfakes", "003_002")].masks is None  # its mask video is corrupt
+    assert len(by_key[("Deepfakes", "003_002")].frames) == 4
     assert len(by_key[("Deepfakes", "002_003")].frames) == 2  # short video: all its frames
     assert index.split_info == {"train": "official", "val": "official", "test": "official"}
 
@@ -163,6 +169,7 @@ def test_manifest_lists_every_skip(first_run):
     assert "no face" in reasons["004"]
     assert "cannot open video" in reasons["005"] or "no decodable frame" in reasons["005"]
     assert any(n["id"] == "002_003" and "only 2 frames" in n["note"] for n in manifest["notes"])
+    assert any(n["id"] == "003_002" and "mask unreadable" in n["note"] for n in manifest["notes"])
     problems = " ".join(p["reason"] for p in manifest["layout_problems"])
     assert "no row in" in problems  # 004/005 have no attributes row
     assert manifest["summary"]["videos_done"] == 8
@@ -319,3 +326,79 @@ def test_all_faces_option_on_a_photo_of_two_people(tmp_path):
     assert v.frame_indices == [0, 0]
     a, b = (np.load(read_index(tmp_path / "out" / "two.json").resolve(p)) for p in v.landmarks)
     assert a.shape == b.shape == (68, 2)
+
+
+def crash_on_001(item):
+    """A worker function that kills its process on real/001 (like a segfault in a decoder)."""
+    import os
+
+    from preprocessing.worker import VideoResult
+
+    if item.key == ("real", "001"):
+        os._exit(3)
+    return VideoResult(key=item.key, frames_sampled=1)
+
+
+def test_a_crashing_worker_skips_only_its_video():
+    from preprocessing.datasets.base import SourceItem
+    from preprocessing.pipeline import _run_pool
+
+    items = [SourceItem(f"{k:03d}", 0, "real", "train", Path("x"), f"r/{k}") for k in range(6)]
+    results = []
+    _run_pool(items, crash_on_001, 2, results.append)
+    by_key = {r.key: r for r in results}
+    assert len(results) == 6
+    assert by_key[("real", "001")].reason == "the worker process crashed on it"
+    assert all(r.reason is None for k, r in by_key.items() if k != ("real", "001"))
+
+
+def test_sigkill_mid_run_then_resume(first_run, tmp_path):
+    """Kill the real script with SIGKILL after its first finished video, re-run, same output."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cfg, out, _ = first_run
+    work = tmp_path / "out"
+    sets = [f"dataset.root={cfg.dataset.root}", f"output.root={work}",
+            f"dataset.attributes.csv={Path(cfg.dataset.root) / 'attributes.csv'}",
+            "sampling.num_frames=4", "align.size=64", "dataset.options.methods=[Deepfakes]",
+            "dataset.options.masks=true"]  # fmt: skip
+    cmd = [sys.executable, str(Path(__file__).resolve().parents[1] / "scripts" / "preprocess.py"),
+           "--config", str(Path(__file__).resolve().parents[1] / "configs/preprocess/demo.yaml"),
+           "--workers", "1", "--no-progress"] + [a for s in sets for a in ("--set", s)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if any((work / "demo").rglob("_done.json")):
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.01)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
+    assert not (work / "demo.json").exists()
+    # only whole videos (with their record) or hidden temporary folders can be left behind
+    for folder in (work / "demo").rglob("frames"):
+        assert (folder.parent / "_done.json").is_file() or folder.parent.name.startswith(".")
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert not [p for p in (work / "demo").rglob(".*.tmp-*")]
+    assert snapshot(work) == snapshot(out)
+
+
+def test_a_frame_that_cannot_be_aligned_is_skipped_not_the_video(tmp_path, ff_raw):
+    from preprocessing.faces import FaceAnalyzer
+    from preprocessing.worker import STAGES, _write
+
+    cfg = config(ff_raw, tmp_path)
+    frame = face_frames(1)[0]
+    lm = FaceAnalyzer().analyze(frame)[0][1]
+    found = [(0, 0, np.zeros((68, 2), np.float32)), (1, 0, lm)]
+    skipped: list = []
+    record = _write(
+        cfg, {0: frame, 1: frame}, found, [f[2] for f in found], None, tmp_path,
+        dict.fromkeys(STAGES, 0.0), skipped,
+    )  # fmt: skip
+    assert record["frames"] == ["frames/001.png"] and record["frame_indices"] == [1]
+    assert skipped[0]["frame"] == 0 and "alignment failed" in skipped[0]["reason"]

@@ -148,7 +148,7 @@ def _sbi_source_transform() -> A.Compose:
             ),
             A.OneOf(
                 [
-                    A.Downscale(scale_range=(0.5, 0.75), p=1.0),
+                    A.Downscale(scale_range=(0.25, 0.5), p=1.0),
                     A.Sharpen((0.2, 0.5), (0.5, 1.0), p=1.0),
                 ],
                 p=1.0,

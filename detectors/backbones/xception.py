@@ -52,7 +52,9 @@ def widen_first_conv(model: nn.Module, in_chans: int, stride: int = 2, mode: str
             conv.weight.copy_(old.mean(dim=1, keepdim=True).repeat(1, in_chans, 1, 1))
         elif mode == "split":
             if in_chans % old.shape[1]:
-                raise ValueError(f"mode 'split' needs a multiple of {old.shape[1]} channels, got {in_chans}")
+                raise ValueError(
+                    f"mode 'split' needs a multiple of {old.shape[1]} channels, got {in_chans}"
+                )
             groups = in_chans // old.shape[1]
             conv.weight.copy_(old.repeat(1, groups, 1, 1) / groups)
         else:

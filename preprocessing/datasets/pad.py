@@ -32,11 +32,9 @@ def _item(root: Path, path: Path, label: int, method: str, split: str, subject: 
                       rel, identity=subject)  # fmt: skip
 
 
-def _holdout(listing: Listing, fraction: float, seed: int, val_note: str | None = None) -> None:
+def _holdout(listing: Listing, fraction: float, seed: int) -> None:
     holdout_val(listing.items, fraction, seed)
-    listing.split_info.setdefault(
-        "val", val_note or f"derived: {fraction:g} of train subjects held out (seed {seed})"
-    )
+    listing.split_info["val"] = f"derived: {fraction:g} of train subjects held out (seed {seed})"
 
 
 @dataclass
@@ -79,8 +77,13 @@ def list_casia_fasd(root: Path, opts: HoldoutOptions) -> Listing:
 # ------------------------------------------------------------------------------ Replay-Attack
 
 
-@register_dataset("replay_attack", HoldoutOptions)
-def list_replay_attack(root: Path, opts: HoldoutOptions) -> Listing:
+@dataclass
+class NoOptions:
+    """The dataset has no options."""
+
+
+@register_dataset("replay_attack", NoOptions)
+def list_replay_attack(root: Path, opts: NoOptions) -> Listing:
     """Replay-Attack: {train,devel,test}/real/*.mov and .../attack/{fixed,hand}/*.mov."""
     listing = Listing(
         task="pad", items=[], methods=["bonafide", "print", "replay_photo", "replay_video"]

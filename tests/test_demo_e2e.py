@@ -1,0 +1,112 @@
+"""The demo path end to end on a tiny demo: make data -> preprocess -> train -> test -> fairness.
+
+Each stage runs through its command-line script, as ``make demo`` runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from evaluation.predictions import read_predictions
+from preprocessing.demo_dataset import DemoDataError, load_face_photos, make_demo_dataset
+from preprocessing.index import read_index
+
+REPO = Path(__file__).resolve().parents[1]
+CELEBRITIES = REPO.parent / "shared" / "data" / "faces" / "celebrities"
+
+
+def run(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_demo_path_end_to_end(tmp_path: Path) -> None:
+    raw, processed, runs = tmp_path / "raw", tmp_path / "processed", tmp_path / "runs"
+    run("scripts/make_demo_data.py", "--out", str(raw), "--videos", "10", "--frames", "6", "--size", "256")
+    assert len(list((raw / "original_sequences/youtube/c23/videos").glob("*.mp4"))) == 10
+    assert len(list((raw / "manipulated_sequences/SelfBlended/c23/videos").glob("*.mp4"))) == 10
+
+    run(
+        "scripts/preprocess.py", "--config", "configs/preprocess/demo.yaml",
+        "--set", f"dataset.root={raw}", "--set", f"dataset.attributes.csv={raw / 'attributes.csv'}",
+        "--set", f"output.root={processed}", "--set", "sampling.num_frames=3",
+        "--workers", "1", "--no-progress",
+    )
+    index = read_index(processed / "demo.json", check_files=True)
+    assert len(index.videos) == 20 and {v.split for v in index.videos} == {"train", "val", "test"}
+    assert all(len(v.frames) == 3 and v.attributes["lighting"] in ("bright", "dim") for v in index.videos)
+
+    run(
+        "scripts/train.py", "--detector", "meso4", "--config", "configs/train/demo.yaml",
+        "--set", f"data.data_root={processed}", "--set", f"output_dir={runs}",
+        "--set", "train.epochs=2", "--set", "train.batch_size=8", "--set", "run_name=tiny",
+    )
+    run_dir = runs / "tiny"
+    for name in ("config.yaml", "meta.json", "checkpoints/best.pt", "checkpoints/last.pt"):
+        assert (run_dir / name).is_file(), name
+    assert any((run_dir / "tensorboard").iterdir())
+
+    out = tmp_path / "eval"
+    table = run("scripts/test.py", "--run", str(run_dir), "--test-data", "demo",
+                "--data-root", str(processed), "--out", str(out))
+    for metric in ("AUC", "AP", "EER", "ACC"):
+        assert metric.lower() in table.lower()
+    assert "frame-level" in table and "video-level" in table
+    frame_file = out / "predictions" / "demo.csv"
+    pred = read_predictions(frame_file)
+    assert len(pred) == 3 * 4 and set(pred.label) == {0, 1}
+    assert set(pred.attributes["lighting"]) == {"bright", "dim"}
+
+    summary = run("scripts/fairness.py", "--predictions", str(frame_file), "--attributes", "lighting",
+                  "--out", str(tmp_path / "fairness"), "--no-figures")
+    assert "bright" in summary and "dim" in summary and "bias" in summary.lower()
+
+
+def test_photo_without_face_is_skipped_and_named(tmp_path: Path, caplog) -> None:
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    cv2.imwrite(str(faces / "wall.png"), np.full((200, 200, 3), 128, np.uint8))
+    (faces / "broken.jpg").write_bytes(b"not an image")
+    with pytest.raises(DemoDataError, match="no photo with a detectable face"):
+        load_face_photos(faces)
+    assert "wall.png: no face found" in caplog.text
+    assert "broken.jpg" in caplog.text and "not a readable image" in caplog.text
+
+
+def test_demo_from_photos_carries_their_attributes(tmp_path: Path, caplog) -> None:
+    faces = tmp_path / "faces"
+    faces.mkdir()
+    for name in ("img1.jpg", "img13.jpg"):
+        (faces / name).write_bytes((CELEBRITIES / name).read_bytes())
+    cv2.imwrite(str(faces / "wall.png"), np.full((200, 200, 3), 128, np.uint8))
+    with caplog.at_level(logging.WARNING):
+        out = make_demo_dataset(
+            tmp_path / "raw", n_videos=10, n_frames=2, size=192, faces_dir=faces,
+            attributes_csv=CELEBRITIES / "attributes.csv",
+        )
+    assert "wall.png: no face found" in caplog.text
+    rows = (out / "attributes.csv").read_text().splitlines()
+    assert rows[0] == "identity,beard,eyeglasses,gender,lighting,photo,subject"
+    genders = {line.split(",")[3] for line in rows[1:]}
+    assert genders == {"female", "male"}
+    splits = {k: json.loads((out / "splits" / f"{k}.json").read_text()) for k in ("train", "val", "test")}
+    ids = [i for pairs in splits.values() for pair in pairs for i in pair]
+    assert sorted(ids) == [f"{i:03d}" for i in range(10)]
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(DemoDataError, match="even number"):
+        make_demo_dataset(tmp_path, n_videos=7)
+    with pytest.raises(DemoDataError, match="faces folder not found"):
+        load_face_photos(tmp_path / "none")
