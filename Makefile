@@ -19,3 +19,18 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+# The main job on the demo data, end to end (about 5 minutes on 2 CPU cores).
+demo: $(STAMP)
+	$(PY) scripts/make_demo_data.py --out $(DEMO)/raw
+	$(PY) scripts/preprocess.py --config configs/preprocess/demo.yaml --no-progress
+	rm -rf $(DEMO)/runs/meso4-demo $(DEMO)/eval $(DEMO)/fairness
+	$(PY) scripts/train.py --detector meso4 --config configs/train/demo.yaml --set run_name=meso4-demo
+	$(PY) scripts/test.py --run $(DEMO)/runs/meso4-demo --test-data demo --val-data demo --data-root $(DEMO)/processed --out $(DEMO)/eval
+	$(PY) scripts/fairness.py --predictions $(DEMO)/eval/predictions/demo.csv --attributes lighting --out $(DEMO)/fairness
+	@echo
+	@echo "demo outputs:"
+	@echo "  dataset index   $(DEMO)/processed/demo.json"
+	@echo "  training run    $(DEMO)/runs/meso4-demo  (tensorboard --logdir $(DEMO)/runs)"
+	@echo "  evaluation      $(DEMO)/eval/report.html"
+	@echo "  fairness        $(DEMO)/fairness"

@@ -419,6 +419,7 @@ class NearestLandmarks:
                 landmarks=table.landmarks,
                 table=table.table,
             )
+            os.chmod(tmp, 0o644)
             os.replace(tmp, cache_file)
         except OSError as exc:  # e.g. a read-only dataset folder: keep the table in memory
             log.warning("NearestLandmarks: cannot write cache %s (%s); not cached", cache_file, exc)

@@ -190,6 +190,7 @@ class Trainer:
         model_cfg["input_size"] = self.resolution
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
+        torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
         self.model_cfg = config_to_dict(self.detector.cfg)
         requires = type(self.detector).requires
 
@@ -374,6 +375,8 @@ class Trainer:
         }
 
     def _save(self, name: str, full: bool) -> None:
+        """Write a checkpoint from rank 0 (``full``: with the trainer state; all ranks call)."""
+        rng = D.gather_lists([_rng_state()]) if full else None  # one RNG state per rank
         if not self.dist.is_main:
             return
         payload: dict[str, Any] = {"model": self.detector.state_dict(), "meta": self._meta()}
@@ -385,7 +388,7 @@ class Trainer:
                 "epoch": self.epoch,
                 "batch_in_epoch": self.batch_in_epoch,
                 "step": self.step,
-                "rng": _rng_state(),
+                "rng": rng,
                 "selector": self.selector.state_dict(),
                 "manifest": self.manifest,
             }
@@ -408,7 +411,12 @@ class Trainer:
         )
         self.selector.load_state_dict(state["selector"])
         self.manifest = state["manifest"]
-        _set_rng_state(state["rng"])
+        rng = state["rng"]
+        if len(rng) != self.dist.world_size:
+            log.warning(
+                "resuming %d saved RNG states on %d processes", len(rng), self.dist.world_size
+            )
+        _set_rng_state(rng[self.dist.rank % len(rng)])
         log.info(
             "resuming %s at epoch %d, batch %d (step %d)",
             self.run_dir,
