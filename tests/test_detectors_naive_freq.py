@@ -396,13 +396,13 @@ def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
     files = sorted((DATA / "faces" / "dlib" / "johns").glob("*/*.jpg"))[:8]
     assert len(files) == 8, "expected the dlib 'johns' face crops in ../shared/data"
     real = [
-        cv2.resize(cv2.imread(str(f))[:, :, ::-1], (64, 64), interpolation=cv2.INTER_AREA)
+        cv2.resize(cv2.imread(str(f))[:, :, ::-1], (32, 32), interpolation=cv2.INTER_AREA)
         for f in files
     ]
     fake = [
         cv2.resize(cv2.resize(r, (16, 16), interpolation=cv2.INTER_AREA), (32, 32)) for r in real
     ]
-    image = torch.from_numpy(np.stack(real + fake)).permute(0, 3, 1, 2).float() / 255.0
+    image = torch.from_numpy(np.stack(real + fake)).permute(0, 3, 1, 2).contiguous().float() / 255.0
     batch = {"image": image, "label": torch.tensor([0] * 8 + [1] * 8)}
     torch.manual_seed(0)
     model = build_detector("meso_inception4", input_size=32, dropout=0.0)

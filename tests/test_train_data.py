@@ -300,8 +300,6 @@ def test_shipped_train_configs_load(path: Path) -> None:
 def test_persistent_workers_follow_the_epoch(index) -> None:
     from torch.utils.data import DataLoader
 
-    from training.data import worker_init
-
     ds = _ds(index, augment=build_augment(AugmentConfig(), 32), train=True)
     sampler = TrainSampler(ds.labels, seed=5, tag_epoch=True)
     loader = DataLoader(
@@ -311,7 +309,7 @@ def test_persistent_workers_follow_the_epoch(index) -> None:
         num_workers=2,
         collate_fn=collate,
         persistent_workers=True,
-        worker_init_fn=worker_init,
+        timeout=120,
     )
     images = []
     for epoch in range(2):

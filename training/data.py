@@ -389,11 +389,6 @@ class FrameDataset(Dataset):
         return every[seed % len(every)]
 
 
-def worker_init(_: int) -> None:
-    """DataLoader workers: one OpenCV thread each (the workers are the parallelism)."""
-    cv2.setNumThreads(1)
-
-
 def _to_chw(images: list[np.ndarray]) -> torch.Tensor:
     """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip)."""
     arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))

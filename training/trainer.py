@@ -41,7 +41,7 @@ from training.augment import build_augment
 from training.cache import PackedCache
 from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
-from training.data import FrameDataset, collate, method_names_of, to_device, worker_init
+from training.data import FrameDataset, collate, method_names_of, to_device
 from training.evaluate import detection_metrics
 from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
@@ -271,7 +271,6 @@ class Trainer:
             pin_memory=cuda,
             generator=torch.Generator().manual_seed(t.seed),
             persistent_workers=cfg.data.num_workers > 0,
-            worker_init_fn=worker_init,
         )
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
