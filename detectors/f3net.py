@@ -31,7 +31,13 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, create_xception, run_stage, widen_first_conv
+from detectors.backbones.xception import (
+    FEATURES,
+    create_xception,
+    entry_side,
+    run_stage,
+    widen_first_conv,
+)
 from detectors.base import Detector, DetectorConfig
 from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d
 from detectors.registry import register_detector
@@ -65,6 +71,11 @@ class FAD(nn.Module):
             return torch.cat([idct2d(freq * f(), self.dct) for f in self.filters], dim=1)
 
 
+def lfs_output_side(side: int, window: int, stride: int = 2) -> int:
+    """Side of the LFS map: windows of ``window`` with padding ``window // 2 - 1``."""
+    return (side + 2 * (window // 2 - 1) - window) // stride + 1
+
+
 class LFS(nn.Module):
     """Local frequency statistics: grey [B, 1, S, S] in [0, 255] -> [B, M, S', S'] log-energies."""
 
@@ -82,7 +93,7 @@ class LFS(nn.Module):
     def forward(self, gray: torch.Tensor) -> torch.Tensor:
         b, _, h, w = gray.shape
         s, pad = self.window, self.window // 2 - 1
-        out_h, out_w = (h + 2 * pad - s) // self.stride + 1, (w + 2 * pad - s) // self.stride + 1
+        out_h, out_w = lfs_output_side(h, s, self.stride), lfs_output_side(w, s, self.stride)
         with torch.autocast(gray.device.type, enabled=False):  # log-energies in float32
             patches = F.unfold(gray.float(), s, padding=pad, stride=self.stride)  # [B, S*S, L]
             coeffs = dct2d(patches.transpose(1, 2).reshape(b, -1, s, s), self.dct).abs()
@@ -129,9 +140,9 @@ class MixBlock(nn.Module):
         attention = torch.softmax(torch.bmm(query, key), dim=-1).view(b, c, h, w)
         att_lfs = x_lfs * attention * (2.0 * torch.sigmoid(self.lfs_gamma) - 1.0)
         att_fad = x_fad * attention * (2.0 * torch.sigmoid(self.fad_gamma) - 1.0)
-        return x_fad + self.fad_bn(self.fad_conv(att_lfs)), x_lfs + self.lfs_bn(
-            self.lfs_conv(att_fad)
-        )
+        y_fad = x_fad + self.fad_bn(self.fad_conv(att_lfs))
+        y_lfs = x_lfs + self.lfs_bn(self.lfs_conv(att_fad))
+        return y_fad, y_lfs
 
 
 @dataclass
@@ -152,6 +163,13 @@ class F3NetConfig(DetectorConfig):
             )
         if self.lfs_window < 2:
             raise ValueError(f"lfs_window must be >= 2, got {self.lfs_window}")
+        fad_side = entry_side(self.input_size)
+        lfs_side = entry_side(lfs_output_side(self.input_size, self.lfs_window), first_stride=1)
+        if fad_side < 1 or (self.mode == "mix" and fad_side != lfs_side):
+            raise ValueError(
+                f"input_size {self.input_size}: the FAD and LFS streams reach {fad_side}x{fad_side} and "
+                f"{lfs_side}x{lfs_side} maps at the first MixBlock; they must be equal and >= 1"
+            )
 
 
 @register_detector("f3net")

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, create_xception, run_stage
+from detectors.backbones.xception import FEATURES, create_xception, entry_side, run_stage
 from detectors.base import Detector, DetectorConfig
 from detectors.registry import register_detector
 
@@ -203,14 +203,6 @@ def am_softmax_loss(
     return F.cross_entropy(scale * (cos - margin * onehot), label)
 
 
-def _entry_side(size: int) -> int:
-    """Side of Xception's entry-flow output (conv1 s2, conv2, three stride-2 blocks)."""
-    side = (size - 3) // 2 + 1 - 2
-    for _ in range(3):
-        side = (side + 1) // 2
-    return side
-
-
 @dataclass
 class SRMConfig(DetectorConfig):
     """``loss``: ``am_softmax`` (the authors', margin 0.45, scale 30) or ``ce``."""
@@ -222,7 +214,7 @@ class SRMConfig(DetectorConfig):
     am_scale: float = 30.0
 
     def __post_init__(self) -> None:
-        if _entry_side(self.input_size) < 1:
+        if entry_side(self.input_size) < 1:
             raise ValueError(f"input_size {self.input_size} is too small for Xception")
 
 
@@ -242,7 +234,7 @@ class SRM(Detector):
         self.srm_conv2 = SRMSeparate(64, 64)
         self.srm_attention = SRMPixelAttention()
         self.attention_post = nn.Sequential(nn.BatchNorm2d(64), nn.ReLU(inplace=True))
-        side = _entry_side(cfg.input_size)
+        side = entry_side(cfg.input_size)
         self.dual_cma0 = DualCrossModalAttention(728, side)
         self.dual_cma1 = DualCrossModalAttention(728, side)
         self.fusion = FeatureFusion(FEATURES)

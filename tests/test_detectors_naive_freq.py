@@ -20,8 +20,8 @@ from skimage.filters import sobel
 
 from detectors import build_detector
 from detectors.backbones import PretrainedWeightsError
-from detectors.backbones.xception import create_xception, run_stage, widen_first_conv
-from detectors.f3net import FAD, LFS, MixBlock
+from detectors.backbones.xception import create_xception, entry_side, run_stage, widen_first_conv
+from detectors.f3net import FAD, LFS, F3NetConfig, MixBlock
 from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d, phase_spectrum
 from detectors.srm import (
     CosineLinear,
@@ -191,6 +191,16 @@ def test_xception_stages_compose_to_forward_features() -> None:
         torch.testing.assert_close(y, model.forward_features(x))
 
 
+@pytest.mark.parametrize("size", [32, 33, 64, 100, 256, 299])
+def test_entry_side_matches_xception(size: int) -> None:
+    model = create_xception(False).eval()
+    x = torch.rand(1, 3, size, size)
+    with torch.no_grad():
+        for stage in ("stem1", "stem2", "entry"):
+            x = run_stage(model, stage, x)
+    assert x.shape[-1] == entry_side(size)
+
+
 # --- parameter counts -------------------------------------------------------------------------
 
 
@@ -315,6 +325,10 @@ def test_f3net_modes_and_input_size_check() -> None:
     assert fad_only({"image": torch.rand(2, 3, 32, 32)})["feat"].shape == (2, 2048)
     with pytest.raises(ValueError, match="32x32"):
         model({"image": torch.rand(1, 3, 64, 64)})
+    for size in (256, 299, 64):  # the two streams meet at every usual size
+        assert F3NetConfig(input_size=size).input_size == size
+    with pytest.raises(ValueError, match="MixBlock"):
+        F3NetConfig(input_size=24)  # 2x2 FAD maps vs 1x1 LFS maps
 
 
 def test_srm_filters_are_high_pass_and_truncated() -> None:

@@ -339,3 +339,17 @@ def test_dataset_errors_name_the_problem(index, tmp_path: Path) -> None:
         _ds(bare, {"landmarks"})
     with pytest.raises(TrainDataError, match="split 'val' of dataset\\(s\\) bare has no videos"):
         _ds(bare, split="val")
+
+
+def test_fancy_pca_is_krizhevskys_per_image_shift() -> None:
+    from training.augment import FancyPCA
+
+    img = face(3, 64)
+    t = FancyPCA(alpha=0.1, p=1.0)
+    for alpha in ([0.05, -0.1, 0.2], [3.0, -3.0, 3.0], [0.0, 0.0, 0.0]):
+        a = np.array(alpha, np.float32)
+        x = img.reshape(-1, 3) / 255.0
+        vals, vecs = np.linalg.eigh(np.cov(x, rowvar=False))
+        expected = np.clip(np.rint(img + 255 * (vecs @ (a * vals))), 0, 255).astype(np.uint8)
+        np.testing.assert_array_equal(t.apply(img, a), expected)
+    assert any(isinstance(tr, FancyPCA) for tr in build_augment(AugmentConfig(), 32)[5].transforms)

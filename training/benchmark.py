@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import albumentations as A
 import cv2
 import numpy as np
 import torch
@@ -20,7 +21,7 @@ from torchvision import transforms as T
 from detectors import build_detector
 from evaluation.predict import autocast
 from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
-from training.augment import build_augment
+from training.augment import FancyPCA, build_augment
 from training.cache import PackedCache
 from training.config import AugmentConfig
 from training.data import FrameDataset, collate, to_device
@@ -80,6 +81,18 @@ def reference_getitem(ds: FrameDataset, i: int, aug: Any, mean: Any, std: Any) -
     return T.Normalize(mean, std)(T.ToTensor()(img))
 
 
+def stock_pipeline(cfg: AugmentConfig, resolution: int) -> A.Compose:
+    """The same augmentations with albumentations' own FancyPCA (for the reference timing)."""
+    pipeline = build_augment(cfg, resolution)
+    for transform in pipeline.transforms:
+        if isinstance(transform, A.OneOf):
+            transform.transforms = [
+                A.FancyPCA(alpha=t.alpha) if isinstance(t, FancyPCA) else t
+                for t in transform.transforms
+            ]
+    return pipeline
+
+
 class _ReferenceDataset(torch.utils.data.Dataset):
     """Wraps :func:`reference_getitem` for the side-by-side DataLoader timing."""
 
@@ -122,6 +135,7 @@ def bench_train(
         model = build_detector(detector, input_size=resolution).to(dev)
         requires = type(model).requires
         aug = build_augment(AugmentConfig(), resolution, keypoints="landmarks" in requires)
+        ref_aug = stock_pipeline(AugmentConfig(), resolution)
         ds = FrameDataset(
             [idx],
             "train",
@@ -152,7 +166,7 @@ def bench_train(
         try:
             t0 = time.perf_counter()
             for i in range(n):
-                reference_getitem(ds, i, aug, model.cfg.mean, model.cfg.std)
+                reference_getitem(ds, i, ref_aug, model.cfg.mean, model.cfg.std)
             out["reference_getitem_samples_per_s"] = _rate(n, time.perf_counter() - t0)
         finally:
             torch.set_num_threads(threads)
@@ -174,7 +188,7 @@ def bench_train(
             seen += len(batch["label"])
         out["loader_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
         ref = DataLoader(
-            _ReferenceDataset(ds, aug, model.cfg.mean, model.cfg.std),
+            _ReferenceDataset(ds, ref_aug, model.cfg.mean, model.cfg.std),
             batch_size=batch_size,
             shuffle=True,
             num_workers=num_workers,

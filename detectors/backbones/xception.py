@@ -26,6 +26,15 @@ STAGES: dict[str, tuple[str, ...]] = {
 FEATURES = 2048
 
 
+def entry_side(side: int, first_stride: int = 2) -> int:
+    """Side of the entry-flow output for a ``side`` input (conv1 3x3 with ``first_stride``, conv2
+    3x3, both unpadded, then three stride-2 blocks)."""
+    side = (side - 3) // first_stride + 1 - 2
+    for _ in range(3):
+        side = (side + 1) // 2
+    return side
+
+
 def create_xception(pretrained: bool | str = False) -> nn.Module:
     """timm ``legacy_xception`` without its classifier (``fc`` is an identity)."""
     return create_timm_backbone("legacy_xception", pretrained, num_classes=0)
