@@ -24,6 +24,7 @@ from preprocessing.index import DatasetIndexError  # noqa: E402
 from training.checkpoint import CheckpointError  # noqa: E402
 from training.config import load_train_config  # noqa: E402
 from training.data import TrainDataError  # noqa: E402
+from training.distributed import teardown  # noqa: E402
 from training.trainer import NonFiniteLossError, Trainer  # noqa: E402
 
 
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
             cfg = load_train_config(args.detector, *args.config, overrides=overrides)
             trainer = Trainer(cfg)
         run_dir = trainer.fit()
+        rank = trainer.dist.rank
+        teardown()
     except (
         ConfigError,
         DatasetIndexError,
@@ -85,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     ) as exc:
         log.error("%s", exc)
         return 2
-    log.info("run directory: %s", run_dir)
+    if rank == 0:
+        log.info("run directory: %s", run_dir)
     return 0
 
 

@@ -74,3 +74,9 @@ def any_flag(flag: bool, device: torch.device) -> bool:
 def barrier() -> None:
     if active():
         dist.barrier()
+
+
+def teardown() -> None:
+    """Leave the process group (end of a ``torchrun`` job)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
