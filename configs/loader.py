@@ -158,7 +158,8 @@ def _convert(tp: Any, value: Any, key: str, source: str) -> Any:
             if len(args) != len(value):
                 _fail(source, key, f"expects {len(args)} items, got {len(value)}")
             return tuple(
-                _convert(a, v, f"{key}[{i}]", source) for i, (a, v) in enumerate(zip(args, value))
+                _convert(a, v, f"{key}[{i}]", source)
+                for i, (a, v) in enumerate(zip(args, value, strict=True))
             )
         item_tp = args[0] if args else Any
         items = [_convert(item_tp, v, f"{key}[{i}]", source) for i, v in enumerate(value)]

@@ -77,6 +77,13 @@ class Detector(nn.Module):
         return {"total": ce, "ce": ce}
 
     @staticmethod
-    def outputs(logits: torch.Tensor, feat: torch.Tensor, **extra: torch.Tensor) -> dict[str, torch.Tensor]:
+    def outputs(
+        logits: torch.Tensor, feat: torch.Tensor, **extra: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
         """The standard output dict from [B, 2] logits and [B, D] features."""
-        return {"logits": logits, "prob": torch.softmax(logits.float(), dim=1)[:, 1], "feat": feat, **extra}
+        return {
+            "logits": logits,
+            "prob": torch.softmax(logits.float(), dim=1)[:, 1],
+            "feat": feat,
+            **extra,
+        }

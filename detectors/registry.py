@@ -54,7 +54,8 @@ def _builtin_modules() -> dict[str, str]:
             for deco in node.decorator_list:
                 if (
                     isinstance(deco, ast.Call)
-                    and getattr(deco.func, "id", getattr(deco.func, "attr", None)) == "register_detector"
+                    and getattr(deco.func, "id", getattr(deco.func, "attr", None))
+                    == "register_detector"
                     and deco.args
                     and isinstance(deco.args[0], ast.Constant)
                 ):
@@ -91,9 +92,13 @@ def load_detector_yaml(name: str, path: str | Path | None = None) -> dict[str, A
     data = load_yaml(path)
     unknown = sorted(set(data) - {"detector", "model", "train"})
     if unknown:
-        raise ConfigError(f"{path}: unknown key '{unknown[0]}'; allowed keys here: detector, model, train")
+        raise ConfigError(
+            f"{path}: unknown key '{unknown[0]}'; allowed keys here: detector, model, train"
+        )
     if data.get("detector", name) != name:
-        raise ConfigError(f"{path}: key 'detector' is {data['detector']!r} but {name!r} was asked for")
+        raise ConfigError(
+            f"{path}: key 'detector' is {data['detector']!r} but {name!r} was asked for"
+        )
     return data
 
 
@@ -119,7 +124,9 @@ def build_detector(
     elif isinstance(cfg, Mapping):
         data = dict(cfg)
     else:
-        raise TypeError(f"cfg must be None, a path, a mapping or a DetectorConfig, got {type(cfg).__name__}")
+        raise TypeError(
+            f"cfg must be None, a path, a mapping or a DetectorConfig, got {type(cfg).__name__}"
+        )
     data = deep_merge(data, overrides)
     config = build_config(cls.Config, data, source=source)
     return cls(config)

@@ -61,7 +61,10 @@ class Predictions:
     def video_key(self) -> np.ndarray:
         """Per-row video key ``dataset/method/video_id`` (FF++ fake ids repeat across methods)."""
         return np.array(
-            [f"{d}/{m}/{v}" for d, m, v in zip(self.dataset, self.method, self.video_id)],
+            [
+                f"{d}/{m}/{v}"
+                for d, m, v in zip(self.dataset, self.method, self.video_id, strict=True)
+            ],
             dtype=object,
         )
 
@@ -84,7 +87,9 @@ class Predictions:
         return cls(
             **{c: np.concatenate([getattr(p, c) for p in parts]) for c in BASE_COLUMNS},
             attributes={
-                k: np.concatenate([p.attributes.get(k, np.full(len(p), "", dtype=object)) for p in parts])
+                k: np.concatenate(
+                    [p.attributes.get(k, np.full(len(p), "", dtype=object)) for p in parts]
+                )
                 for k in names
             },
         )
@@ -120,7 +125,9 @@ def read_predictions(path: str | Path) -> Predictions:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None:
-            raise PredictionsError(f"{path}: empty file, expected a header {','.join(BASE_COLUMNS)}")
+            raise PredictionsError(
+                f"{path}: empty file, expected a header {','.join(BASE_COLUMNS)}"
+            )
         if tuple(header[: len(BASE_COLUMNS)]) != BASE_COLUMNS:
             raise PredictionsError(
                 f"{path}: header must start with {','.join(BASE_COLUMNS)}, got {','.join(header)}"
@@ -128,14 +135,18 @@ def read_predictions(path: str | Path) -> Predictions:
         rows = list(reader)
     bad = [n + 2 for n, row in enumerate(rows) if len(row) != len(header)]
     if bad:
-        raise PredictionsError(f"{path}: line {bad[0]} has a different number of cells than the header")
+        raise PredictionsError(
+            f"{path}: line {bad[0]} has a different number of cells than the header"
+        )
     columns: Mapping[str, list[str]] = {name: [r[i] for r in rows] for i, name in enumerate(header)}
     try:
         frame = np.array(columns["frame"], dtype=np.int64)
         label = np.array(columns["label"], dtype=np.int64)
         score = np.array(columns["score"], dtype=np.float64)
     except ValueError as exc:
-        raise PredictionsError(f"{path}: a frame, label or score cell is not a number: {exc}") from None
+        raise PredictionsError(
+            f"{path}: a frame, label or score cell is not a number: {exc}"
+        ) from None
     try:
         return Predictions(
             dataset=columns["dataset"],
@@ -144,7 +155,7 @@ def read_predictions(path: str | Path) -> Predictions:
             label=label,
             score=score,
             method=columns["method"],
-            attributes={k: columns[k] for k in header[len(BASE_COLUMNS):]},
+            attributes={k: columns[k] for k in header[len(BASE_COLUMNS) :]},
         )
     except PredictionsError as exc:
         raise PredictionsError(f"{path}: {exc}") from None

@@ -100,7 +100,9 @@ def _read_attributes(path: str | Path) -> dict[str, dict[str, str]]:
             raise DemoDataError(f"{path}: needs a 'file' column naming each photo")
         rows = {}
         for row in reader:
-            attrs = {k: v for k, v in row.items() if k not in ("file", "identity") and v is not None}
+            attrs = {
+                k: v for k, v in row.items() if k not in ("file", "identity") and v is not None
+            }
             if row.get("identity"):
                 attrs["subject"] = row["identity"]
             rows[row["file"]] = attrs
@@ -124,13 +126,17 @@ def _frame_matrix(photo: FacePhoto, size: int, motion: np.ndarray) -> np.ndarray
     face_width = float(np.ptp(lm[:, 0]))
     base_scale = 0.42 * size / max(face_width, 1.0)
     angle, scale, dx, dy = motion
-    m = cv2.getRotationMatrix2D((float(centre[0]), float(centre[1])), float(angle), base_scale * scale)
+    m = cv2.getRotationMatrix2D(
+        (float(centre[0]), float(centre[1])), float(angle), base_scale * scale
+    )
     m[:, 2] += np.array([size / 2 + dx, size / 2 + dy]) - centre
     return m
 
 
 def _jpeg(rgb: np.ndarray, quality: int) -> np.ndarray:
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
+    ok, buf = cv2.imencode(
+        ".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality]
+    )
     if not ok:
         raise DemoDataError("JPEG encoding failed")
     return cv2.cvtColor(cv2.imdecode(buf, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
@@ -145,7 +151,9 @@ def render_video(
     frames, landmarks = [], []
     for motion in _camera_path(n_frames, rng):
         m = _frame_matrix(photo, size, motion)
-        frame = cv2.warpAffine(photo.image, m, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        frame = cv2.warpAffine(
+            photo.image, m, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+        )
         flicker = gain * rng.uniform(0.97, 1.03)
         frame = np.clip(frame.astype(np.float32) * flicker, 0, 255).astype(np.uint8)
         frames.append(frame)
@@ -161,7 +169,7 @@ def write_video(path: Path, frames: list[np.ndarray], qualities: np.ndarray, fps
     writer = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
     if not writer.isOpened():
         raise DemoDataError(f"{path}: cannot open a video writer (mp4v)")
-    for frame, quality in zip(frames, qualities):
+    for frame, quality in zip(frames, qualities, strict=True):
         writer.write(cv2.cvtColor(_jpeg(frame, int(quality)), cv2.COLOR_RGB2BGR))
     writer.release()
     tmp.replace(path)
@@ -201,9 +209,13 @@ def make_demo_dataset(
         qualities = video_rng.integers(60, 96, size=n_frames)
         write_video(real_dir / f"{vid}.mp4", frames, qualities)
         partner = ids[i ^ 1]
-        fakes = [self_blend(f, lm, video_rng)[0] for f, lm in zip(frames, landmarks)]
-        write_video(fake_dir / f"{vid}_{partner}.mp4", fakes, video_rng.integers(60, 96, size=n_frames))
-        rows.append({"identity": vid, "lighting": lightings[i], "photo": photo.name, **photo.attributes})
+        fakes = [self_blend(f, lm, video_rng)[0] for f, lm in zip(frames, landmarks, strict=True)]
+        write_video(
+            fake_dir / f"{vid}_{partner}.mp4", fakes, video_rng.integers(60, 96, size=n_frames)
+        )
+        rows.append(
+            {"identity": vid, "lighting": lightings[i], "photo": photo.name, **photo.attributes}
+        )
         log.info("demo video %s (%s, %s) written", vid, photo.name, lightings[i])
     pairs = [[ids[i], ids[i + 1]] for i in range(0, n_videos, 2)]
     order = rng.permutation(len(pairs))

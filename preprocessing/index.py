@@ -205,7 +205,8 @@ def validate_index(
             errors.append(f"{where}: 'attributes' must map strings to strings")
         indices = video.get("frame_indices")
         if indices is not None and (
-            not isinstance(indices, list) or len(indices) != len(frames)
+            not isinstance(indices, list)
+            or len(indices) != len(frames)
             or not all(isinstance(i, int) for i in indices)
         ):
             errors.append(f"{where}: 'frame_indices' must list one integer per frame")
@@ -253,7 +254,9 @@ def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
     if check_files:
         errors = validate_index(data, str(path), root=root, check_files=True)
         if errors:
-            raise DatasetIndexError("dataset index points to missing files:\n  " + "\n  ".join(errors[:20]))
+            raise DatasetIndexError(
+                "dataset index points to missing files:\n  " + "\n  ".join(errors[:20])
+            )
     return index
 
 
@@ -276,6 +279,7 @@ def write_index(index: DatasetIndex, path: str | Path) -> None:
     data = index.to_json()
     errors = validate_index(data, str(path))
     if errors:
-        raise DatasetIndexError("refusing to write an invalid index:\n  " + "\n  ".join(errors[:20]))
+        raise DatasetIndexError(
+            "refusing to write an invalid index:\n  " + "\n  ".join(errors[:20])
+        )
     atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-

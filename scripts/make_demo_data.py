@@ -10,9 +10,15 @@ from preprocessing.demo_dataset import DemoDataError, make_demo_dataset
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="demo_data/raw", help="output folder (default: demo_data/raw)")
-    parser.add_argument("--faces", help="folder of face photos (default: scikit-image's astronaut.png)")
-    parser.add_argument("--attributes", help="CSV with a 'file' column and attribute columns for --faces")
+    parser.add_argument(
+        "--out", default="demo_data/raw", help="output folder (default: demo_data/raw)"
+    )
+    parser.add_argument(
+        "--faces", help="folder of face photos (default: scikit-image's astronaut.png)"
+    )
+    parser.add_argument(
+        "--attributes", help="CSV with a 'file' column and attribute columns for --faces"
+    )
     parser.add_argument("--videos", type=int, default=40, help="number of real videos (even)")
     parser.add_argument("--frames", type=int, default=24, help="frames per video")
     parser.add_argument("--size", type=int, default=320, help="frame width and height")
@@ -21,8 +27,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         out = make_demo_dataset(
-            args.out, args.videos, args.frames, args.size,
-            faces_dir=args.faces, attributes_csv=args.attributes, seed=args.seed,
+            args.out,
+            args.videos,
+            args.frames,
+            args.size,
+            faces_dir=args.faces,
+            attributes_csv=args.attributes,
+            seed=args.seed,
         )
     except DemoDataError as exc:
         logging.error("%s", exc)

@@ -9,7 +9,9 @@ import torch
 from detectors.base import Detector
 
 
-def make_batch(detector: Detector | type[Detector], size: int, batch_size: int = 4, seed: int = 0) -> dict[str, Any]:
+def make_batch(
+    detector: Detector | type[Detector], size: int, batch_size: int = 4, seed: int = 0
+) -> dict[str, Any]:
     """A fixed random batch at ``size`` x ``size`` with every key the detector requires.
 
     Half the samples are real (label 0), half fake. Detectors that train on online blends
@@ -42,7 +44,9 @@ def make_batch(detector: Detector | type[Detector], size: int, batch_size: int =
     if "landmarks" in requires:
         batch["landmarks"] = size * (0.2 + 0.6 * torch.rand(n, 68, 2, generator=gen))
     if "method_label" in requires:
-        batch["method_label"] = torch.where(label == 1, 1 + torch.arange(n) % 2, torch.zeros(n, dtype=torch.long))
+        batch["method_label"] = torch.where(
+            label == 1, 1 + torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)
+        )
     if "views" in requires:
         noise = 0.05 * torch.randn(n, 2, 3, size, size, generator=gen)
         batch["views"] = image.unsqueeze(1) + noise

@@ -33,24 +33,58 @@ def run(*args: str) -> str:
 
 def test_demo_path_end_to_end(tmp_path: Path) -> None:
     raw, processed, runs = tmp_path / "raw", tmp_path / "processed", tmp_path / "runs"
-    run("scripts/make_demo_data.py", "--out", str(raw), "--videos", "10", "--frames", "6", "--size", "256")
+    run(
+        "scripts/make_demo_data.py",
+        "--out",
+        str(raw),
+        "--videos",
+        "10",
+        "--frames",
+        "6",
+        "--size",
+        "256",
+    )
     assert len(list((raw / "original_sequences/youtube/c23/videos").glob("*.mp4"))) == 10
     assert len(list((raw / "manipulated_sequences/SelfBlended/c23/videos").glob("*.mp4"))) == 10
 
     run(
-        "scripts/preprocess.py", "--config", "configs/preprocess/demo.yaml",
-        "--set", f"dataset.root={raw}", "--set", f"dataset.attributes.csv={raw / 'attributes.csv'}",
-        "--set", f"output.root={processed}", "--set", "sampling.num_frames=3",
-        "--workers", "1", "--no-progress",
+        "scripts/preprocess.py",
+        "--config",
+        "configs/preprocess/demo.yaml",
+        "--set",
+        f"dataset.root={raw}",
+        "--set",
+        f"dataset.attributes.csv={raw / 'attributes.csv'}",
+        "--set",
+        f"output.root={processed}",
+        "--set",
+        "sampling.num_frames=3",
+        "--workers",
+        "1",
+        "--no-progress",
     )
     index = read_index(processed / "demo.json", check_files=True)
     assert len(index.videos) == 20 and {v.split for v in index.videos} == {"train", "val", "test"}
-    assert all(len(v.frames) == 3 and v.attributes["lighting"] in ("bright", "dim") for v in index.videos)
+    assert all(
+        len(v.frames) == 3 and v.attributes["lighting"] in ("bright", "dim") for v in index.videos
+    )
 
     run(
-        "scripts/train.py", "--detector", "meso4", "--config", "configs/train/demo.yaml",
-        "--set", f"data.data_root={processed}", "--set", f"output_dir={runs}",
-        "--set", "train.epochs=2", "--set", "train.batch_size=8", "--set", "run_name=tiny",
+        "scripts/train.py",
+        "--detector",
+        "meso4",
+        "--config",
+        "configs/train/demo.yaml",
+        "--set",
+        f"data.data_root={processed}",
+        "--set",
+        f"output_dir={runs}",
+        "--set",
+        "train.epochs=2",
+        "--set",
+        "train.batch_size=8",
+        "--set",
+        "run_name=tiny",
     )
     run_dir = runs / "tiny"
     for name in ("config.yaml", "meta.json", "checkpoints/best.pt", "checkpoints/last.pt"):
@@ -58,8 +92,17 @@ def test_demo_path_end_to_end(tmp_path: Path) -> None:
     assert any((run_dir / "tensorboard").iterdir())
 
     out = tmp_path / "eval"
-    table = run("scripts/test.py", "--run", str(run_dir), "--test-data", "demo",
-                "--data-root", str(processed), "--out", str(out))
+    table = run(
+        "scripts/test.py",
+        "--run",
+        str(run_dir),
+        "--test-data",
+        "demo",
+        "--data-root",
+        str(processed),
+        "--out",
+        str(out),
+    )
     for metric in ("AUC", "AP", "EER", "ACC"):
         assert metric.lower() in table.lower()
     assert "frame-level" in table and "video-level" in table
@@ -68,8 +111,16 @@ def test_demo_path_end_to_end(tmp_path: Path) -> None:
     assert len(pred) == 3 * 4 and set(pred.label) == {0, 1}
     assert set(pred.attributes["lighting"]) == {"bright", "dim"}
 
-    summary = run("scripts/fairness.py", "--predictions", str(frame_file), "--attributes", "lighting",
-                  "--out", str(tmp_path / "fairness"), "--no-figures")
+    summary = run(
+        "scripts/fairness.py",
+        "--predictions",
+        str(frame_file),
+        "--attributes",
+        "lighting",
+        "--out",
+        str(tmp_path / "fairness"),
+        "--no-figures",
+    )
     assert "bright" in summary and "dim" in summary and "bias" in summary.lower()
 
 
@@ -92,7 +143,11 @@ def test_demo_from_photos_carries_their_attributes(tmp_path: Path, caplog) -> No
     cv2.imwrite(str(faces / "wall.png"), np.full((200, 200, 3), 128, np.uint8))
     with caplog.at_level(logging.WARNING):
         out = make_demo_dataset(
-            tmp_path / "raw", n_videos=10, n_frames=2, size=192, faces_dir=faces,
+            tmp_path / "raw",
+            n_videos=10,
+            n_frames=2,
+            size=192,
+            faces_dir=faces,
             attributes_csv=CELEBRITIES / "attributes.csv",
         )
     assert "wall.png: no face found" in caplog.text
@@ -100,7 +155,9 @@ def test_demo_from_photos_carries_their_attributes(tmp_path: Path, caplog) -> No
     assert rows[0] == "identity,beard,eyeglasses,gender,lighting,photo,subject"
     genders = {line.split(",")[3] for line in rows[1:]}
     assert genders == {"female", "male"}
-    splits = {k: json.loads((out / "splits" / f"{k}.json").read_text()) for k in ("train", "val", "test")}
+    splits = {
+        k: json.loads((out / "splits" / f"{k}.json").read_text()) for k in ("train", "val", "test")
+    }
     ids = [i for pairs in splits.values() for pair in pairs for i in pair]
     assert sorted(ids) == [f"{i:03d}" for i in range(10)]
 

@@ -36,7 +36,11 @@ def make_files(root, index: DatasetIndex) -> None:
 
 
 def test_round_trip_with_repeated_ids_across_methods(tmp_path) -> None:
-    index = DatasetIndex("FF", "deepfake", [video(), video("000_003", 1, "Deepfakes"), video("000_003", 1, "FaceSwap")])
+    index = DatasetIndex(
+        "FF",
+        "deepfake",
+        [video(), video("000_003", 1, "Deepfakes"), video("000_003", 1, "FaceSwap")],
+    )
     path = tmp_path / "FF.json"
     write_index(index, path)
     make_files(tmp_path, index)
@@ -53,7 +57,9 @@ def test_missing_frame_is_named(tmp_path) -> None:
     index = DatasetIndex("FF", "deepfake", [video()])
     path = tmp_path / "FF.json"
     write_index(index, path)
-    with pytest.raises(DatasetIndexError, match=r"frames file 'real/000/frames/000.png' does not exist"):
+    with pytest.raises(
+        DatasetIndexError, match=r"frames file 'real/000/frames/000.png' does not exist"
+    ):
         read_index(path, check_files=True)
 
 

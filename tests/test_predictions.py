@@ -5,7 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.predictions import Predictions, PredictionsError, read_predictions, write_predictions
+from evaluation.predictions import (
+    Predictions,
+    PredictionsError,
+    read_predictions,
+    write_predictions,
+)
 
 
 def sample() -> Predictions:
@@ -23,7 +28,9 @@ def sample() -> Predictions:
 def test_round_trip_is_exact(tmp_path) -> None:
     path = tmp_path / "p.csv"
     write_predictions(path, sample())
-    assert path.read_text().splitlines()[0] == "dataset,video_id,frame,label,score,method,beard,gender"
+    assert (
+        path.read_text().splitlines()[0] == "dataset,video_id,frame,label,score,method,beard,gender"
+    )
     back = read_predictions(path)
     ref = sample()
     for col in ("dataset", "video_id", "frame", "label", "score", "method"):
@@ -35,7 +42,9 @@ def test_round_trip_is_exact(tmp_path) -> None:
 
 def test_subset_and_concat() -> None:
     p = sample()
-    both = Predictions.concat([p.subset(np.array([0])), Predictions(["X"], ["v"], [0], [1], [0.5], ["m"])])
+    both = Predictions.concat(
+        [p.subset(np.array([0])), Predictions(["X"], ["v"], [0], [1], [0.5], ["m"])]
+    )
     assert len(both) == 2 and list(both.attributes["gender"]) == ["female", ""]
 
 

@@ -188,6 +188,10 @@ class Trainer:
         default_size = next(f.default for f in fields if f.name == "input_size")
         self.resolution = t.resolution or int(model_cfg.get("input_size", default_size))
         model_cfg["input_size"] = self.resolution
+        train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
+        self.method_names = method_names_of(train_idx, "train")
+        if any(f.name == "num_methods" for f in fields) and "num_methods" not in model_cfg:
+            model_cfg["num_methods"] = max(len(self.method_names), 1)  # UCF's specific classes
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
@@ -211,8 +215,6 @@ class Trainer:
             self.device.type, enabled=self.amp_dtype == torch.float16
         )
 
-        train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
-        self.method_names = method_names_of(train_idx, "train")
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
         self.train_set = FrameDataset(
@@ -442,6 +444,8 @@ class Trainer:
         t = self.cfg.train
         self.sampler.set_epoch(self.epoch)
         self.train_set.set_epoch(self.epoch)
+        if hasattr(self.detector, "set_epoch"):  # epoch-dependent losses (LMFD-PAD's warm-up)
+            self.detector.set_epoch(self.epoch)
         self.sampler.set_start(self.batch_in_epoch * self.rank_batch)
         self.detector.train()
         replaced: list[str] = []

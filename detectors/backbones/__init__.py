@@ -29,7 +29,9 @@ def load_state_dict_file(module: nn.Module, path: str | Path, strict: bool = Fal
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same clear message
-        raise PretrainedWeightsError(f"cannot read pretrained weights {path}: {exc}; {_HOW}") from None
+        raise PretrainedWeightsError(
+            f"cannot read pretrained weights {path}: {exc}; {_HOW}"
+        ) from None
     if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
         state = state["state_dict"]
     own = module.state_dict()
@@ -37,11 +39,19 @@ def load_state_dict_file(module: nn.Module, path: str | Path, strict: bool = Fal
     dropped = sorted(set(state) - set(kept))
     missing = sorted(set(own) - set(kept))
     if strict and (dropped or missing):
-        raise PretrainedWeightsError(f"{path}: keys do not match: unexpected {dropped[:5]}, missing {missing[:5]}")
+        raise PretrainedWeightsError(
+            f"{path}: keys do not match: unexpected {dropped[:5]}, missing {missing[:5]}"
+        )
     if not kept:
         raise PretrainedWeightsError(f"{path}: no tensor in the file matches the model; {_HOW}")
     module.load_state_dict(kept, strict=False)
-    log.info("loaded %d tensors from %s (%d skipped, %d left at init)", len(kept), path, len(dropped), len(missing))
+    log.info(
+        "loaded %d tensors from %s (%d skipped, %d left at init)",
+        len(kept),
+        path,
+        len(dropped),
+        len(missing),
+    )
 
 
 def create_timm_backbone(name: str, pretrained: bool | str = False, **kwargs) -> nn.Module:
