@@ -27,7 +27,7 @@ demo: $(STAMP)
 	rm -rf $(DEMO)/runs/meso4-demo $(DEMO)/eval $(DEMO)/fairness
 	$(PY) scripts/train.py --detector meso4 --config configs/train/demo.yaml --set run_name=meso4-demo
 	$(PY) scripts/test.py --run $(DEMO)/runs/meso4-demo --test-data demo --val-data demo --data-root $(DEMO)/processed --out $(DEMO)/eval
-	$(PY) scripts/fairness.py --predictions $(DEMO)/eval/predictions/demo.csv --attributes lighting --out $(DEMO)/fairness
+	$(PY) scripts/fairness.py --predictions $(DEMO)/eval/predictions/demo.csv --attributes lighting --threshold-from $(DEMO)/eval/eval.json --out $(DEMO)/fairness
 	@echo
 	@echo "demo outputs:"
 	@echo "  dataset index   $(DEMO)/processed/demo.json"

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from pathlib import Path
@@ -18,6 +19,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from configs import ConfigError  # noqa: E402
 from evaluation.predictions import PredictionsError, read_predictions  # noqa: E402
 from fairness.report import fairness_report, format_summary, load_report_config, write_report  # noqa: E402
+
+
+def evaluation_threshold(path: str) -> float:
+    """The decision threshold recorded in an ``eval.json`` written by scripts/test.py."""
+    try:
+        return float(json.loads(Path(path).read_text(encoding="utf-8"))["settings"]["threshold"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: no decision threshold in it ({exc})") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--level", choices=("frame", "video"), help="frame- or video-level metrics")
     parser.add_argument("--no-figures", action="store_true", help="skip the figures")
+    parser.add_argument(
+        "--threshold-from",
+        help="eval.json of scripts/test.py: use its decision threshold (e.g. chosen with --val-data)",
+    )
     parser.add_argument(
         "--protocol", help="run a fairness protocol YAML instead (trains detectors)"
     )
@@ -58,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_figures:
         overrides.append("figures=false")
     try:
+        if args.threshold_from:
+            overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
             from fairness.protocols import load_protocol, run_protocol
