@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
 from preprocessing.index import DatasetIndexError  # noqa: E402
 from training.checkpoint import CheckpointError  # noqa: E402
 from training.config import load_train_config  # noqa: E402
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     except (
         ConfigError,
         DatasetIndexError,
+        DatasetLayoutError,
         TrainDataError,
         CheckpointError,
         NonFiniteLossError,

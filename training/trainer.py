@@ -35,7 +35,7 @@ from evaluation.predict import (
     rows_to_predictions,
 )
 from evaluation.predictions import write_predictions
-from preprocessing.index import DatasetIndex, read_index
+from preprocessing.index import DatasetIndex, DatasetIndexError
 from training import distributed as D
 from training.augment import build_augment
 from training.cache import PackedCache
@@ -57,8 +57,19 @@ class NonFiniteLossError(RuntimeError):
 
 
 def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[DatasetIndex]:
-    """``<data_root>/<name>.json`` for every name (errors name the missing file)."""
-    return [read_index(Path(data_root) / f"{name}.json") for name in names]
+    """``<data_root>/<name>.json`` for every name (errors name the missing file).
+
+    A DeepfakeBench JSON there is imported on the fly, its frame paths read from ``data_root``.
+    """
+    from preprocessing.datasets.deepfakebench import read_any_index
+
+    found = []
+    for name in names:
+        path = Path(data_root) / f"{name}.json"
+        if not path.is_file():
+            raise DatasetIndexError(f"{path}: dataset index not found (dataset {name!r})")
+        found.append(read_any_index(path, data_root))
+    return found
 
 
 def build_optimizer(params: Any, cfg: OptimizerConfig) -> torch.optim.Optimizer:

@@ -1,0 +1,37 @@
+"""Dataset names resolve to index files under the data root, ours or DeepfakeBench's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, write_index
+from training.trainer import resolve_datasets
+
+
+def test_names_resolve_to_our_index_and_to_deepfakebench_json(tmp_path) -> None:
+    ours = DatasetIndex("mine", "deepfake", [VideoEntry("a", 0, "real", "test", ["mine/a/0.png"])])
+    write_index(ours, tmp_path / "mine.json")
+    frames = {"000": ["FF/original/000/000.png"], "000_003": ["FF/Deepfakes/000_003/000.png"]}
+    dfb = {
+        "FF-c23": {
+            "FF-real": {"test": {"c23": {"000": {"label": "FF-real", "frames": frames["000"]}}}},
+            "FF-DF": {
+                "test": {"c23": {"000_003": {"label": "FF-DF", "frames": frames["000_003"]}}}
+            },
+        }
+    }
+    (tmp_path / "FF-c23.json").write_text(json.dumps(dfb))
+    for rel in [*frames["000"], *frames["000_003"]]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(b"png")
+    mine, ff = resolve_datasets(tmp_path, ["mine", "FF-c23"])
+    assert mine.dataset == "mine" and [v.id for v in mine.videos] == ["a"]
+    assert {(v.id, v.label) for v in ff.videos} == {("000", 0), ("000_003", 1)}
+    assert all(ff.resolve(f).is_file() for v in ff.videos for f in v.frames)
+
+
+def test_missing_dataset_names_the_file(tmp_path) -> None:
+    with pytest.raises(DatasetIndexError, match=r"nope\.json: dataset index not found"):
+        resolve_datasets(tmp_path, ["nope"])
