@@ -11,7 +11,9 @@ from detectors import build_detector, get_detector_class, list_detectors, load_d
 from tests.detector_batches import make_batch
 
 # The package's own detectors (other test modules register tiny ones of their own).
-DETECTORS = [n for n in list_detectors() if get_detector_class(n).__module__.startswith("detectors.")]
+DETECTORS = [
+    n for n in list_detectors() if get_detector_class(n).__module__.startswith("detectors.")
+]
 
 
 def _small(name: str):
