@@ -55,26 +55,30 @@ class _MesoHead(nn.Module):
         return torch.cat([torch.zeros_like(z), z], dim=1), feat
 
 
-@register_detector("meso4")
-class Meso4(Detector):
-    """Meso-4: four convolution blocks (8, 8, 16, 16 filters) and the dense head."""
+class _MesoNet(Detector):
+    """Four blocks ending in 16 channels at 1/32 of the input side, then the dense head."""
 
     Config = MesoConfig
 
-    def __init__(self, cfg: MesoConfig) -> None:
+    def __init__(self, cfg: MesoConfig, features: nn.Sequential) -> None:
         super().__init__(cfg)
-        self.features = nn.Sequential(
-            _conv_block(3, 8, 3, 2),
-            _conv_block(8, 8, 5, 2),
-            _conv_block(8, 16, 5, 2),
-            _conv_block(16, 16, 5, 4),
-        )
+        self.features = features
         side = -(-cfg.input_size // 32)  # ceil: pools of 2, 2, 2, 4
         self.head = _MesoHead(16 * side * side, cfg.dropout)
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         logits, feat = self.head(self.features(batch["image"]))
         return self.outputs(logits, feat)
+
+
+@register_detector("meso4")
+class Meso4(_MesoNet):
+    """Meso-4: four convolution blocks (8, 8, 16, 16 filters) and the dense head."""
+
+    def __init__(self, cfg: MesoConfig) -> None:
+        blocks = [_conv_block(3, 8, 3, 2), _conv_block(8, 8, 5, 2)]
+        blocks += [_conv_block(8, 16, 5, 2), _conv_block(16, 16, 5, 4)]
+        super().__init__(cfg, nn.Sequential(*blocks))
 
 
 class _InceptionLayer(nn.Module):
@@ -117,22 +121,10 @@ def _inception_block(cin: int, widths: tuple[int, int, int, int]) -> nn.Sequenti
 
 
 @register_detector("meso_inception4")
-class MesoInception4(Detector):
+class MesoInception4(_MesoNet):
     """MesoInception-4: Inception(1, 4, 4, 2), Inception(2, 4, 4, 2), two 5x5 blocks, dense head."""
 
-    Config = MesoConfig
-
     def __init__(self, cfg: MesoConfig) -> None:
-        super().__init__(cfg)
-        self.features = nn.Sequential(
-            _inception_block(3, (1, 4, 4, 2)),
-            _inception_block(11, (2, 4, 4, 2)),
-            _conv_block(12, 16, 5, 2),
-            _conv_block(16, 16, 5, 4),
-        )
-        side = -(-cfg.input_size // 32)  # ceil: pools of 2, 2, 2, 4
-        self.head = _MesoHead(16 * side * side, cfg.dropout)
-
-    def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
-        logits, feat = self.head(self.features(batch["image"]))
-        return self.outputs(logits, feat)
+        blocks = [_inception_block(3, (1, 4, 4, 2)), _inception_block(11, (2, 4, 4, 2))]
+        blocks += [_conv_block(12, 16, 5, 2), _conv_block(16, 16, 5, 4)]
+        super().__init__(cfg, nn.Sequential(*blocks))
