@@ -3,8 +3,6 @@ matplotlib's object API (no pyplot state, no display needed) and saved atomicall
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -12,22 +10,15 @@ import numpy as np
 from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
+from evaluation.plots import save_figure as evaluation_save_figure
 from fairness.abf import FairnessCurves
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
-    """Save ``fig`` through a temporary file and a rename (format from the suffix)."""
+    """Save ``fig`` at ``path`` through a temporary file and a rename (format from the suffix)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    stem, fmt = path.with_suffix(""), path.suffix.lstrip(".") or "png"
+    return evaluation_save_figure(fig, stem, formats=(fmt,), dpi=dpi)[0]
 
 
 def plot_group_roc(

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from fairness.metamorphic.tables import (  # noqa: E402
     table_json,
     table_markdown,
 )
+from fairness.plots import save_figure  # noqa: E402
 from preprocessing.index import atomic_write_text  # noqa: E402
 
 SUMMARY_COLUMNS = (
@@ -59,15 +58,8 @@ SUMMARY_COLUMNS = (
 
 
 def _save_figure(fig: plt.Figure, path: Path, dpi: int = 120) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        save_figure(fig, path, dpi)
     finally:
         plt.close(fig)
 
