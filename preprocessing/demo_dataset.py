@@ -119,17 +119,17 @@ def _camera_path(n_frames: int, rng: np.random.Generator) -> np.ndarray:
     return path
 
 
-def _frame_matrix(photo: FacePhoto, size: int, motion: np.ndarray) -> np.ndarray:
+def _frame_matrix(photo: FacePhoto, width: int, height: int, motion: np.ndarray) -> np.ndarray:
     """Affine map from the photo to an output frame that films the face with ``motion``."""
     lm = photo.landmarks
     centre = lm.mean(axis=0)
     face_width = float(np.ptp(lm[:, 0]))
-    base_scale = 0.42 * size / max(face_width, 1.0)
+    base_scale = 0.42 * height / max(face_width, 1.0)
     angle, scale, dx, dy = motion
     m = cv2.getRotationMatrix2D(
         (float(centre[0]), float(centre[1])), float(angle), base_scale * scale
     )
-    m[:, 2] += np.array([size / 2 + dx, size / 2 + dy]) - centre
+    m[:, 2] += np.array([width / 2 + dx, height / 2 + dy]) - centre
     return m
 
 
@@ -143,16 +143,22 @@ def _jpeg(rgb: np.ndarray, quality: int) -> np.ndarray:
 
 
 def render_video(
-    photo: FacePhoto, lighting: str, n_frames: int, size: int, rng: np.random.Generator
+    photo: FacePhoto,
+    lighting: str,
+    n_frames: int,
+    size: int,
+    rng: np.random.Generator,
+    width: int | None = None,
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Frames (RGB uint8, before compression) and their 68 landmarks of one real video."""
+    """Frames (RGB uint8, ``size`` high, ``width`` or ``size`` wide) and their 68 landmarks."""
+    width = width or size
     low, high = LIGHTING[lighting]
     gain = rng.uniform(low, high)
     frames, landmarks = [], []
     for motion in _camera_path(n_frames, rng):
-        m = _frame_matrix(photo, size, motion)
+        m = _frame_matrix(photo, width, size, motion)
         frame = cv2.warpAffine(
-            photo.image, m, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
+            photo.image, m, (width, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT
         )
         flicker = gain * rng.uniform(0.97, 1.03)
         frame = np.clip(frame.astype(np.float32) * flicker, 0, 255).astype(np.uint8)
@@ -180,6 +186,7 @@ def make_demo_dataset(
     n_videos: int = 40,
     n_frames: int = 24,
     size: int = 320,
+    width: int | None = None,
     method: str = "SelfBlended",
     faces_dir: str | Path | None = None,
     attributes_csv: str | Path | None = None,
@@ -205,7 +212,7 @@ def make_demo_dataset(
     for i, vid in enumerate(ids):
         photo = photos[(i // 2) % len(photos)]
         video_rng = np.random.default_rng([seed, i])
-        frames, landmarks = render_video(photo, lightings[i], n_frames, size, video_rng)
+        frames, landmarks = render_video(photo, lightings[i], n_frames, size, video_rng, width)
         qualities = video_rng.integers(60, 96, size=n_frames)
         write_video(real_dir / f"{vid}.mp4", frames, qualities)
         partner = ids[i ^ 1]

@@ -21,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--videos", type=int, default=40, help="number of real videos (even)")
     parser.add_argument("--frames", type=int, default=24, help="frames per video")
-    parser.add_argument("--size", type=int, default=320, help="frame width and height")
+    parser.add_argument("--size", type=int, default=320, help="frame height (and width)")
+    parser.add_argument("--width", type=int, help="frame width, for non-square videos (e.g. 1280)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
             args.videos,
             args.frames,
             args.size,
+            width=args.width,
             faces_dir=args.faces,
             attributes_csv=args.attributes,
             seed=args.seed,
