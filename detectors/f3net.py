@@ -149,8 +149,6 @@ class MixBlock(nn.Module):
 class F3NetConfig(DetectorConfig):
     """``mode``: ``mix`` (FAD + LFS + MixBlocks, the paper) or ``fad`` (DeepfakeBench)."""
 
-    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
-    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     mode: Literal["mix", "fad"] = "mix"
     lfs_window: int = 10
     lfs_bands: int = 6

@@ -27,8 +27,6 @@ from detectors.registry import register_detector
 class SPSLConfig(DetectorConfig):
     """``shallow``: drop Xception's middle flow (the paper's shallow network)."""
 
-    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
-    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     shallow: bool = False
 
 

@@ -207,8 +207,6 @@ def am_softmax_loss(
 class SRMConfig(DetectorConfig):
     """``loss``: ``am_softmax`` (the authors', margin 0.45, scale 30) or ``ce``."""
 
-    mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
-    std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     loss: Literal["am_softmax", "ce"] = "am_softmax"
     am_margin: float = 0.45
     am_scale: float = 30.0
