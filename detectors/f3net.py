@@ -128,16 +128,17 @@ class MixBlock(nn.Module):
                 f"MixBlock needs equal square maps, got {tuple(x_fad.shape)} and {tuple(x_lfs.shape)}"
             )
         query = torch.cat(
-            [self.fad_query(x_fad).view(-1, h, w), self.lfs_query(x_lfs).view(-1, h, w)], dim=2
+            [self.fad_query(x_fad).reshape(-1, h, w), self.lfs_query(x_lfs).reshape(-1, h, w)],
+            dim=2,
         )
         key = torch.cat(
             [
-                self.fad_key(x_fad).view(-1, h, w).transpose(1, 2),
-                self.lfs_key(x_lfs).view(-1, h, w).transpose(1, 2),
+                self.fad_key(x_fad).reshape(-1, h, w).transpose(1, 2),
+                self.lfs_key(x_lfs).reshape(-1, h, w).transpose(1, 2),
             ],
             dim=1,
         )
-        attention = torch.softmax(torch.bmm(query, key), dim=-1).view(b, c, h, w)
+        attention = torch.softmax(torch.bmm(query, key), dim=-1).reshape(b, c, h, w)
         att_lfs = x_lfs * attention * (2.0 * torch.sigmoid(self.lfs_gamma) - 1.0)
         att_fad = x_fad * attention * (2.0 * torch.sigmoid(self.fad_gamma) - 1.0)
         y_fad = x_fad + self.fad_bn(self.fad_conv(att_lfs))

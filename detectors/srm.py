@@ -142,15 +142,15 @@ class DualCrossModalAttention(nn.Module):
         if self.linear1.in_features != h * w:
             side = int(self.linear1.in_features**0.5)
             raise ValueError(f"cross-modal attention was built for {side}x{side} maps, got {h}x{w}")
-        k1 = self.key_shared(self.key1(x)).view(b, -1, h * w).transpose(1, 2)  # [B, N, C']
-        k2 = self.key_shared(self.key2(y)).view(b, -1, h * w)  # [B, C', N]
+        k1 = self.key_shared(self.key1(x)).reshape(b, -1, h * w).transpose(1, 2)  # [B, N, C']
+        k2 = self.key_shared(self.key2(y)).reshape(b, -1, h * w)  # [B, C', N]
         energy = torch.bmm(k1, k2)  # [B, N, N]
         att_y_on_x = torch.softmax(self.linear1(energy), dim=-1)
         att_x_on_y = torch.softmax(self.linear2(energy.transpose(1, 2)), dim=-1)
-        y_on_x = torch.bmm(self.value2(y).view(b, c, h * w), att_y_on_x.transpose(1, 2)).view(
+        y_on_x = torch.bmm(self.value2(y).reshape(b, c, h * w), att_y_on_x.transpose(1, 2)).view(
             b, c, h, w
         )
-        x_on_y = torch.bmm(self.value1(x).view(b, c, h * w), att_x_on_y.transpose(1, 2)).view(
+        x_on_y = torch.bmm(self.value1(x).reshape(b, c, h * w), att_x_on_y.transpose(1, 2)).view(
             b, c, h, w
         )
         return x + self.gamma1 * y_on_x, y + self.gamma2 * x_on_y

@@ -75,3 +75,22 @@ def test_eval_forward_is_deterministic(name: str) -> None:
         a = model(batch)["prob"]
         b = model(batch)["prob"]
     torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_channels_last_gives_the_same_outputs(name: str) -> None:
+    """The trainer's channels_last memory format (on by default) must not change results."""
+    model, size = _small(name)
+    model.eval()
+    batch = make_batch(model, size, batch_size=2, seed=3)
+    with torch.no_grad():
+        expected = model(batch)["prob"]
+        model = model.to(memory_format=torch.channels_last)
+        batch = {
+            k: v.contiguous(memory_format=torch.channels_last)
+            if isinstance(v, torch.Tensor) and v.dim() == 4 and k in ("image", "views")
+            else v
+            for k, v in batch.items()
+        }
+        got = model(batch)["prob"]
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)

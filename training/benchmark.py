@@ -5,8 +5,11 @@ Used by ``scripts/bench_train.py``; numbers are printed as JSON, never asserted 
 
 from __future__ import annotations
 
+import copy
+import statistics
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +18,19 @@ import cv2
 import numpy as np
 import torch
 from PIL import Image
+from sklearn.metrics import auc as sk_auc
+from sklearn.metrics import average_precision_score, roc_curve
 from torch.utils.data import DataLoader
 from torchvision import transforms as T
 
 from detectors import build_detector
-from evaluation.predict import autocast
 from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
 from training.augment import FancyPCA, build_augment
 from training.cache import PackedCache
 from training.config import AugmentConfig
 from training.data import FrameDataset, collate, to_device
 from training.samplers import TrainSampler
+from training.step import TrainStep
 
 SHARED_FACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "faces"
 
@@ -123,6 +128,8 @@ def bench_train(
     num_workers: int = 2,
     index: str | Path | None = None,
     cache: bool = True,
+    rounds: int = 3,
+    compile: bool = False,
 ) -> dict[str, Any]:
     """Images/s for ``getitem`` alone, the DataLoader alone, the step alone and both together."""
     dev = torch.device(device)
@@ -171,7 +178,7 @@ def bench_train(
         finally:
             torch.set_num_threads(threads)
 
-        def loader() -> DataLoader:
+        def loader(persistent: bool = False) -> DataLoader:
             return DataLoader(
                 ds,
                 batch_size=batch_size,
@@ -180,7 +187,7 @@ def bench_train(
                 collate_fn=collate,
                 drop_last=True,
                 pin_memory=dev.type == "cuda",
-                persistent_workers=False,
+                persistent_workers=persistent and num_workers > 0,
             )
 
         t0, seen = time.perf_counter(), 0
@@ -211,42 +218,43 @@ def bench_train(
                 out["loader_cached_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
 
         amp = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        if dev.type == "cuda":
+            torch.backends.cudnn.benchmark = True  # as in both trainers
+        reference = copy.deepcopy(model).train()
         if channels_last:
             model = model.to(memory_format=torch.channels_last)
-        opt = torch.optim.Adam(model.parameters(), lr=2e-4)
-        scaler = torch.amp.GradScaler(dev.type, enabled=precision == "fp16")
-        cfg = model.cfg
-
-        def step(batch: dict[str, Any]) -> None:
-            b = to_device(batch, dev, cfg.mean, cfg.std, channels_last)
-            with autocast(dev, amp):
-                loss = model.loss(b, model(b))["total"]
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-
         model.train()
+        step = TrainStep(
+            model,
+            torch.optim.Adam(model.parameters(), lr=2e-4),
+            device=dev,
+            forward=torch.compile(model) if compile else model,
+            amp_dtype=amp,
+            channels_last=channels_last,
+        )
+        ref_step = reference_step(reference, torch.optim.Adam(reference.parameters(), lr=2e-4))
         synth = collate([ds[i % len(ds)] for i in range(batch_size)])
+        ref_synth = dict(synth)  # what DeepfakeBench's workers deliver: normalised float32
+        ref_synth["image"] = to_device(synth, "cpu", model.cfg.mean, model.cfg.std)["image"]
+        ref_synth = {k: ref_synth[k] for k in ("image", "label")}
+        ours, theirs = [], []
         for _ in range(warmup):
             step(synth)
-        _sync(dev)
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step(synth)
-        _sync(dev)
-        out["step_images_per_s"] = _rate(steps * batch_size, time.perf_counter() - t0)
+            ref_step(ref_synth, dev)
+        for _ in range(rounds):  # interleaved, so that a busy moment slows both alike
+            ours.append(_timed(lambda: step(synth), steps, batch_size, dev))
+            theirs.append(_timed(lambda: ref_step(ref_synth, dev), steps, batch_size, dev))
+        out["step_images_per_s"] = statistics.median(ours)
+        out["reference_step_images_per_s"] = statistics.median(theirs)
+        out["step_rounds"] = {"ours": ours, "reference": theirs}
+        out["step_speedup"] = round(
+            out["step_images_per_s"] / out["reference_step_images_per_s"], 3
+        )
 
-        t0, seen, done = time.perf_counter(), 0, 0
-        while done < steps:
-            for batch in loader():
-                step(batch)
-                seen += len(batch["label"])
-                done += 1
-                if done >= steps:
-                    break
-        _sync(dev)
-        out["train_images_per_s"] = _rate(seen, time.perf_counter() - t0)
+        batches = _endless(loader(persistent=True))
+        for _ in range(warmup):  # workers started and prefetching before the clock starts
+            step(next(batches))
+        out["train_images_per_s"] = _timed(lambda: step(next(batches)), steps, batch_size, dev)
         out["loader_keeps_fraction"] = round(
             out["train_images_per_s"] / out["step_images_per_s"], 3
         )
@@ -254,6 +262,54 @@ def bench_train(
     finally:
         if tmp is not None:
             tmp.cleanup()
+
+
+def reference_step(
+    model: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> Callable[[dict[str, torch.Tensor], torch.device], dict[str, float]]:
+    """DeepfakeBench's training step, for side-by-side timing on the same model and batch.
+
+    The body of its ``Trainer.train_epoch`` loop: move the (already normalised float) batch,
+    ``zero_grad``, forward, loss, backward, ``step`` in fp32 and NCHW, then its per-batch
+    training metrics (``calculate_metrics_for_train``: accuracy, AP, ROC AUC and EER with
+    scikit-learn on the batch).
+    """
+
+    def step(batch: dict[str, torch.Tensor], dev: torch.device) -> dict[str, float]:
+        data = {k: v.to(dev) for k, v in batch.items()}
+        optimizer.zero_grad()
+        out = model(data)
+        loss = model.loss(data, out)["total"]
+        loss.backward()
+        optimizer.step()
+        logits, label = out["logits"].detach(), data["label"]
+        prob = torch.softmax(logits, dim=1)[:, 1].cpu().numpy()
+        y = label.cpu().numpy()
+        metrics = {"loss": loss.item(), "acc": (logits.argmax(1) == label).sum().item() / len(y)}
+        if 0 < y.sum() < len(y):
+            metrics["ap"] = float(average_precision_score(y, prob))
+            fpr, tpr, _ = roc_curve(y, prob)
+            metrics["auc"] = float(sk_auc(fpr, tpr))
+            metrics["eer"] = float(fpr[np.nanargmin(np.abs(1 - tpr - fpr))])
+        return metrics
+
+    return step
+
+
+def _endless(loader: DataLoader) -> Iterator[dict[str, Any]]:
+    """Batches of ``loader``, epoch after epoch."""
+    while True:
+        yield from loader
+
+
+def _timed(fn: Callable[[], Any], steps: int, batch_size: int, dev: torch.device) -> float:
+    """Images/s over ``steps`` calls of ``fn``."""
+    _sync(dev)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    _sync(dev)
+    return _rate(steps * batch_size, time.perf_counter() - t0)
 
 
 def _sync(dev: torch.device) -> None:

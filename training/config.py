@@ -129,7 +129,7 @@ class TrainSection:
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     grad_clip: float | None = None
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
-    channels_last: bool | None = None
+    channels_last: bool = True
     compile: bool = False
     ddp_find_unused: bool = False
     seed: int = 1024

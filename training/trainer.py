@@ -28,7 +28,6 @@ from torch.utils.tensorboard import SummaryWriter
 from configs import ConfigError, build_config, config_to_dict, load_yaml
 from detectors import build_detector, get_detector_class
 from evaluation.predict import (
-    autocast,
     eval_requires,
     make_eval_loader,
     predict_loader,
@@ -41,19 +40,16 @@ from training.augment import build_augment
 from training.cache import PackedCache
 from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
-from training.data import FrameDataset, collate, method_names_of, to_device
+from training.data import FrameDataset, collate, method_names_of
 from training.evaluate import detection_metrics
 from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
 from training.selection import Selector
+from training.step import NonFiniteLossError, TrainStep
 
 log = logging.getLogger(__name__)
 
 BatchTransform = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN or infinite; the run stops and keeps its last good checkpoint."""
 
 
 def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[DatasetIndex]:
@@ -219,12 +215,9 @@ class Trainer:
             self.amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[
                 t.precision
             ]
-        self.channels_last = cuda if t.channels_last is None else t.channels_last
+        self.channels_last = t.channels_last
         if self.channels_last:
             self.detector = self.detector.to(memory_format=torch.channels_last)
-        self.scaler = torch.amp.GradScaler(
-            self.device.type, enabled=self.amp_dtype == torch.float16
-        )
 
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
@@ -295,7 +288,6 @@ class Trainer:
                 device_ids=[self.device.index] if cuda else None,
                 find_unused_parameters=t.ddp_find_unused,
             )
-        self.forward = torch.compile(self.model) if t.compile else self.model
         self.optimizer = build_optimizer(
             [p for p in self.detector.parameters() if p.requires_grad], t.optimizer
         )
@@ -303,6 +295,16 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
             lambda s: lr_factor(t.scheduler, base_lr, s, self.steps_per_epoch, self.total_steps),
+        )
+        self.train_step = TrainStep(
+            self.detector,
+            self.optimizer,
+            device=self.device,
+            forward=torch.compile(self.model) if t.compile else self.model,
+            amp_dtype=self.amp_dtype,
+            channels_last=self.channels_last,
+            grad_clip=t.grad_clip,
+            scheduler=self.scheduler,
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
         if t.fairswap.enabled:
@@ -396,7 +398,7 @@ class Trainer:
             payload["state"] = {
                 "optimizer": self.optimizer.state_dict(),
                 "scheduler": self.scheduler.state_dict(),
-                "scaler": self.scaler.state_dict(),
+                "scaler": self.train_step.scaler.state_dict(),
                 "epoch": self.epoch,
                 "batch_in_epoch": self.batch_in_epoch,
                 "step": self.step,
@@ -415,7 +417,7 @@ class Trainer:
         self.detector.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
-        self.scaler.load_state_dict(state["scaler"])
+        self.train_step.scaler.load_state_dict(state["scaler"])
         self.epoch, self.batch_in_epoch, self.step = (
             state["epoch"],
             state["batch_in_epoch"],
@@ -503,29 +505,15 @@ class Trainer:
         self._save("last", full=True)
 
     def _train_step(self, batch: dict[str, Any]) -> dict[str, float]:
-        t = self.cfg.train
-        mean, std = self.detector.cfg.mean, self.detector.cfg.std
-        batch = to_device(batch, self.device, mean, std, self.channels_last)
-        with autocast(self.device, self.amp_dtype):
-            out = self.forward(batch)
-            losses = self.detector.loss(batch, out)
-        loss = losses["total"]
-        if D.any_flag(not bool(torch.isfinite(loss.detach()).all()), self.device):
-            terms = {k: float(v.detach().float().mean()) for k, v in losses.items()}
+        try:
+            return self.train_step(batch)
+        except NonFiniteLossError as err:
             raise NonFiniteLossError(
-                f"non-finite loss at epoch {self.epoch}, step {self.step + 1}: {terms}. The run "
+                f"non-finite loss at epoch {self.epoch}, step {self.step + 1}: {err.terms}. The run "
                 f"stopped; its last good checkpoint is kept in {self.run_dir / 'checkpoints'}. "
-                "Try a lower train.optimizer.lr, train.grad_clip, or train.precision: fp32."
-            )
-        self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
-        if t.grad_clip:
-            self.scaler.unscale_(self.optimizer)
-            torch.nn.utils.clip_grad_norm_(self.detector.parameters(), t.grad_clip)
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        self.scheduler.step()
-        return {k: float(v.detach().float().mean()) for k, v in losses.items()}
+                "Try a lower train.optimizer.lr, train.grad_clip, or train.precision: fp32.",
+                err.terms,
+            ) from None
 
     def _record_bad_inputs(self, replaced: list[str], skipped: list[str]) -> None:
         replaced, skipped = D.gather_lists(replaced), D.gather_lists(skipped)

@@ -1,0 +1,78 @@
+"""One optimisation step, shared by the trainer and ``scripts/bench_train.py``.
+
+Normalise the uint8 batch on the device (channels_last when asked), forward and loss under
+autocast, a finite-loss check agreed by every rank, backward through the grad scaler, optional
+gradient clipping, the optimiser and the per-step scheduler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from evaluation.predict import autocast
+from training import distributed as D
+from training.data import to_device
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or infinite; the run stops and keeps its last good checkpoint."""
+
+    def __init__(self, message: str, terms: dict[str, float]) -> None:
+        super().__init__(message)
+        self.terms = terms
+
+
+class TrainStep:
+    """``step(batch) -> {loss name: float}`` for ``detector`` with ``optimizer``.
+
+    ``forward`` is the module called on the batch (the detector itself, its DDP wrapper or its
+    ``torch.compile`` form); losses come from ``detector.loss``. Parameters are not checked after
+    a non-finite loss: :class:`NonFiniteLossError` is raised before the optimiser touches them.
+    """
+
+    def __init__(
+        self,
+        detector: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        *,
+        device: torch.device,
+        forward: torch.nn.Module | None = None,
+        amp_dtype: torch.dtype | None = None,
+        channels_last: bool = False,
+        grad_clip: float = 0.0,
+        scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    ) -> None:
+        self.detector = detector
+        self.forward = forward if forward is not None else detector
+        self.optimizer = optimizer
+        self.device = device
+        self.amp_dtype = amp_dtype
+        self.channels_last = channels_last
+        self.grad_clip = grad_clip
+        self.scheduler = scheduler
+        self.scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, float]:
+        cfg = self.detector.cfg
+        batch = to_device(batch, self.device, cfg.mean, cfg.std, self.channels_last)
+        with autocast(self.device, self.amp_dtype):
+            losses = self.detector.loss(batch, self.forward(batch))
+        loss = losses["total"]
+        if D.any_flag(not bool(torch.isfinite(loss.detach()).all()), self.device):
+            terms = {k: float(v.detach().float().mean()) for k, v in losses.items()}
+            raise NonFiniteLossError(f"non-finite loss: {terms}", terms)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.grad_clip:
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.detector.parameters(), self.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if self.scheduler is not None:
+            self.scheduler.step()
+        return {k: float(v.detach().float().mean()) for k, v in losses.items()}
+
+
+__all__ = ["NonFiniteLossError", "TrainStep"]
