@@ -53,6 +53,28 @@ def test_plain_batch_keys_shapes_and_metadata(index) -> None:
     assert -1.0 <= float(dev["image"].min()) and float(dev["image"].max()) <= 1.0
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_to_device_normalises_per_channel(channels_last: bool) -> None:
+    g = torch.Generator().manual_seed(0)
+    image = torch.randint(0, 256, (2, 3, 4, 5), dtype=torch.uint8, generator=g)
+    views = torch.randint(0, 256, (2, 4, 3, 4, 5), dtype=torch.uint8, generator=g)
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    out = to_device(
+        {"image": image, "views": views, "label": torch.tensor([0, 1])},
+        "cpu",
+        mean,
+        std,
+        channels_last,
+    )
+    m, s = torch.tensor(mean).view(3, 1, 1), torch.tensor(std).view(3, 1, 1)
+    torch.testing.assert_close(out["image"], (image.double() / 255 - m) / s, check_dtype=False)
+    torch.testing.assert_close(out["views"], (views.double() / 255 - m) / s, check_dtype=False)
+    assert out["image"].dtype == torch.float32 and out["label"].tolist() == [0, 1]
+    assert out["image"].is_contiguous(
+        memory_format=torch.channels_last if channels_last else torch.contiguous_format
+    )
+
+
 def test_required_keys(index) -> None:
     req = {"mask", "landmarks", "method_label", "views", "pixel_map"}
     ds = _ds(

@@ -15,7 +15,7 @@ import yaml
 from torch import nn
 from torch.nn import functional as F
 
-from detectors import Detector, register_detector
+from detectors import Detector, build_detector, register_detector
 from evaluation.predict import predict_images, predict_index
 from evaluation.predictions import read_predictions
 from tests.test_train_utils import face, make_index
@@ -388,7 +388,29 @@ def test_bench_train_reports_every_rate(data_root: Path) -> None:
         warmup=1,
         num_workers=0,
         index=data_root / "tiny.json",
+        rounds=2,
     )
     rates = [k for k in out if k.endswith("_per_s")]
-    assert len(rates) == 8 and all(out[k] > 0 for k in rates)
+    assert len(rates) == 12 and all(out[k] > 0 for k in rates)
     assert out["frames"] == 12 and 0 < out["loader_keeps_fraction"]
+    assert [len(v) for v in out["step_rounds"].values()] == [2, 2]
+    assert out["step_speedup"] == round(
+        out["step_images_per_s"] / out["reference_step_images_per_s"], 3
+    )
+
+
+def test_reference_step_trains_and_reports_batch_metrics() -> None:
+    from training.benchmark import reference_step
+
+    torch.manual_seed(0)
+    model = build_detector("meso4", input_size=32).train()
+    before = [p.detach().clone() for p in model.parameters()]
+    step = reference_step(model, torch.optim.Adam(model.parameters(), lr=1e-3))
+    batch = {"image": torch.rand(4, 3, 32, 32), "label": torch.tensor([0, 1, 0, 1])}
+    metrics = step(batch, torch.device("cpu"))
+    assert set(metrics) == {"loss", "acc", "ap", "auc", "eer"}
+    assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    one_class = step(
+        {"image": batch["image"], "label": torch.zeros(4, dtype=torch.long)}, torch.device("cpu")
+    )
+    assert set(one_class) == {"loss", "acc"}

@@ -103,12 +103,14 @@ class _ReferenceDataset(torch.utils.data.Dataset):
 
     def __init__(self, ds: FrameDataset, aug: Any, mean: Any, std: Any) -> None:
         self.ds, self.aug, self.mean, self.std = ds, aug, mean, std
+        self.labels = ds.labels
 
     def __len__(self) -> int:
         return len(self.ds)
 
-    def __getitem__(self, i: int) -> tuple[torch.Tensor, int]:
-        return reference_getitem(self.ds, i, self.aug, self.mean, self.std), 0
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        image = reference_getitem(self.ds, i, self.aug, self.mean, self.std)
+        return {"image": image, "label": int(self.labels[i])}
 
 
 def _rate(n: int, seconds: float) -> float:
@@ -178,7 +180,7 @@ def bench_train(
         finally:
             torch.set_num_threads(threads)
 
-        def loader(persistent: bool = False) -> DataLoader:
+        def loader() -> DataLoader:
             return DataLoader(
                 ds,
                 batch_size=batch_size,
@@ -187,24 +189,21 @@ def bench_train(
                 collate_fn=collate,
                 drop_last=True,
                 pin_memory=dev.type == "cuda",
-                persistent_workers=persistent and num_workers > 0,
+                persistent_workers=num_workers > 0,
             )
 
-        t0, seen = time.perf_counter(), 0
-        for batch in loader():
-            seen += len(batch["label"])
-        out["loader_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
+        out["loader_samples_per_s"], out["loader_warm_samples_per_s"] = _loader_rates(loader())
         ref = DataLoader(
             _ReferenceDataset(ds, ref_aug, model.cfg.mean, model.cfg.std),
             batch_size=batch_size,
             shuffle=True,
             num_workers=num_workers,
             drop_last=True,
+            persistent_workers=num_workers > 0,
         )
-        t0, seen = time.perf_counter(), 0
-        for images, _ in ref:
-            seen += len(images)
-        out["reference_loader_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
+        out["reference_loader_samples_per_s"], out["reference_loader_warm_samples_per_s"] = (
+            _loader_rates(ref)
+        )
         if cache:
             with tempfile.TemporaryDirectory(prefix="bench_cache_") as cache_dir:
                 ds.cache = PackedCache.build(ds, cache_dir, "bench")
@@ -212,10 +211,9 @@ def bench_train(
                 for i in range(n):
                     ds[i]
                 out["getitem_cached_samples_per_s"] = _rate(n, time.perf_counter() - t0)
-                t0, seen = time.perf_counter(), 0
-                for batch in loader():
-                    seen += len(batch["label"])
-                out["loader_cached_samples_per_s"] = _rate(seen, time.perf_counter() - t0)
+                out["loader_cached_samples_per_s"], out["loader_cached_warm_samples_per_s"] = (
+                    _loader_rates(loader())
+                )
 
         amp = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
         if dev.type == "cuda":
@@ -251,7 +249,7 @@ def bench_train(
             out["step_images_per_s"] / out["reference_step_images_per_s"], 3
         )
 
-        batches = _endless(loader(persistent=True))
+        batches = _endless(loader())
         for _ in range(warmup):  # workers started and prefetching before the clock starts
             step(next(batches))
         out["train_images_per_s"] = _timed(lambda: step(next(batches)), steps, batch_size, dev)
@@ -294,6 +292,18 @@ def reference_step(
         return metrics
 
     return step
+
+
+def _loader_rates(loader: DataLoader, warm_epochs: int = 2) -> tuple[float, float]:
+    """Samples/s over the first epoch (workers starting up) and over ``warm_epochs`` more."""
+    rates = []
+    for epochs in (1, warm_epochs):
+        t0, seen = time.perf_counter(), 0
+        for _ in range(epochs):
+            for batch in loader:
+                seen += len(batch["label"])
+        rates.append(_rate(seen, time.perf_counter() - t0))
+    return rates[0], rates[1]
 
 
 def _endless(loader: DataLoader) -> Iterator[dict[str, Any]]:

@@ -449,15 +449,16 @@ def to_device(
     """Move tensors to ``device``; ``image``/``views`` become float, normalised by mean/std."""
     device = torch.device(device)
     out = dict(batch)
-    m = torch.tensor(mean, device=device, dtype=torch.float32).view(3, 1, 1)
-    s = torch.tensor(std, device=device, dtype=torch.float32).view(3, 1, 1)
+    s = torch.tensor(std, dtype=torch.float64)
+    scale = (1.0 / (255.0 * s)).to(device, torch.float32).view(3, 1, 1)  # (x/255 - m)/s, fused
+    shift = (-torch.tensor(mean, dtype=torch.float64) / s).to(device, torch.float32).view(3, 1, 1)
     for key, value in batch.items():
         if not isinstance(value, torch.Tensor):
             continue
         value = value.to(device, non_blocking=True)
         if key in ("image", "views") and value.dtype == torch.uint8:
-            value = (value.float().div_(255.0) - m) / s
-            if channels_last and value.dim() == 4:
+            if channels_last and value.dim() == 4:  # permute the uint8s, not the floats
                 value = value.contiguous(memory_format=torch.channels_last)
+            value = value.float().mul_(scale).add_(shift)
         out[key] = value
     return out
