@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--num-workers", type=int, default=2)
+    p.add_argument(
+        "--keep-host-memory",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the trainer's glibc heap setting (process-wide: the reference gains too)",
+    )
     p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (median)")
     p.add_argument("--compile", action="store_true", help="torch.compile our step's forward")
     p.add_argument("--no-cache", action="store_true", help="skip the packed-cache measurements")
@@ -57,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         cache=not args.no_cache,
         rounds=args.rounds,
         compile=args.compile,
+        keep_host_memory=args.keep_host_memory,
     )
     print(json.dumps(result, indent=1))
     return 0

@@ -29,6 +29,7 @@ from training.augment import FancyPCA, build_augment
 from training.cache import PackedCache
 from training.config import AugmentConfig
 from training.data import FrameDataset, collate, to_device
+from training.host_memory import keep_freed_host_memory
 from training.samplers import TrainSampler
 from training.step import TrainStep
 
@@ -132,9 +133,12 @@ def bench_train(
     cache: bool = True,
     rounds: int = 3,
     compile: bool = False,
+    keep_host_memory: bool = True,
 ) -> dict[str, Any]:
     """Images/s for ``getitem`` alone, the DataLoader alone, the step alone and both together."""
     dev = torch.device(device)
+    if keep_host_memory:  # as the trainer does; process-wide, so the reference gains as well
+        keep_freed_host_memory()
     tmp = None
     if index is None:
         tmp = tempfile.TemporaryDirectory(prefix="bench_train_")
@@ -160,6 +164,7 @@ def bench_train(
             "resolution": resolution,
             "precision": precision,
             "channels_last": channels_last,
+            "keep_host_memory": keep_host_memory,
             "device": str(dev),
             "frames": len(ds),
             "num_workers": num_workers,

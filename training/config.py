@@ -131,6 +131,7 @@ class TrainSection:
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"
     channels_last: bool = True
     compile: bool = False
+    keep_host_memory: bool = True
     ddp_find_unused: bool = False
     seed: int = 1024
     sampler: Literal["shuffle", "class_balanced", "group_balanced"] = "shuffle"

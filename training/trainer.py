@@ -42,6 +42,7 @@ from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoin
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
 from training.data import FrameDataset, collate, method_names_of
 from training.evaluate import detection_metrics
+from training.host_memory import keep_freed_host_memory
 from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
 from training.selection import Selector
@@ -186,6 +187,8 @@ class Trainer:
                 f"train.batch_size {t.batch_size} is not divisible by the world size {self.dist.world_size}"
             )
         self.rank_batch = t.batch_size // self.dist.world_size
+        if t.keep_host_memory:
+            keep_freed_host_memory()
         torch.manual_seed(t.seed)
         random.seed(t.seed)
         np.random.seed(t.seed % 2**32)
