@@ -20,7 +20,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-# The main job on the demo data, end to end (about 5 minutes on 2 CPU cores).
+# The main job on the demo data, end to end (about 3 minutes on 2 CPU cores after the install).
 demo: $(STAMP)
 	$(PY) scripts/make_demo_data.py --out $(DEMO)/raw
 	$(PY) scripts/preprocess.py --config configs/preprocess/demo.yaml --no-progress

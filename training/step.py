@@ -28,8 +28,8 @@ class TrainStep:
     """``step(batch) -> {loss name: float}`` for ``detector`` with ``optimizer``.
 
     ``forward`` is the module called on the batch (the detector itself, its DDP wrapper or its
-    ``torch.compile`` form); losses come from ``detector.loss``. Parameters are not checked after
-    a non-finite loss: :class:`NonFiniteLossError` is raised before the optimiser touches them.
+    ``torch.compile`` form); losses come from ``detector.loss``. A non-finite loss raises
+    :class:`NonFiniteLossError` before the optimiser touches the parameters.
     """
 
     def __init__(
@@ -41,7 +41,7 @@ class TrainStep:
         forward: torch.nn.Module | None = None,
         amp_dtype: torch.dtype | None = None,
         channels_last: bool = False,
-        grad_clip: float = 0.0,
+        grad_clip: float | None = None,
         scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     ) -> None:
         self.detector = detector
