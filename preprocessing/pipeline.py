@@ -220,8 +220,10 @@ def _run_pool(
 ) -> None:
     """Run ``work`` on every item in ``n`` processes; survive a worker that dies (a segfault).
 
-    Each worker leaves a marker file while it works on an item; after a crash the items whose
-    marker is left are skipped with their reason and the others go to a fresh pool.
+    Each worker leaves a marker file naming its item while it works on it. When a worker dies,
+    the pool stops the others too, so the items with a marker are only suspects: one suspect
+    alone is the culprit and is skipped with its reason; several are each re-run alone, where a
+    crash names its item. Items that never started go to a fresh pool.
     """
     # fresh interpreters: forking a parent that already ran OpenCV or dlib threads can deadlock
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
@@ -236,16 +238,22 @@ def _run_pool(
                         done(fut.result())
                     except BrokenProcessPool:
                         left.append(futures[fut])
-            crashed = set()
-            for marker in Path(markers).iterdir():
-                crashed.add(tuple(json.loads(marker.read_text(encoding="utf-8"))))
-                marker.unlink()
-            if left and not crashed:  # no marker: cannot tell which one; skip them all
-                crashed = {item.key for item in left}
-            for item in left:
-                if item.key in crashed:
-                    done(VideoResult(key=item.key, reason="the worker process crashed on it"))
-            todo = [item for item in left if item.key not in crashed]
+            marked = {
+                tuple(json.loads(m.read_text(encoding="utf-8")))
+                for m in Path(markers).glob("*.json")
+            }
+            for leftover in Path(markers).iterdir():
+                leftover.unlink()
+            suspects = [item for item in left if item.key in marked] or left  # no marker: all
+            todo = [item for item in left if item not in suspects]
+            if len(suspects) == 1:
+                done(VideoResult(key=suspects[0].key, reason="the worker process crashed on it"))
+            elif suspects:
+                logger.warning(
+                    "a worker process died; %d videos are re-run one by one", len(suspects)
+                )
+                for item in suspects:
+                    _run_pool([item], work, 1, done)
             if todo:
                 logger.warning("a worker process died; %d videos go to a fresh pool", len(todo))
 
@@ -255,10 +263,11 @@ def _marked(
 ) -> VideoResult:
     """``work(item)`` with a marker file naming the item while it runs."""
     marker = Path(markers) / f"{os.getpid()}.json"
-    marker.write_text(json.dumps(list(item.key)), encoding="utf-8")
-    result = work(item)
-    marker.unlink()
-    return result
+    atomic_write_text(marker, json.dumps(list(item.key)))  # a killed writer leaves no half file
+    try:
+        return work(item)
+    finally:
+        marker.unlink()
 
 
 @dataclass

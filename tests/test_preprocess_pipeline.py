@@ -352,6 +352,46 @@ def test_a_crashing_worker_skips_only_its_video():
     assert all(r.reason is None for k, r in by_key.items() if k != ("real", "001"))
 
 
+def crash_on_001_while_000_runs(flag_dir, item):
+    """000 is busy when 001 kills its process, so the pool stops 000's worker mid-video too."""
+    import os
+    import time
+
+    from preprocessing.worker import VideoResult
+
+    started = Path(flag_dir) / "000-started"
+    if item.key == ("real", "000"):
+        started.touch()
+        time.sleep(1.0)
+    elif item.key == ("real", "001"):
+        deadline = time.time() + 10
+        while not started.exists() and time.time() < deadline:
+            time.sleep(0.01)
+        os._exit(3)
+    return VideoResult(key=item.key, frames_sampled=1)
+
+
+def test_a_video_stopped_with_the_crashing_worker_is_run_again(tmp_path):
+    import functools
+
+    from preprocessing.datasets.base import SourceItem
+    from preprocessing.pipeline import _run_pool
+
+    items = [SourceItem(f"{k:03d}", 0, "real", "train", Path("x"), f"r/{k}") for k in range(4)]
+    results = []
+    _run_pool(
+        items, functools.partial(crash_on_001_while_000_runs, str(tmp_path)), 2, results.append
+    )
+    reasons = {r.key[1]: r.reason for r in results}
+    assert sorted(reasons) == ["000", "001", "002", "003"] and len(results) == 4
+    assert reasons == {
+        "000": None,
+        "001": "the worker process crashed on it",
+        "002": None,
+        "003": None,
+    }
+
+
 def test_sigkill_mid_run_then_resume(first_run, tmp_path):
     """Kill the real script with SIGKILL after its first finished video, re-run, same output."""
     import signal
