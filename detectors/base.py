@@ -63,6 +63,8 @@ class Detector(nn.Module):
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
     requires: ClassVar[frozenset[str]] = frozenset()
     name: ClassVar[str] = ""
+    #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
+    deepfakebench_name: ClassVar[str | None] = None
 
     def __init__(self, cfg: DetectorConfig) -> None:
         super().__init__()
@@ -75,6 +77,17 @@ class Detector(nn.Module):
         """Cross-entropy on ``logits``; detectors with more terms override this."""
         ce = F.cross_entropy(out["logits"], batch["label"])
         return {"total": ce, "ce": ce}
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DeepfakeBench's tensors (prefix ``module.`` already removed) under this model's key names.
+
+        Keys that DeepfakeBench builds but never uses in its forward pass (e.g. Xception's
+        ``adjust_channel``) are dropped here by name; any other key that has no counterpart raises
+        ``KeyError`` listing them, so nothing is dropped silently.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no DeepfakeBench key map")
 
     @staticmethod
     def outputs(
