@@ -9,12 +9,16 @@ interval (a warning says how many).
 
 DeLong, DeLong & Clarke-Pearson (Biometrics 1988) compare two correlated AUCs measured on the same
 samples; the covariance uses the fast mid-rank algorithm of Sun & Xu (IEEE SPL 2014).
+
+Shared helpers for clustered resampling elsewhere (fairness gaps): :func:`bootstrap_multiplicities`
+(vectorised draws of units), :func:`weighted_ranking_metrics` (AUC/EER of many weightings from
+one sort) and :func:`percentile_interval`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,3 +166,50 @@ def delong_test(y_true: Sequence, score_a: Sequence, score_b: Sequence) -> DeLon
         z = diff / np.sqrt(var)
     p = float(2.0 * stats.norm.sf(abs(z)))
     return DeLongResult(auc_a, auc_b, diff, float(np.sqrt(max(var, 0.0))), float(z), p)
+
+
+def bootstrap_multiplicities(
+    rng: np.random.Generator, n_units: int, n_boot: int, max_cells: int = 1 << 21
+) -> Iterator[np.ndarray]:
+    """Blocks ``[reps, n_units]`` of how often each unit is drawn in each bootstrap replicate.
+
+    A replicate draws ``n_units`` units with replacement; the blocks together hold ``n_boot``
+    replicates, each block at most ``max_cells`` entries (so memory does not grow with n_boot).
+    """
+    if n_units < 1 or n_boot < 1:
+        raise ValueError(f"need at least one unit and one replicate, got {n_units} and {n_boot}")
+    per_block = max(1, max_cells // n_units)
+    done = 0
+    while done < n_boot:
+        reps = min(per_block, n_boot - done)
+        drawn = rng.integers(0, n_units, (reps, n_units)) + (np.arange(reps) * n_units)[:, None]
+        yield np.bincount(drawn.ravel(), minlength=reps * n_units).reshape(reps, n_units)
+        done += reps
+
+
+def weighted_ranking_metrics(
+    y_true: np.ndarray, y_score: np.ndarray, weights: Iterable[np.ndarray]
+) -> dict[str, np.ndarray]:
+    """AUC and EER of the samples weighted by each row of ``weights`` (one sort for all rows).
+
+    A weighting by multiplicity equals scoring the repeated samples (a bootstrap replicate); a
+    0/1 weighting scores a subset (a permuted group). NaN where a weighting leaves one class.
+    """
+    ranked = _rank(np.asarray(y_true, dtype=np.int64), np.asarray(y_score, dtype=np.float64))
+    aucs, eers = [], []
+    for w in weights:
+        out = _summarize(ranked, np.asarray(w, dtype=np.float64), ())
+        aucs.append(out["auc"])
+        eers.append(out["eer"])
+    return {"auc": np.asarray(aucs, dtype=np.float64), "eer": np.asarray(eers, dtype=np.float64)}
+
+
+def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of the finite ``samples``; (NaN, NaN) when there are none."""
+    finite = np.asarray(samples, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return float("nan"), float("nan")
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(finite, [tail, 1.0 - tail])
+    return float(low), float(high)

@@ -9,10 +9,16 @@ For a decision threshold ``tau`` and attribute groups ``D = {d_1, ..., d_n}`` (e
     B_ABF(tau) = B_FDR(tau) / (1 - max_D BPCER(tau))
     ABF(tau)   = 1 - (alpha A_ABF(tau) + (1 - alpha) B_ABF(tau))
 
-``tau = APCER_x``: the threshold where APCER = x (:func:`fairness.iso.threshold_at_apcer`) on
-the attack scores of every group pooled (``threshold_group=None``) or of one named group
-(ODTA: "threshold from fused / male / female"). ``x`` runs over :data:`DEFAULT_XS`
-(0.005 to 0.2) and :func:`curve_auc` gives the normalised area (FDR-AUC, ABF-AUC).
+``tau = APCER_x``: the largest threshold whose APCER is <= x
+(:func:`fairness.iso.threshold_at_apcer_species`) on the attack scores of every group pooled
+(``threshold_group=None``) or of one named group (ODTA: "threshold from fused / male /
+female"). ``x`` runs over :data:`DEFAULT_XS` (0.005 to 0.2) and :func:`curve_auc` gives the
+normalised area (FDR-AUC, ABF-AUC).
+
+Attack species follow one rule, the same as :mod:`fairness.iso` (``species_rule``):
+``"pooled"`` (default, the paper's plain proportion) or ``"worst"`` (ISO/IEC 30107-3: a
+group's APCER is the maximum over the species it holds, and tau the largest threshold at
+which every species of the threshold group has APCER <= x).
 
 Edge cases (documented choices, not in the paper):
 
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evaluation.metrics import SingleClassError
-from fairness.iso import check_scores, threshold_at_apcer
+from fairness.iso import check_scores, check_species_rule
 
 log = logging.getLogger(__name__)
 
@@ -75,31 +81,68 @@ def is_missing(value: object) -> bool:
     return isinstance(value, str) and value.strip() == ""
 
 
-def decision_threshold(
+def _rate_below(sorted_scores: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Share of the (sorted) scores below each tau; NaN for no scores."""
+    if sorted_scores.size == 0:
+        return np.full(len(tau), np.nan)
+    return np.searchsorted(sorted_scores, tau, side="left") / sorted_scores.size
+
+
+def decision_thresholds(
     y_true: np.ndarray,
     y_score: np.ndarray,
     groups: np.ndarray,
-    x: float,
+    xs: np.ndarray,
     threshold_group: str | None,
-) -> float:
-    """tau = APCER_x on the attacks of all groups pooled, or of ``threshold_group``."""
+    species: np.ndarray | None = None,
+    species_rule: str = "pooled",
+) -> np.ndarray:
+    """tau = APCER_x for each x on the attacks of all groups pooled, or of ``threshold_group``.
+
+    Equal to :func:`fairness.iso.threshold_at_apcer_species` per x (one sort for all x).
+    ``threshold_group`` is compared as a string, as the group values are (so ``0`` names the
+    group ``"0"`` of integer labels).
+    """
     attacks = y_true == 1
-    if threshold_group is None or threshold_group == POOLED:
-        scores = y_score[attacks]
-        if scores.size == 0:
+    if threshold_group is None or str(threshold_group) == POOLED:
+        rows = attacks
+        if not rows.any():
             raise SingleClassError(
                 "no attack presentation in any group: tau = APCER_x is undefined"
             )
-        return threshold_at_apcer(scores, x)
-    names = sorted(set(groups))
-    if threshold_group not in names:
-        raise ValueError(f"threshold_group {threshold_group!r} is not a group; groups: {names}")
-    scores = y_score[attacks & (groups == threshold_group)]
-    if scores.size == 0:
-        raise SingleClassError(
-            f"threshold group {threshold_group!r} has no attack presentations: tau = APCER_x is undefined"
-        )
-    return threshold_at_apcer(scores, x)
+    else:
+        names = sorted(set(groups))
+        if str(threshold_group) not in names:
+            raise ValueError(f"threshold_group {threshold_group!r} is not a group; groups: {names}")
+        rows = attacks & (groups == str(threshold_group))
+        if not rows.any():
+            raise SingleClassError(
+                f"threshold group {threshold_group!r} has no attack presentations: "
+                "tau = APCER_x is undefined"
+            )
+    xs = np.asarray(xs, dtype=np.float64)
+    if np.any(xs < 0) or np.any(xs >= 1):
+        raise ValueError(f"APCER operating points must be in [0, 1), got {xs.tolist()}")
+    if species_rule == "pooled" or species is None:
+        parts = [y_score[rows]]
+    else:
+        spc = species[rows]
+        parts = [y_score[rows][spc == sp] for sp in sorted(set(spc.tolist()))]
+    taus = []
+    for scores in parts:  # threshold_at_apcer: the (floor(x n) + 1)-th smallest score
+        ordered = np.sort(scores)
+        taus.append(ordered[np.floor(xs * ordered.size + 1e-9).astype(np.int64)])
+    return np.min(taus, axis=0)
+
+
+def _group_apcer(
+    scores: np.ndarray, species: np.ndarray | None, tau: np.ndarray, rule: str
+) -> np.ndarray:
+    """APCER of one group's attack scores at each tau; the worst species under ``"worst"``."""
+    if rule == "pooled" or species is None or scores.size == 0:
+        return _rate_below(np.sort(scores), tau)
+    per = [np.sort(scores[species == sp]) for sp in sorted(set(species.tolist()))]
+    return np.max([_rate_below(p, tau) for p in per], axis=0)
 
 
 @dataclass
@@ -119,12 +162,14 @@ class FairnessCurves:
     threshold_group: str
 
 
-def _gap_and_worst(rates: np.ndarray) -> tuple[float, float]:
-    """Max-min gap and maximum of the defined (non-NaN) group rates; (0, 0) with < 2 groups."""
-    defined = rates[~np.isnan(rates)]
-    if defined.size < 2:
-        return 0.0, 0.0
-    return float(defined.max() - defined.min()), float(defined.max())
+def _gap_and_worst(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of ``[groups, xs]`` rates: max-min gap and maximum of the defined (non-NaN)
+    group rates; (0, 0) where fewer than two groups are defined."""
+    defined = ~np.isnan(rates)
+    enough = defined.sum(axis=0) >= 2
+    hi = np.where(defined, rates, -np.inf).max(axis=0)
+    lo = np.where(defined, rates, np.inf).min(axis=0)
+    return np.where(enough, hi - lo, 0.0), np.where(enough, hi, 0.0)
 
 
 def fairness_curves(
@@ -135,12 +180,21 @@ def fairness_curves(
     alpha: float = 0.5,
     threshold_group: str | None = None,
     min_denominator: float = 1e-3,
+    *,
+    species: Sequence | None = None,
+    species_rule: str = "pooled",
 ) -> FairnessCurves:
-    """Compute A, B, FDR and ABF (eqs. 1-6) at tau = APCER_x for every x in ``xs``."""
+    """Compute A, B, FDR and ABF (eqs. 1-6) at tau = APCER_x for every x in ``xs``.
+
+    ``species``: the attack species of each row (e.g. the ``method`` column), used when
+    ``species_rule="worst"``; ignored under ``"pooled"``.
+    """
+    check_species_rule(species_rule)
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
     if min_denominator <= 0:
         raise ValueError(f"min_denominator must be > 0, got {min_denominator}")
+    spc = _species_of_known(species, groups, len(y_true))
     y_true, y_score, groups = clean_groups(y_true, y_score, groups)
     names = sorted(set(groups))
     if len(names) < 2:
@@ -148,27 +202,47 @@ def fairness_curves(
     xs = np.asarray(xs, dtype=np.float64)
     if xs.ndim != 1 or xs.size == 0:
         raise ValueError("xs must be a non-empty 1-D sequence of APCER operating points")
-    atk = {g: y_score[(groups == g) & (y_true == 1)] for g in names}
-    bon = {g: y_score[(groups == g) & (y_true == 0)] for g in names}
+    return curves_of_clean(
+        y_true, y_score, groups, xs, alpha, threshold_group, min_denominator, spc, species_rule
+    )
+
+
+def curves_of_clean(
+    y_true: np.ndarray,
+    y_score: np.ndarray,
+    groups: np.ndarray,
+    xs: np.ndarray,
+    alpha: float,
+    threshold_group: str | None,
+    min_denominator: float,
+    species: np.ndarray | None,
+    species_rule: str,
+    warn: bool = True,
+) -> FairnessCurves:
+    """:func:`fairness_curves` on validated arrays (string groups, none missing); the bootstrap
+    calls it per replicate with ``warn=False``."""
+    names = sorted(set(groups))
+    if len(names) < 2:
+        raise ValueError(f"FDR/ABF need at least two groups, got {names}")
+    atk = {g: (groups == g) & (y_true == 1) for g in names}
+    bon = {g: np.sort(y_score[(groups == g) & (y_true == 0)]) for g in names}
     for term, per in (("A (APCER)", atk), ("B (BPCER)", bon)):
-        empty = [g for g, s in per.items() if s.size == 0]
-        if empty:
+        empty = [g for g, s in per.items() if not s.any()]
+        if empty and warn:
             log.warning("groups %s have no samples for %s and do not take part in it", empty, term)
-    n = xs.size
-    tau = np.array([decision_threshold(y_true, y_score, groups, x, threshold_group) for x in xs])
+    tau = decision_thresholds(y_true, y_score, groups, xs, threshold_group, species, species_rule)
     apcer = {
-        g: np.array([np.mean(atk[g] < t) if atk[g].size else np.nan for t in tau]) for g in names
+        g: _group_apcer(
+            y_score[atk[g]], None if species is None else species[atk[g]], tau, species_rule
+        )
+        for g in names
     }
-    bpcer = {
-        g: np.array([np.mean(bon[g] >= t) if bon[g].size else np.nan for t in tau]) for g in names
-    }
-    a_fdr, b_fdr, a_abf, b_abf = (np.zeros(n) for _ in range(4))
-    for k in range(n):
-        gap_a, worst_a = _gap_and_worst(np.array([apcer[g][k] for g in names]))
-        gap_b, worst_b = _gap_and_worst(np.array([bpcer[g][k] for g in names]))
-        a_fdr[k], b_fdr[k] = gap_a, gap_b
-        a_abf[k] = gap_a / max(1.0 - worst_a, min_denominator)
-        b_abf[k] = gap_b / max(1.0 - worst_b, min_denominator)
+    bpcer = {g: 1.0 - _rate_below(bon[g], tau) for g in names}
+    gap_a, worst_a = _gap_and_worst(np.stack([apcer[g] for g in names]))
+    gap_b, worst_b = _gap_and_worst(np.stack([bpcer[g] for g in names]))
+    a_fdr, b_fdr = gap_a, gap_b
+    a_abf = gap_a / np.maximum(1.0 - worst_a, min_denominator)
+    b_abf = gap_b / np.maximum(1.0 - worst_b, min_denominator)
     return FairnessCurves(
         xs=xs,
         tau=tau,
@@ -180,8 +254,19 @@ def fairness_curves(
         b_abf=b_abf,
         fdr=1.0 - (alpha * a_fdr + (1.0 - alpha) * b_fdr),
         abf=1.0 - (alpha * a_abf + (1.0 - alpha) * b_abf),
-        threshold_group=POOLED if threshold_group is None else threshold_group,
+        threshold_group=POOLED if threshold_group is None else str(threshold_group),
     )
+
+
+def _species_of_known(species: Sequence | None, groups: Sequence, n: int) -> np.ndarray | None:
+    """Species of the rows :func:`clean_groups` keeps (as strings), or None."""
+    if species is None:
+        return None
+    spc = np.asarray(species, dtype=object)
+    if spc.shape != (n,):
+        raise ValueError(f"species must have one entry per sample ({n}), got {spc.shape}")
+    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
+    return np.array([str(v) for v in spc[known]], dtype=object)
 
 
 def fdr_curve(
@@ -191,9 +276,21 @@ def fdr_curve(
     xs: Sequence[float] = DEFAULT_XS,
     alpha: float = 0.5,
     threshold_group: str | None = None,
+    *,
+    species: Sequence | None = None,
+    species_rule: str = "pooled",
 ) -> np.ndarray:
     """FDR(tau) at tau = APCER_x for each x (paper 001 eqs. 1-3; Pereira & Marcel)."""
-    return fairness_curves(y_true, y_score, groups, xs, alpha, threshold_group).fdr
+    return fairness_curves(
+        y_true,
+        y_score,
+        groups,
+        xs,
+        alpha,
+        threshold_group,
+        species=species,
+        species_rule=species_rule,
+    ).fdr
 
 
 def abf_curve(
@@ -204,9 +301,22 @@ def abf_curve(
     alpha: float = 0.5,
     threshold_group: str | None = None,
     min_denominator: float = 1e-3,
+    *,
+    species: Sequence | None = None,
+    species_rule: str = "pooled",
 ) -> np.ndarray:
     """ABF(tau) at tau = APCER_x for each x (paper 001 eqs. 4-6)."""
-    return fairness_curves(y_true, y_score, groups, xs, alpha, threshold_group, min_denominator).abf
+    return fairness_curves(
+        y_true,
+        y_score,
+        groups,
+        xs,
+        alpha,
+        threshold_group,
+        min_denominator,
+        species=species,
+        species_rule=species_rule,
+    ).abf
 
 
 def curve_auc(xs: Sequence[float], values: Sequence[float]) -> float:
@@ -233,23 +343,31 @@ def odta_curves(
     groups: Sequence,
     xs: Sequence[float] = (0.005, 0.01, 0.05, 0.10, 0.15, 0.20),
     threshold_groups: Sequence[str | None] | None = None,
+    *,
+    species: Sequence | None = None,
+    species_rule: str = "pooled",
 ) -> dict[str, dict[str, np.ndarray]]:
     """1 - BPCER of each test group at tau = APCER_x from each threshold group (Figs. 6, 8, 10, 11).
 
     Returns ``{threshold_group: {test_group: array over xs}}``; ``threshold_groups`` defaults
     to the pooled threshold (``"fused"``) and every group that has attacks. A test group
-    without bona fide samples gets NaN.
+    without bona fide samples gets NaN. tau follows ``species_rule`` as in
+    :func:`fairness_curves`.
     """
+    check_species_rule(species_rule)
+    spc = _species_of_known(species, groups, len(np.asarray(y_true)))
     y_true, y_score, groups = clean_groups(y_true, y_score, groups)
     names = sorted(set(groups))
     if threshold_groups is None:
         threshold_groups = [POOLED] + [g for g in names if np.any((groups == g) & (y_true == 1))]
     out: dict[str, dict[str, np.ndarray]] = {}
     for tg in threshold_groups:
-        key = POOLED if tg is None else tg
-        taus = [decision_threshold(y_true, y_score, groups, x, tg) for x in xs]
+        key = POOLED if tg is None else str(tg)
+        taus = decision_thresholds(
+            y_true, y_score, groups, np.asarray(xs, dtype=np.float64), tg, spc, species_rule
+        )
         out[key] = {}
         for g in names:
-            bon = y_score[(groups == g) & (y_true == 0)]
-            out[key][g] = np.array([1.0 - np.mean(bon >= t) if bon.size else np.nan for t in taus])
+            bon = np.sort(y_score[(groups == g) & (y_true == 0)])
+            out[key][g] = _rate_below(bon, taus)  # 1 - BPCER = share of bona fide below tau
     return out

@@ -7,7 +7,8 @@
   Deepfake Detection", Sec. 5.1, following Ju et al.): F_FPR, F_OAE, F_DP, F_MEO at a threshold
   and the max-min gaps of AUC, FPR and error rate;
 * FDR / ABF curves and their normalised areas (paper 001, re-exported from :mod:`fairness.abf`);
-* bootstrap confidence intervals of the gaps, resampling whole videos within each group.
+* signed gaps with clustered bootstrap intervals and permutation tests
+  (:func:`fairness.gaps.group_gaps`, re-exported here).
 
 Labels: 0 real / bona fide, 1 fake / attack; ``y_score`` is the probability of class 1 and the
 decision is ``score >= threshold``. Rows with an empty group value are left out (logged).
@@ -31,9 +32,9 @@ from fairness.abf import (
     curve_auc,
     fairness_curves,
     fdr_curve,
-    is_missing,
     odta_curves,
 )
+from fairness.gaps import GAP_METRICS, Gap, GapAnalysis, group_gaps
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +42,21 @@ __all__ = [
     "DEFAULT_XS",
     "POOLED",
     "FairnessCurves",
+    "GAP_METRICS",
+    "Gap",
+    "GapAnalysis",
     "abf_curve",
     "bias_factor",
     "bias_factor_pair",
     "binary_rates",
-    "bootstrap_gaps",
     "curve_auc",
     "fairness_curves",
     "fdr_curve",
+    "group_gaps",
     "group_metrics",
     "lin_metrics",
     "odta_curves",
 ]
-
-GAP_METRICS = ("acc", "auc", "eer", "fpr", "fnr", "error_rate")
 
 
 def binary_rates(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
@@ -193,87 +195,3 @@ def lin_metrics(
         "gap_fpr": _gap([per[g]["fpr"] for g in names]),
         "gap_error_rate": _gap([per[g]["error_rate"] for g in names]),
     }
-
-
-def _group_gaps(
-    y_true: np.ndarray,
-    y_score: np.ndarray,
-    groups: np.ndarray,
-    names: list[str],
-    metrics: Sequence[str],
-    threshold: float,
-) -> dict[str, float]:
-    per = {}
-    for g in names:
-        rows = groups == g
-        t, s = y_true[rows], y_score[rows]
-        scored = _scores_metrics(t, s) if {"auc", "eer"} & set(metrics) else {}
-        per[g] = {**scored, **binary_rates(t, (s >= threshold).astype(np.int64))}
-    return {m: _gap([per[g][m] for g in names]) for m in metrics}
-
-
-def bootstrap_gaps(
-    y_true: Sequence,
-    y_score: Sequence,
-    groups: Sequence,
-    video_ids: Sequence | None = None,
-    metrics: Sequence[str] = GAP_METRICS,
-    threshold: float = 0.5,
-    n_boot: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> dict[str, dict[str, float]]:
-    """Percentile bootstrap CIs of the max-min gap of each per-group metric.
-
-    Each replicate resamples, with replacement and within each group separately, the group's
-    videos (``video_ids``; every row is its own unit when None) and keeps all frames of a drawn
-    video. Returns ``{metric: {"gap", "low", "high", "n_valid"}}``; replicates where a gap is
-    undefined (a resampled group lost a class) are skipped and counted out of ``n_valid``.
-    """
-    unknown = sorted(set(metrics) - set(GAP_METRICS))
-    if unknown:
-        raise ValueError(f"unknown gap metrics {unknown}; allowed: {list(GAP_METRICS)}")
-    if n_boot < 1 or not 0 < confidence < 1:
-        raise ValueError("n_boot must be >= 1 and confidence in (0, 1)")
-    n_all = len(np.asarray(y_true))
-    ids = np.arange(n_all) if video_ids is None else np.asarray(video_ids, dtype=object)
-    if len(ids) != n_all:
-        raise ValueError("video_ids must have one entry per sample")
-    y_true_c, y_score_c, groups_c = clean_groups(y_true, y_score, groups)
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)])
-    ids = np.array([str(i) for i in ids[known]], dtype=object)
-    names = sorted(set(groups_c))
-    if len(names) < 2:
-        raise ValueError(f"gaps need at least two groups, got {names}")
-    point = _group_gaps(y_true_c, y_score_c, groups_c, names, metrics, threshold)
-    units = []  # per group: list of row-index arrays, one per video
-    for g in names:
-        rows = np.flatnonzero(groups_c == g)
-        uniq, inverse = np.unique(ids[rows], return_inverse=True)
-        units.append([rows[inverse == k] for k in range(len(uniq))])
-    rng = np.random.default_rng(seed)
-    samples: dict[str, list[float]] = {m: [] for m in metrics}
-    for _ in range(n_boot):
-        picked = [
-            np.concatenate([vids[k] for k in rng.integers(0, len(vids), len(vids))])
-            for vids in units
-        ]
-        rows = np.concatenate(picked)
-        gaps = _group_gaps(
-            y_true_c[rows], y_score_c[rows], groups_c[rows], names, metrics, threshold
-        )
-        for m, v in gaps.items():
-            if not np.isnan(v):
-                samples[m].append(v)
-    lo_q, hi_q = (1 - confidence) / 2, 1 - (1 - confidence) / 2
-    out = {}
-    for m in metrics:
-        vals = np.asarray(samples[m])
-        low, high = np.quantile(vals, [lo_q, hi_q]) if vals.size else (np.nan, np.nan)
-        out[m] = {
-            "gap": point[m],
-            "low": float(low),
-            "high": float(high),
-            "n_valid": int(vals.size),
-        }
-    return out

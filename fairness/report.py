@@ -1,9 +1,16 @@
 """Fairness report of a predictions file: every group metric per attribute, tables and figures.
 
 :func:`fairness_report` computes, for each attribute column of a predictions file, the
-per-group metrics, bias factor (paper 000), Lin et al. metrics, ISO/IEC 30107-3 metrics per
-group, FDR/ABF curves and areas with the pooled threshold and each group's threshold (ODTA,
-paper 001), 1-BPCER at APCER_x per threshold group, and bootstrap CIs of the gaps.
+per-group metrics with bootstrap intervals, the bias factor (paper 000) with its direction, the
+signed gap of every metric with a clustered bootstrap interval and a permutation p-value, the
+class-ratio check of the accuracy gap (:mod:`fairness.gaps`), Lin et al. metrics, ISO/IEC
+30107-3 metrics per group, FDR/ABF curves and areas (with intervals) with the pooled threshold
+and each group's threshold (ODTA, paper 001), and 1-BPCER at APCER_x per threshold group.
+
+An attribute ``"gender,race"`` (names joined by commas) is the intersection: its groups are
+``female/Asian``, ``male/White``, ... (a row lacking any of the values is left out). Groups
+with fewer than ``min_group_size`` rows are reported but take no part in anything that ranks
+groups (bias factor, gaps, tests, Lin et al., FDR/ABF, ODTA).
 :func:`write_report` writes tables (CSV/MD/JSON) and figures; :func:`format_summary` gives the
 text that ``scripts/fairness.py`` prints.
 """
@@ -31,8 +38,9 @@ from fairness.abf import (
     is_missing,
     odta_curves,
 )
-from fairness.iso import ISO_APCER_POINTS, iso_metrics
-from fairness.metrics import bias_factor_pair, bootstrap_gaps, group_metrics, lin_metrics
+from fairness.gaps import GapAnalysis, curve_auc_intervals, group_gaps
+from fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
+from fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
 from fairness.tables import jsonable, write_json, write_table
 from preprocessing.index import atomic_write_text
 
@@ -52,16 +60,29 @@ class ReportConfig:
     iso_points: list[float] = field(default_factory=lambda: list(ISO_APCER_POINTS))
     threshold_groups: list[str] | None = None  # ODTA; None: fused + every group with attacks
     min_denominator: float = 1e-3
-    bootstrap: int = 1000  # 0 switches the confidence intervals off
+    species_rule: Literal["pooled", "worst"] = "pooled"  # how attack species enter APCER
+    bootstrap: int = 1000  # replicates of the gap and per-group intervals; 0: off
+    curve_bootstrap: int = 200  # replicates of the FDR-AUC / ABF-AUC intervals; 0: off
+    permutations: int = 1000  # permutation tests of the gaps; 0: off
     confidence: float = 0.95
+    unit: str | None = None  # attribute naming the resampling unit (e.g. identity); None: video
+    min_group_size: int = 1  # smaller groups are reported but not ranked
     seed: int = 0
     figures: bool = True
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {self.alpha}")
-        if self.bootstrap < 0 or not 0.0 < self.confidence < 1.0:
-            raise ValueError("bootstrap must be >= 0 and confidence in (0, 1)")
+        if min(self.bootstrap, self.curve_bootstrap, self.permutations) < 0:
+            raise ValueError("bootstrap, curve_bootstrap and permutations must be >= 0")
+        if not 0.0 < self.confidence < 1.0:
+            raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
+        if self.min_group_size < 1:
+            raise ValueError(f"min_group_size must be >= 1, got {self.min_group_size}")
+        if self.species_rule not in SPECIES_RULES:
+            raise ValueError(
+                f"species_rule must be one of {list(SPECIES_RULES)}, got {self.species_rule!r}"
+            )
 
 
 def load_report_config(*paths: str | Path | None, overrides: Any = ()) -> ReportConfig:
@@ -83,7 +104,9 @@ class AttributeReport:
     curve_aucs: dict[str, dict[str, float]]
     odta: dict[str, dict[str, np.ndarray]]
     odta_xs: list[float]
-    bootstrap: dict[str, dict[str, float]]
+    gaps: GapAnalysis
+    curve_auc_ci: dict[str, dict[str, tuple[float, float]]]
+    ranked: list[str]  # groups with >= min_group_size rows
     y_true: np.ndarray
     y_score: np.ndarray
     group_of: np.ndarray
@@ -97,8 +120,13 @@ class AttributeReport:
                 "groups": self.groups,
                 "bias_factor": self.bias_factor,
                 "bias_pair": list(self.bias_pair),
+                "ranked_groups": self.ranked,
+                "gaps": {m: g.as_dict() for m, g in self.gaps.gaps.items()},
+                "class_ratio": self.gaps.class_ratio,
+                "confidence": self.gaps.confidence,
                 "lin": self.lin,
                 "fdr_abf_auc": self.curve_aucs,
+                "fdr_abf_auc_ci": self.curve_auc_ci,
                 "curves": {
                     k: {
                         "xs": c.xs,
@@ -115,7 +143,6 @@ class AttributeReport:
                     for k, c in self.curves.items()
                 },
                 "odta": {"xs": self.odta_xs, "one_minus_bpcer": self.odta},
-                "bootstrap": self.bootstrap,
                 "errors": self.errors,
             }
         )
@@ -124,14 +151,11 @@ class AttributeReport:
 def attribute_arrays(
     pred: Predictions, attribute: str, level: str = "frame", reduce: str = "mean"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(labels, scores, groups, video keys) at frame or video level for one attribute."""
-    if attribute not in pred.attributes:
-        raise KeyError(
-            f"attribute {attribute!r} is not a column of the predictions; columns: {sorted(pred.attributes)}"
-        )
-    groups = np.array(
-        ["" if is_missing(g) else str(g) for g in pred.attributes[attribute]], dtype=object
-    )
+    """(labels, scores, groups, video keys) at frame or video level for one attribute.
+
+    ``"gender,race"`` gives the intersectional groups ``female/Asian``, ... (:func:`group_values`).
+    """
+    groups = group_values(pred, attribute)
     keys = pred.video_key
     if level == "frame":
         return pred.label, pred.score, groups, keys
@@ -143,6 +167,44 @@ def attribute_arrays(
         if first.setdefault(k, g) != g:
             raise ValueError(f"video {k!r} has frames with different {attribute!r} values")
     return labels, scores, np.array([first[k] for k in ids], dtype=object), ids
+
+
+def group_values(pred: Predictions, attribute: str) -> np.ndarray:
+    """Per row the group of ``attribute``; several names joined by commas give their
+    intersection (values joined by ``/``); '' where any of the values is missing."""
+    names = [a.strip() for a in attribute.split(",")]
+    missing = [a for a in names if a not in pred.attributes]
+    if missing or not all(names):
+        raise KeyError(
+            f"attribute {attribute!r}: {missing or 'empty name'} not a column of the predictions; "
+            f"columns: {sorted(pred.attributes)}"
+        )
+    columns = [pred.attributes[a] for a in names]
+    return np.array(
+        [
+            "" if any(is_missing(v) for v in values) else "/".join(str(v) for v in values)
+            for values in zip(*columns, strict=True)
+        ],
+        dtype=object,
+    )
+
+
+def _units_of(pred: Predictions, ids: np.ndarray, unit: str | None) -> np.ndarray:
+    """Resampling unit of each row (keyed by video ``ids``): the ``unit`` attribute, or the video."""
+    if unit is None:
+        return ids
+    if unit not in pred.attributes:
+        raise KeyError(
+            f"unit {unit!r} is not a column of the predictions; columns: {sorted(pred.attributes)}"
+        )
+    of_video: dict[str, str] = {}
+    for k, v in zip(pred.video_key, pred.attributes[unit], strict=True):
+        if not is_missing(v):
+            of_video.setdefault(k, f"{unit}={v}")
+    lacking = sum(k not in of_video for k in set(ids))
+    if lacking:
+        log.warning("%d videos have no %r value: each is its own resampling unit", lacking, unit)
+    return np.array([of_video.get(k, f"video={k}") for k in ids], dtype=object)
 
 
 def _attempt(errors: list[str], what: str, fn, *args, **kwargs):
@@ -167,10 +229,17 @@ def attribute_report(
     y_true, y_score, groups, ids = y_true[keep], y_score[keep], groups[keep], ids[keep]
     method_of = dict(zip(pred.video_key, pred.method, strict=True))
     species = np.array([method_of[k] for k in ids], dtype=object)  # attack species = method
+    units = _units_of(pred, ids, cfg.unit)
     names = sorted(set(groups))
-    if len(names) < 2:
+    size = {g: int(np.sum(groups == g)) for g in names}
+    ranked = [g for g in names if size[g] >= cfg.min_group_size]
+    if len(ranked) < 2:
         log.warning(
-            "attribute %r has %d group(s) %s: no fairness metrics", attribute, len(names), names
+            "attribute %r has %d group(s) of >= %d rows (sizes %s): no fairness metrics",
+            attribute,
+            len(ranked),
+            cfg.min_group_size,
+            size,
         )
         return None
     errors: list[str] = []
@@ -188,14 +257,39 @@ def attribute_report(
                 cfg.threshold,
                 species[rows],
                 cfg.iso_points,
+                cfg.species_rule,
             )
         per_group[g]["iso"] = iso
+        per_group[g]["ranked"] = g in ranked
+    gaps = group_gaps(
+        y_true,
+        y_score,
+        groups,
+        units,
+        threshold=cfg.threshold,
+        n_boot=cfg.bootstrap,
+        n_perm=cfg.permutations,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        min_group_size=cfg.min_group_size,
+    )
+    for g in names:
+        per_group[g]["ci"] = {m: list(v) for m, v in gaps.group_ci[g].items()}
+    # everything below ranks groups: only groups of >= min_group_size rows take part
+    r = np.isin(groups, ranked)
+    y_true, y_score, groups, units, species = (
+        y_true[r],
+        y_score[r],
+        groups[r],
+        units[r],
+        species[r],
+    )
     y_pred = (y_score >= cfg.threshold).astype(np.int64)
     bias, low, high = bias_factor_pair(y_true, y_pred, groups)
     lin = lin_metrics(y_true, y_score, groups, cfg.threshold)
     xs = np.asarray(cfg.xs if cfg.xs is not None else DEFAULT_XS, dtype=np.float64)
-    threshold_groups = cfg.threshold_groups or [POOLED] + [
-        g for g in names if np.any((groups == g) & (y_true == 1))
+    threshold_groups = [str(t) for t in cfg.threshold_groups or []] or [POOLED] + [
+        g for g in ranked if np.any((groups == g) & (y_true == 1))
     ]
     curves: dict[str, FairnessCurves] = {}
     aucs: dict[str, dict[str, float]] = {}
@@ -211,24 +305,42 @@ def attribute_report(
             cfg.alpha,
             tg,
             cfg.min_denominator,
+            species=species,
+            species_rule=cfg.species_rule,
         )
         if c is not None:
             curves[tg] = c
             aucs[tg] = {"fdr_auc": curve_auc(xs, c.fdr), "abf_auc": curve_auc(xs, c.abf)}
     valid_tg = [tg for tg in threshold_groups if tg in curves]
     odta = (
-        _attempt(errors, "ODTA", odta_curves, y_true, y_score, groups, cfg.iso_points, valid_tg)
-        or {}
-    )
-    boot = {}
-    if cfg.bootstrap:
-        boot = bootstrap_gaps(
+        _attempt(
+            errors,
+            "ODTA",
+            odta_curves,
             y_true,
             y_score,
             groups,
-            ids,
-            threshold=cfg.threshold,
-            n_boot=cfg.bootstrap,
+            cfg.iso_points,
+            valid_tg,
+            species=species,
+            species_rule=cfg.species_rule,
+        )
+        or {}
+    )
+    auc_ci: dict[str, dict[str, tuple[float, float]]] = {}
+    if cfg.curve_bootstrap and valid_tg:
+        auc_ci = curve_auc_intervals(
+            y_true,
+            y_score,
+            groups,
+            units,
+            xs,
+            cfg.alpha,
+            valid_tg,
+            cfg.min_denominator,
+            species,
+            cfg.species_rule,
+            n_boot=cfg.curve_bootstrap,
             confidence=cfg.confidence,
             seed=cfg.seed,
         )
@@ -243,7 +355,9 @@ def attribute_report(
         curve_aucs=aucs,
         odta=odta,
         odta_xs=list(cfg.iso_points),
-        bootstrap=boot,
+        gaps=gaps,
+        curve_auc_ci=auc_ci,
+        ranked=ranked,
         y_true=y_true,
         y_score=y_score,
         group_of=groups,
@@ -259,7 +373,7 @@ def fairness_report(
     names = attributes or cfg.attributes or sorted(pred.attributes)
     if not names:
         raise ValueError("the predictions have no attribute columns: nothing to group by")
-    missing = [a for a in names if a not in pred.attributes]
+    missing = [a for a in names if any(p.strip() not in pred.attributes for p in a.split(","))]
     if missing:
         raise KeyError(
             f"attributes {missing} are not columns of the predictions; columns: {sorted(pred.attributes)}"
@@ -298,8 +412,17 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
         for g, m in rep.groups.items():
             row: dict[str, Any] = {"attribute": a, "group": g, **{k: m[k] for k in _GROUP_COLUMNS}}
             iso = m.get("iso") or {}
+            row["ranked"] = m["ranked"]
+            for metric, (low, high) in m["ci"].items():
+                row[f"{metric}_low"], row[f"{metric}_high"] = low, high
             row.update(
-                {"apcer": iso.get("apcer"), "bpcer": iso.get("bpcer"), "acer": iso.get("acer")}
+                {
+                    "species_rule": iso.get("species_rule"),
+                    "apcer": iso.get("apcer"),
+                    "bpcer": iso.get("bpcer"),
+                    "acer": iso.get("acer"),
+                    "iso_eer": iso.get("eer"),
+                }
             )
             for species, v in (iso.get("apcer_per_species") or {}).items():
                 row[f"apcer[{species}]"] = v
@@ -310,23 +433,33 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
 
 
 def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
-    """One row per attribute: bias factor with pair and CI, Lin et al. metrics, FDR/ABF-AUC."""
+    """One row per attribute: the bias factor with its direction, the signed ACC difference
+    with its interval and p-value, the class-ratio verdict, Lin et al. metrics, FDR/ABF-AUC
+    (fused threshold) with intervals."""
     rows = []
     for a, rep in reports.items():
-        ci = rep.bootstrap.get("acc", {})
+        acc = rep.gaps.gaps["acc"]
         row: dict[str, Any] = {
             "attribute": a,
             "groups": " ".join(rep.groups),
+            "ranked_groups": " ".join(rep.ranked),
             "bias_factor": rep.bias_factor,
             "bias_low_group": rep.bias_pair[0],
             "bias_high_group": rep.bias_pair[1],
-            "bias_ci_low": ci.get("low"),
-            "bias_ci_high": ci.get("high"),
+            "favoured": acc.favoured,
+            "acc_diff": acc.diff,
+            "acc_diff_of": f"{acc.group_a} - {acc.group_b}",
+            "acc_diff_low": acc.low,
+            "acc_diff_high": acc.high,
+            "acc_p_value": acc.p_value,
+            "class_ratio": rep.gaps.class_ratio.get("verdict"),
             **rep.lin,
         }
         fused = rep.curve_aucs.get(POOLED, {})
-        row["fdr_auc"] = fused.get("fdr_auc")
-        row["abf_auc"] = fused.get("abf_auc")
+        fused_ci = rep.curve_auc_ci.get(POOLED, {})
+        for key in ("fdr_auc", "abf_auc"):
+            row[key] = fused.get(key)
+            row[f"{key}_low"], row[f"{key}_high"] = fused_ci.get(key, (None, None))
         rows.append(row)
     return rows
 
@@ -335,17 +468,20 @@ def write_report(
     reports: dict[str, AttributeReport], out_dir: str | Path, figures: bool = True
 ) -> Path:
     """Write ``fairness.json``, tables (``summary``, ``group_metrics``, ``fdr_abf_auc``,
-    ``curves``, ``odta``, ``bootstrap``: CSV/MD/JSON) and figures under ``out_dir``."""
+    ``curves``, ``odta``, ``gaps``: CSV/MD/JSON) and figures under ``out_dir``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "fairness.json", {a: r.to_json() for a, r in reports.items()})
     atomic_write_text(out / "section.html", f"<html><body>{html_section(reports)}</body></html>\n")
     write_table(summary_rows(reports), out / "summary")
     write_table(group_rows(reports), out / "group_metrics")
-    auc_rows, curve_rows, odta_rows, boot_rows = [], [], [], []
+    auc_rows, curve_rows, odta_rows, gap_rows = [], [], [], []
     for a, rep in reports.items():
         for tg, v in rep.curve_aucs.items():
+            ci = rep.curve_auc_ci.get(tg, {})
             auc_rows.append({"attribute": a, "threshold_group": tg, **v})
+            for key in ("fdr_auc", "abf_auc"):
+                auc_rows[-1][f"{key}_low"], auc_rows[-1][f"{key}_high"] = ci.get(key, (None, None))
         for tg, c in rep.curves.items():
             for k, x in enumerate(c.xs):
                 curve_rows.append(
@@ -374,12 +510,12 @@ def write_report(
                             "one_minus_bpcer": float(v),
                         }
                     )
-        for m, v in rep.bootstrap.items():
-            boot_rows.append({"attribute": a, "metric": m, **v})
+        for gap in rep.gaps.gaps.values():
+            gap_rows.append({"attribute": a, **gap.as_dict()})
     write_table(auc_rows, out / "fdr_abf_auc")
     write_table(curve_rows, out / "curves")
     write_table(odta_rows, out / "odta")
-    write_table(boot_rows, out / "bootstrap")
+    write_table(gap_rows, out / "gaps")
     if figures:
         fig_dir = out / "figures"
         for a, rep in reports.items():
@@ -401,29 +537,67 @@ def write_report(
 
 
 def format_summary(reports: dict[str, AttributeReport]) -> str:
-    """Per attribute: ACC, AUC, EER per group, the bias factor with its pair, FDR/ABF-AUC."""
+    """Per attribute: per-group ACC, FPR, FNR, AUC, EER; the bias factor with its direction,
+    signed difference, interval and p-value; the class-ratio check; the other signed gaps;
+    FDR/ABF-AUC with intervals."""
 
-    def pct(v: float | None) -> str:
-        return "   n/a" if v is None or np.isnan(v) else f"{100 * v:6.2f}"
+    def pct(v: float | None, signed: bool = False) -> str:
+        if v is None or not np.isfinite(v):
+            return "n/a"
+        return f"{100 * v:+.2f}" if signed else f"{100 * v:.2f}"
+
+    def interval(low: float, high: float, signed: bool = True) -> str:
+        if not (np.isfinite(low) and np.isfinite(high)):
+            return ""
+        return f" [{pct(low, signed)}, {pct(high, signed)}]"
 
     lines = []
     for a, rep in reports.items():
+        gaps = rep.gaps
+        level = int(round(100 * gaps.confidence))
         lines.append(f"== {a} ({rep.level} level) ==")
-        lines.append(f"{'group':<16}{'n':>7}{'ACC%':>8}{'AUC%':>8}{'EER%':>8}")
-        for g, m in rep.groups.items():
-            lines.append(
-                f"{g:<16}{m['n']:>7}{pct(m['acc']):>8}{pct(m['auc']):>8}{pct(m['eer']):>8}"
-            )
-        ci = rep.bootstrap.get("acc")
-        ci_text = f" [{pct(ci['low']).strip()}, {pct(ci['high']).strip()}]" if ci else ""
         lines.append(
-            f"bias factor: {pct(rep.bias_factor).strip()}%{ci_text} "
-            f"({rep.bias_pair[0]} vs {rep.bias_pair[1]})"
+            f"{'group':<16}{'n':>7}{'ACC%':>8}{'FPR%':>8}{'FNR%':>8}{'AUC%':>8}{'EER%':>8}"
         )
+        for g, m in rep.groups.items():
+            mark = "" if m["ranked"] else "  (too small: not ranked)"
+            cells = "".join(f"{pct(m[k]):>8}" for k in ("acc", "fpr", "fnr", "auc", "eer"))
+            lines.append(f"{g:<16}{m['n']:>7}{cells}{mark}")
+        acc = gaps.gaps["acc"]
+        favoured = f"{acc.favoured} favoured" if acc.favoured else "no group favoured"
+        p_text = f", p = {acc.p_value:.3g}" if np.isfinite(acc.p_value) else ""
+        lines.append(
+            f"bias factor: {pct(rep.bias_factor)}% ({rep.bias_pair[0]} vs {rep.bias_pair[1]}, "
+            f"{favoured}); ACC {acc.group_a} - {acc.group_b} = {pct(acc.diff, True)}%"
+            f"{interval(acc.low, acc.high)}{p_text}"
+        )
+        if gaps.class_ratio.get("verdict"):
+            lines.append(f"  class ratio: {gaps.class_ratio['verdict']}")
+        for m, gap in gaps.gaps.items():
+            if m == "acc" or not gap.group_a:
+                continue
+            p_text = f", p = {gap.p_value:.3g}" if np.isfinite(gap.p_value) else ""
+            lines.append(
+                f"  {m.upper()} {gap.group_a} - {gap.group_b} = {pct(gap.diff, True)}%"
+                f"{interval(gap.low, gap.high)}{p_text} (class mix does not enter it)"
+            )
+        if np.isfinite(acc.low):
+            lines.append(
+                f"  [{level}% bootstrap intervals resampling videos (or the configured unit) "
+                "within each group; p: permutation test of no difference among all groups]"
+            )
         fused = rep.curve_aucs.get(POOLED)
         if fused:
+            ci = rep.curve_auc_ci.get(POOLED, {})
+            fdr_ci = ci.get("fdr_auc", (np.nan, np.nan))
+            abf_ci = ci.get("abf_auc", (np.nan, np.nan))
+
+            def area(v: float, low: float, high: float) -> str:
+                return f"{v:.3f}" + (f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) else "")
+
             lines.append(
-                f"FDR-AUC {fused['fdr_auc']:.3f}  ABF-AUC {fused['abf_auc']:.3f} (tau from fused)"
+                f"FDR-AUC {area(fused['fdr_auc'], *fdr_ci)}  "
+                f"ABF-AUC {area(fused['abf_auc'], *abf_ci)} (tau from fused)"
             )
         lines.append("")
     return "\n".join(lines)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
-from evaluation.metrics import SingleClassError
+from evaluation.metrics import SingleClassError, eer
 from fairness import abf
 from fairness.iso import (
     apcer,
@@ -24,7 +24,6 @@ from fairness.metrics import (
     abf_curve,
     bias_factor,
     bias_factor_pair,
-    bootstrap_gaps,
     curve_auc,
     fairness_curves,
     fdr_curve,
@@ -160,8 +159,15 @@ def test_threshold_at_apcer_and_iso_metrics():
     species = np.array(["print", "print", "replay", "replay", "", "", ""], dtype=object)
     per = apcer_per_species(y, s, 0.5, species)
     assert per == {"print": 0.5, "replay": 0.0}
-    m = iso_metrics(y, s, 0.5, species)
+    m = iso_metrics(y, s, 0.5, species, species_rule="worst")
     assert m["apcer"] == 0.5  # the maximum over species
+    assert m["species_rule"] == "worst"
+    # worst species: APCER_max - BPCER goes -1/6 -> +1/6 between t = .3 and .6 -> EER .5 at .45
+    assert (m["eer"], m["eer_threshold"]) == pytest.approx((0.5, 0.45))
+    pooled = iso_metrics(y, s, 0.5, species)
+    assert pooled["species_rule"] == "pooled" and pooled["apcer"] == 0.25
+    assert pooled["apcer_per_species"] == per
+    assert pooled["eer"] == pytest.approx(eer(y, s)[0])
     assert m["bpcer"] == pytest.approx(1 / 3)
     assert m["acer"] == pytest.approx((0.5 + 1 / 3) / 2)
     # APCER_max <= 0: print needs tau <= .2, replay tau <= .6 -> .2; BPCER(.2) = 2/3
@@ -235,28 +241,6 @@ def test_group_with_one_class_logs_and_gives_nan(caplog):
     assert np.isnan(out["a"]["auc"]) and np.isnan(out["a"]["eer"])
     assert out["b"]["auc"] == 1.0
     assert "holds only class 0" in caplog.text
-
-
-def test_bootstrap_gaps_resample_videos_within_groups():
-    rng = np.random.default_rng(2)
-    n_vid = 40
-    vy = rng.integers(0, 2, n_vid)
-    vg = np.where(np.arange(n_vid) % 2 == 0, "f", "m")
-    y = np.repeat(vy, 4)
-    g = np.repeat(vg, 4)
-    ids = np.repeat([f"v{i}" for i in range(n_vid)], 4)
-    s = np.clip(0.4 * y + rng.normal(0.3, 0.15, len(y)) + 0.1 * (g == "m"), 0, 1)
-    out = bootstrap_gaps(y, s, g, ids, metrics=("acc", "auc"), n_boot=150, seed=3)
-    for m in ("acc", "auc"):
-        assert out[m]["low"] <= out[m]["high"]
-        assert out[m]["n_valid"] > 100
-    assert out["acc"]["gap"] == pytest.approx(bias_factor(y, (s >= 0.5).astype(int), g))
-    again = bootstrap_gaps(y, s, g, ids, metrics=("acc",), n_boot=150, seed=3)
-    assert again["acc"] == out["acc"]  # seeded
-    with pytest.raises(ValueError, match="unknown gap metrics"):
-        bootstrap_gaps(y, s, g, metrics=("bogus",))
-    with pytest.raises(ValueError, match="one entry per sample"):
-        bootstrap_gaps(y, s, g, ids[:-1])
 
 
 def test_abf_module_is_importable_as_fairness_abf():

@@ -74,6 +74,10 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
             str(out),
             "--set",
             "bootstrap=50",
+            "--set",
+            "permutations=50",
+            "--set",
+            "curve_bootstrap=20",
         ]
     )
     assert rc == 0
@@ -82,13 +86,16 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
     bf = bias_factor(pred.label, (pred.score >= 0.5).astype(int), pred.attributes["gender"])
     assert "== gender (frame level) ==" in text and "== lighting (frame level) ==" in text
     female_line = next(line for line in text.splitlines() if line.startswith("female"))
-    n, acc_pct, auc_pct, eer_pct = female_line.split()[1:]
+    n, acc_pct, fpr_pct, fnr_pct, auc_pct, eer_pct = female_line.split()[1:]
+    assert float(fpr_pct) == pytest.approx(100 * per["female"]["fpr"], abs=0.01)
+    assert float(fnr_pct) == pytest.approx(100 * per["female"]["fnr"], abs=0.01)
     assert int(n) == per["female"]["n"]
     assert float(acc_pct) == pytest.approx(100 * per["female"]["acc"], abs=0.01)
     assert float(auc_pct) == pytest.approx(100 * per["female"]["auc"], abs=0.01)
     assert float(eer_pct) == pytest.approx(100 * per["female"]["eer"], abs=0.01)
-    assert f"bias factor: {100 * bf:.2f}%" in text and "(female vs male)" in text
-    for stem in ("summary", "group_metrics", "fdr_abf_auc", "curves", "odta", "bootstrap"):
+    assert f"bias factor: {100 * bf:.2f}% (female vs male, male favoured)" in text
+    assert "ACC female - male = " in text and "class ratio: " in text
+    for stem in ("summary", "group_metrics", "fdr_abf_auc", "curves", "odta", "gaps"):
         for suffix in (".csv", ".md", ".json"):
             assert (out / f"{stem}{suffix}").is_file(), stem + suffix
     for attr in ("gender", "lighting"):
@@ -102,10 +109,17 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
     assert float(male["apcer"]) == float(male["apcer[SelfBlended]"])  # one species: max = it
     summary = json.loads((out / "summary.json").read_text())
     assert summary[0]["attribute"] == "gender" and summary[0]["bias_factor"] == pytest.approx(bf)
-    assert summary[0]["bias_ci_low"] <= summary[0]["bias_ci_high"]
+    assert summary[0]["acc_diff_low"] <= summary[0]["acc_diff"] <= summary[0]["acc_diff_high"]
+    assert summary[0]["acc_diff"] == pytest.approx(-bf) and summary[0]["favoured"] == "male"
+    assert 0 < summary[0]["acc_p_value"] <= 1
+    assert summary[0]["fdr_auc_low"] <= summary[0]["fdr_auc"] <= summary[0]["fdr_auc_high"]
+    assert float(male["acc_low"]) <= float(male["acc"]) <= float(male["acc_high"])
     assert "<table>" in (out / "section.html").read_text()
     sections = report_sections(
-        fairness_report(pred, ["gender"], ReportConfig(bootstrap=0)), out / "figures"
+        fairness_report(
+            pred, ["gender"], ReportConfig(bootstrap=0, permutations=0, curve_bootstrap=0)
+        ),
+        out / "figures",
     )
     assert sections[0][1][1:] == [
         out / "figures" / f"gender_{k}.png" for k in ("accuracy", "roc", "fdr_abf", "odta")
@@ -123,10 +137,10 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
 
 def test_video_level_and_missing_values(caplog):
     pred = _predictions()
-    cfg = ReportConfig(level="video", bootstrap=0)
+    cfg = ReportConfig(level="video", bootstrap=0, permutations=0, curve_bootstrap=0)
     reports = fairness_report(pred, ["gender", "lighting"], cfg)
     assert reports["gender"].groups["female"]["n"] == 30  # videos, not frames
-    assert reports["gender"].bootstrap == {}
+    assert np.isnan(reports["gender"].gaps.gaps["acc"].low)
     n_known = int(np.sum(pred.attributes["lighting"][::3] != ""))
     assert sum(m["n"] for m in reports["lighting"].groups.values()) == n_known
     assert "rows have no value" in caplog.text
@@ -160,7 +174,12 @@ def test_report_bad_inputs(tmp_path, capsys):
         attribute_arrays(mixed, "gender", "video")
     single = _predictions()
     single.attributes["gender"][:] = "female"
-    assert fairness_report(single, ["gender"], ReportConfig(bootstrap=0)) == {}
+    assert (
+        fairness_report(
+            single, ["gender"], ReportConfig(bootstrap=0, permutations=0, curve_bootstrap=0)
+        )
+        == {}
+    )
     path = tmp_path / "pred.csv"
     write_predictions(path, pred)
     script = _load_script()
@@ -191,7 +210,11 @@ def test_report_bad_inputs(tmp_path, capsys):
 
 
 def test_write_report_without_figures(tmp_path):
-    reports = fairness_report(_predictions(), ["gender"], ReportConfig(bootstrap=0, xs=[0.05, 0.1]))
+    reports = fairness_report(
+        _predictions(),
+        ["gender"],
+        ReportConfig(bootstrap=0, permutations=0, curve_bootstrap=0, xs=[0.05, 0.1]),
+    )
     write_report(reports, tmp_path, figures=False)
     assert not (tmp_path / "figures").exists()
     curves = json.loads((tmp_path / "curves.json").read_text())

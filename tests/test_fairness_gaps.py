@@ -1,0 +1,168 @@
+"""Signed group gaps: null coverage of the bootstrap intervals, permutation p-values, units,
+the class-ratio check, and intervals of FDR-AUC / ABF-AUC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evaluation.confidence import bootstrap_multiplicities, weighted_ranking_metrics
+from evaluation.metrics import auc, eer
+from fairness.gaps import curve_auc_intervals, group_gaps
+from fairness.metrics import bias_factor, bias_factor_pair
+
+
+def test_null_intervals_cover_zero_at_the_nominal_rate():
+    """200 data sets with random group membership (true gap 0): the 95 % intervals of the
+    signed ACC difference cover 0 between 90 % and 99 % of the time."""
+    covered = 0
+    for k in range(200):
+        rng = np.random.default_rng(1000 + k)
+        n = 80
+        y = rng.integers(0, 2, n)
+        s = np.clip(0.3 * y + rng.normal(0.35, 0.2, n), 0, 1)
+        g = rng.choice(["female", "male"], n)
+        gap = group_gaps(y, s, g, metrics=("acc",), n_boot=200, n_perm=0, seed=k).gaps["acc"]
+        covered += gap.low <= 0.0 <= gap.high
+    assert 0.90 <= covered / 200 <= 0.99
+
+
+def test_null_intervals_with_video_clusters_cover_zero():
+    """Frames of one video share its label and most of its score: resampling videos keeps the
+    nominal coverage (resampling frames would give too narrow intervals)."""
+    covered = 0
+    for k in range(100):
+        rng = np.random.default_rng(k)
+        n_vid, frames = 30, 5
+        vy = rng.integers(0, 2, n_vid)
+        vs = 0.3 * vy + rng.normal(0.35, 0.2, n_vid)
+        y = np.repeat(vy, frames)
+        s = np.clip(np.repeat(vs, frames) + rng.normal(0, 0.02, n_vid * frames), 0, 1)
+        g = np.repeat(rng.choice(["a", "b"], n_vid), frames)
+        ids = np.repeat(np.arange(n_vid), frames)
+        gap = group_gaps(y, s, g, ids, metrics=("acc",), n_boot=200, n_perm=0, seed=k)
+        covered += gap.gaps["acc"].low <= 0.0 <= gap.gaps["acc"].high
+    assert 0.88 <= covered / 100 <= 1.0
+
+
+def test_all_fake_model_is_a_class_ratio_effect():
+    """The issue's example: every face called fake, FPR 1 and FNR 0 in both groups."""
+    y = np.array([0] * 7 + [1] * 38 + [0] * 3 + [1] * 42)
+    g = np.array(["female"] * 45 + ["male"] * 45)
+    s = np.full(len(y), 0.9)
+    res = group_gaps(y, s, g, n_boot=300, n_perm=300, seed=0)
+    acc = res.gaps["acc"]
+    assert acc.group_a == "female" and acc.group_b == "male"
+    assert acc.diff == pytest.approx(38 / 45 - 42 / 45)
+    assert abs(acc.diff) == pytest.approx(bias_factor(y, (s >= 0.5).astype(int), g))
+    assert acc.favoured == "male"
+    assert acc.low <= acc.diff <= acc.high
+    assert res.gaps["fpr"].diff == 0 and res.gaps["fnr"].diff == 0
+    assert (res.gaps["fpr"].group_a, res.gaps["fpr"].group_b) == ("female", "male")
+    assert res.gaps["fpr"].p_value == 1.0 and res.gaps["fnr"].p_value == 1.0
+    assert res.class_ratio["verdict"].startswith("class-ratio effect: error rates equal")
+    assert res.class_ratio["mix_part"] == pytest.approx(acc.diff)
+    assert res.class_ratio["rate_part"] == pytest.approx(0.0)
+
+
+def test_a_real_gap_is_detected_and_signed():
+    rng = np.random.default_rng(5)
+    n = 400
+    g = np.repeat(["female", "male"], n // 2)
+    y = rng.integers(0, 2, n)
+    noise = np.where(g == "female", 0.35, 0.12)  # females much harder
+    s = np.clip(0.5 * y + 0.25 + rng.normal(0, 1, n) * noise, 0, 1)
+    res = group_gaps(y, s, g, n_boot=300, n_perm=300, seed=1)
+    acc = res.gaps["acc"]
+    assert acc.diff < 0 and acc.favoured == "male"
+    assert acc.high < 0  # the interval excludes 0
+    assert acc.p_value < 0.01
+    assert res.gaps["auc"].favoured == "male" and res.gaps["auc"].p_value < 0.05
+    assert res.gaps["eer"].favoured == "male"
+    assert "not only a class-ratio effect" in res.class_ratio["verdict"]
+    lo, hi = res.group_ci["female"]["acc"]
+    assert lo <= res.values["female"]["acc"] <= hi
+
+
+def test_no_gap_gives_a_large_p_value():
+    rng = np.random.default_rng(3)
+    n = 300
+    y = rng.integers(0, 2, n)
+    s = np.clip(0.3 * y + rng.normal(0.35, 0.2, n), 0, 1)
+    g = rng.permutation(np.repeat(["a", "b"], n // 2))
+    assert group_gaps(y, s, g, metrics=("acc",), n_perm=400, seed=0).gaps["acc"].p_value > 0.05
+
+
+def test_three_groups_use_the_widest_pair_and_a_global_test():
+    rng = np.random.default_rng(7)
+    n = 600
+    g = np.repeat(["a", "b", "c"], n // 3)
+    y = rng.integers(0, 2, n)
+    noise = np.select([g == "a", g == "b"], [0.1, 0.2], 0.4)
+    s = np.clip(0.5 * y + 0.25 + rng.normal(0, 1, n) * noise, 0, 1)
+    res = group_gaps(y, s, g, metrics=("acc", "fnr"), n_boot=200, n_perm=200, seed=0)
+    acc = res.gaps["acc"]
+    value, low_group, high_group = bias_factor_pair(y, (s >= 0.5).astype(int), g)
+    assert {acc.group_a, acc.group_b} == {low_group, high_group} == {"a", "c"}
+    assert acc.spread == pytest.approx(value) == pytest.approx(abs(acc.diff))
+    assert acc.diff > 0 and acc.favoured == "a"
+    assert acc.p_value < 0.01
+
+
+def test_small_groups_are_reported_but_not_ranked(caplog):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 105)
+    s = rng.random(105)
+    g = np.array(["a"] * 50 + ["b"] * 50 + ["tiny"] * 5)
+    res = group_gaps(y, s, g, metrics=("acc",), n_boot=50, n_perm=50, min_group_size=10)
+    assert res.groups == ["a", "b", "tiny"] and res.ranked == ["a", "b"]
+    assert "tiny" in res.values and {res.gaps["acc"].group_a, res.gaps["acc"].group_b} == {
+        "a",
+        "b",
+    }
+    assert "fewer than 10 rows" in caplog.text
+    with pytest.raises(ValueError, match="at least two groups"):
+        group_gaps(y, s, g, min_group_size=60)
+
+
+def test_seeded_and_bad_input():
+    rng = np.random.default_rng(1)
+    y, s = rng.integers(0, 2, 60), rng.random(60)
+    g = rng.choice(["x", "y"], 60)
+    one = group_gaps(y, s, g, n_boot=50, n_perm=50, seed=4)
+    assert one == group_gaps(y, s, g, n_boot=50, n_perm=50, seed=4)
+    off = group_gaps(y, s, g, n_boot=0, n_perm=0)
+    assert np.isnan(off.gaps["acc"].low) and np.isnan(off.gaps["acc"].p_value)
+    with pytest.raises(ValueError, match="unknown gap metrics"):
+        group_gaps(y, s, g, metrics=("bogus",))
+    with pytest.raises(ValueError, match="units must have one entry per sample"):
+        group_gaps(y, s, g, units=np.arange(59))
+    with pytest.raises(ValueError, match="n_boot"):
+        group_gaps(y, s, g, n_boot=-1)
+
+
+def test_weighted_ranking_metrics_equal_the_repeated_samples():
+    rng = np.random.default_rng(2)
+    y, s = rng.integers(0, 2, 40), np.round(rng.random(40), 1)
+    mult = next(bootstrap_multiplicities(rng, 40, 3))
+    got = weighted_ranking_metrics(y, s, mult)
+    for k, w in enumerate(mult):
+        rows = np.repeat(np.arange(40), w)
+        assert got["auc"][k] == pytest.approx(auc(y[rows], s[rows]))
+        assert got["eer"][k] == pytest.approx(eer(y[rows], s[rows])[0])
+    assert mult.sum(axis=1).tolist() == [40, 40, 40]
+
+
+def test_curve_auc_intervals_contain_the_point_value():
+    from fairness.abf import DEFAULT_XS, POOLED, curve_auc, fairness_curves
+
+    rng = np.random.default_rng(4)
+    n = 200
+    y = rng.integers(0, 2, n)
+    g = rng.choice(["f", "m"], n)
+    s = np.clip(0.5 * y + 0.25 + rng.normal(0, 0.2, n), 0, 1)
+    ci = curve_auc_intervals(y, s, g, None, DEFAULT_XS, threshold_groups=[POOLED, "f"], n_boot=60)
+    c = fairness_curves(y, s, g, DEFAULT_XS)
+    low, high = ci[POOLED]["fdr_auc"]
+    assert low <= curve_auc(DEFAULT_XS, c.fdr) <= high
+    assert ci["f"]["abf_auc"][0] <= ci["f"]["abf_auc"][1]
