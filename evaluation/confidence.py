@@ -12,7 +12,8 @@ samples; the covariance uses the fast mid-rank algorithm of Sun & Xu (IEEE SPL 2
 
 Shared helpers for clustered resampling elsewhere (fairness gaps): :func:`bootstrap_multiplicities`
 (vectorised draws of units), :func:`weighted_ranking_metrics` (AUC/EER of many weightings from
-one sort) and :func:`percentile_interval`.
+one sort), :func:`percentile_interval`, :func:`bootstrap_proportion`, and McNemar's exact test
+of paired before/after outcomes (:func:`mcnemar_exact`).
 """
 
 from __future__ import annotations
@@ -213,3 +214,43 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(finite, [tail, 1.0 - tail])
     return float(low), float(high)
+
+
+def mcnemar_exact(n_01: int, n_10: int) -> float:
+    """Two-sided exact McNemar p-value of paired before/after outcomes.
+
+    ``n_01`` and ``n_10`` are the discordant pairs (changed one way, changed the other way);
+    under "no change in the marginal rate" each discordant pair goes either way with
+    probability 1/2, so the p-value is the binomial test of ``n_01`` out of ``n_01 + n_10``.
+    1.0 when there is no discordant pair.
+    """
+    if n_01 < 0 or n_10 < 0:
+        raise ValueError(f"counts must be >= 0, got {n_01} and {n_10}")
+    if n_01 + n_10 == 0:
+        return 1.0
+    return float(stats.binomtest(int(n_01), int(n_01 + n_10), 0.5).pvalue)
+
+
+def bootstrap_proportion(
+    events: np.ndarray,
+    units: Sequence,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile interval of the share of True ``events``, resampling ``units`` (e.g. videos)."""
+    events = np.asarray(events, dtype=bool)
+    if len(events) != len(units):
+        raise ValueError("units must have one entry per event")
+    if events.size == 0 or n_boot < 1:
+        return float("nan"), float("nan")
+    codes, uniq = factorize(units)
+    per_unit = np.stack(
+        [np.bincount(codes, weights=events, minlength=len(uniq)), np.bincount(codes)], axis=1
+    )
+    rng = np.random.default_rng(seed)
+    shares = []
+    for block in bootstrap_multiplicities(rng, len(uniq), n_boot):
+        sums = block @ per_unit
+        shares.append(sums[:, 0] / sums[:, 1])
+    return percentile_interval(np.concatenate(shares), confidence)

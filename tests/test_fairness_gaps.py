@@ -6,7 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.confidence import bootstrap_multiplicities, weighted_ranking_metrics
+from evaluation.confidence import (
+    bootstrap_multiplicities,
+    bootstrap_proportion,
+    mcnemar_exact,
+    weighted_ranking_metrics,
+)
 from evaluation.metrics import auc, eer
 from fairness.gaps import curve_auc_intervals, group_gaps
 from fairness.metrics import bias_factor, bias_factor_pair
@@ -166,3 +171,22 @@ def test_curve_auc_intervals_contain_the_point_value():
     low, high = ci[POOLED]["fdr_auc"]
     assert low <= curve_auc(DEFAULT_XS, c.fdr) <= high
     assert ci["f"]["abf_auc"][0] <= ci["f"]["abf_auc"][1]
+
+
+def test_mcnemar_exact_by_hand():
+    # 1 of 7 discordant pairs one way: p = 2 * (C(7,0) + C(7,1)) / 2^7 = 16 / 128
+    assert mcnemar_exact(1, 6) == pytest.approx(0.125)
+    assert mcnemar_exact(6, 1) == pytest.approx(0.125)
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(2, 2) == 1.0 and mcnemar_exact(0, 0) == 1.0
+    with pytest.raises(ValueError, match=">= 0"):
+        mcnemar_exact(-1, 2)
+
+
+def test_bootstrap_proportion_resamples_units():
+    events = np.array([1, 1, 1, 0, 0, 0, 1, 0], dtype=bool)
+    low, high = bootstrap_proportion(events, [0, 0, 0, 1, 1, 1, 2, 3], n_boot=200)
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert bootstrap_proportion(np.ones(4, bool), [0, 1, 2, 3], n_boot=50) == (1.0, 1.0)
+    with pytest.raises(ValueError, match="one entry per event"):
+        bootstrap_proportion(events, [0, 1])

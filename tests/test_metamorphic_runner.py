@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -203,10 +204,32 @@ def test_table_matches_hand_computed_metrics() -> None:
         assert row["fake_to_real"] == pytest.approx(((base == 1) & (pred == 0))[sel].sum() / n)
         assert row["real_to_fake"] == pytest.approx(((base == 0) & (pred == 1))[sel].sum() / n)
         assert row["violation_rate"] == pytest.approx(row["fake_to_real"] + row["real_to_fake"])
+        assert row["bias_diff"] == pytest.approx(acc["female"] - acc["male"])  # signed
         if row["case"] != BENCHMARK:
             assert 0 < row["changed_pixels"] < 0.5
+            right = base == y
+            worse = int((right & (pred != y))[sel].sum())
+            better = int((~right & (pred == y))[sel].sum())
+            assert (row["n_worse"], row["n_better"]) == (worse, better)
+            k, m = min(worse, better), worse + better  # exact two-sided binomial, by hand
+            p = min(1.0, 2 * sum(comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
+            assert row["mcnemar_p"] == pytest.approx(p)
+            assert row["violation_low"] <= row["violation_rate"] <= row["violation_high"]
     tc4 = next(r for r in rows if r["case"] == "TC4" and r["group"] == "all")
     assert tc4["violation_rate"] > 0 and tc4["real_to_fake"] > 0
+
+
+def test_missing_group_attribute_is_an_error_naming_it() -> None:
+    cfg, transforms = load_relations(CONFIG)
+    samples = _samples()
+    for sample in samples:
+        sample.attributes = {"race": "white", "age": "young"}
+    with pytest.raises(ValueError, match=r"group attribute 'gender'.*\['age', 'race'\]"):
+        run_metamorphic(samples, cfg, transforms, _red_scorer, progress=False)
+    for sample in samples:
+        sample.attributes = {"gender": "F"}
+    with pytest.raises(ValueError, match=r"values \['F'\] hold none of the groups"):
+        run_metamorphic(samples, cfg, transforms, _red_scorer, progress=False)
 
 
 def test_tiny_detector_gives_complete_table_and_identity_never_violates(tmp_path: Path) -> None:

@@ -50,10 +50,18 @@ SUMMARY_COLUMNS = (
     "recall",
     "f1",
     "bias_factor",
+    "bias_diff",
+    "bias_diff_low",
+    "bias_diff_high",
+    "bias_p",
+    "favoured",
     "accuracy_change",
     "violation_rate",
+    "violation_low",
+    "violation_high",
     "fake_to_real",
     "real_to_fake",
+    "mcnemar_p",
 )
 
 
@@ -128,12 +136,16 @@ def _html(rows: list[dict[str, Any]], skipped: int) -> str:
             text = (
                 "n/a"
                 if isinstance(v, float) and np.isnan(v)
-                else (f"{100 * v:.2f}" if isinstance(v, float) else str(v))
+                else (f"{v:.4g}" if c.endswith("_p") else f"{100 * v:.2f}")
+                if isinstance(v, float)
+                else str(v)
             )
             cells.append(f"<td>{html.escape(text)}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
     return (
-        f"<p>Rates in percent; {skipped} face(s) skipped (see manifest.json).</p>\n"
+        f"<p>Rates in percent (p-values as they are); bias_diff is the signed ACC difference "
+        f"of the pair with its bootstrap interval, mcnemar_p McNemar's exact test of the "
+        f"accuracy change; {skipped} face(s) skipped (see manifest.json).</p>\n"
         f"<table><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>\n"
     )
 

@@ -170,6 +170,29 @@ def _chunks(
         yield chunk
 
 
+def check_group_attribute(rows: Sequence[FaceMeta], config: MetamorphicConfig) -> None:
+    """Error unless some tested face has a value of ``config.group_key`` among ``config.groups``
+    (any value when ``groups`` is empty); the message names the attribute and what is present."""
+    key = config.group_key
+    values = {str(r.attributes[key]) for r in rows if str(r.attributes.get(key, "")).strip()}
+    present = sorted({k for r in rows for k in r.attributes})
+    if not values:
+        raise ValueError(
+            f"group attribute {key!r}: none of the {len(rows)} tested faces has it; attributes "
+            f"present: {present or 'none'} (set group_key in the relations file, or add "
+            f"{key!r} to the index's attributes)"
+        )
+    wanted = set(config.groups)
+    if wanted and not wanted & values:
+        raise ValueError(
+            f"group attribute {key!r}: values {sorted(values)} hold none of the groups "
+            f"{config.groups} of the relations file (fix 'groups' there)"
+        )
+    found = sorted(values & wanted if wanted else values)
+    if len(found) < 2:
+        log.warning("group attribute %r has one group %s: no bias factor", key, found)
+
+
 def run_metamorphic(
     samples: Iterable[FaceSample | Skipped],
     config: MetamorphicConfig,
@@ -229,6 +252,7 @@ def run_metamorphic(
     if not rows:
         reasons = "; ".join(f"{s.key}: {s.reason}" for s in skipped[:5])
         raise ValueError(f"no face could be tested ({len(skipped)} skipped: {reasons})")
+    check_group_attribute(rows, config)
     return MetamorphicResult(
         config=config,
         rows=rows,
