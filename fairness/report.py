@@ -373,10 +373,11 @@ def fairness_report(
     names = attributes or cfg.attributes or sorted(pred.attributes)
     if not names:
         raise ValueError("the predictions have no attribute columns: nothing to group by")
-    missing = [a for a in names if any(p.strip() not in pred.attributes for p in a.split(","))]
+    missing = sorted({p.strip() for a in names for p in a.split(",")} - set(pred.attributes))
     if missing:
         raise KeyError(
-            f"attributes {missing} are not columns of the predictions; columns: {sorted(pred.attributes)}"
+            f"attributes {missing} (asked: {list(names)}) are not columns of the predictions; "
+            f"columns: {sorted(pred.attributes)}"
         )
     reports = {}
     for a in names:

@@ -2,6 +2,9 @@
 
     python scripts/fairness.py --predictions runs/x/predictions/test.csv --attributes gender \
         --out runs/x/fairness
+    # intersectional groups (female/Asian, ...); groups under 30 rows reported but not ranked
+    python scripts/fairness.py --predictions test.csv --attributes gender,race \
+        --min-group-size 30 --out runs/x/fairness_gxr
     python scripts/fairness.py --protocol configs/fairness/protocol_1.yaml --out runs/p1 \
         --data-root demo_data/processed --dataset demo
 """
@@ -35,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--predictions", help="predictions CSV (one row per frame)")
     parser.add_argument(
-        "--attributes", nargs="+", help="attribute columns to group by (default: all)"
+        "--attributes",
+        nargs="+",
+        help="attribute columns to group by (default: all); a,b groups by their intersection",
     )
     parser.add_argument("--out", required=True, help="output folder for tables and figures")
     parser.add_argument("--config", help="report YAML (configs/fairness/report.yaml)")
@@ -44,6 +49,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--level", choices=("frame", "video"), help="frame- or video-level metrics")
     parser.add_argument("--no-figures", action="store_true", help="skip the figures")
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        help="FDR/ABF weight of APCER (beats a protocol's alpha, which beats the report's)",
+    )
+    parser.add_argument(
+        "--species-rule",
+        choices=("pooled", "worst"),
+        help="attack species in APCER: pooled proportion (paper 001) or worst species (ISO)",
+    )
+    parser.add_argument(
+        "--min-group-size",
+        type=int,
+        help="groups with fewer rows are reported but not ranked (no gaps, tests, FDR/ABF)",
+    )
     parser.add_argument(
         "--threshold-from",
         help="eval.json of scripts/test.py: use its decision threshold (e.g. chosen with --val-data)",
@@ -70,6 +90,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append(f"level={args.level}")
     if args.no_figures:
         overrides.append("figures=false")
+    for key in ("alpha", "species_rule", "min_group_size"):
+        if getattr(args, key) is not None:
+            overrides.append(f"{key}={getattr(args, key)}")
+    explicit_alpha = any(o.split("=", 1)[0].strip() == "alpha" for o in overrides)
     try:
         if args.threshold_from:
             overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
@@ -80,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             protocol = load_protocol(args.protocol)
             if not (args.data_root and args.dataset):
                 parser.error("--protocol needs --data-root and --dataset")
+            if not explicit_alpha:  # --alpha / --set alpha= > the protocol's alpha > report's
+                cfg.alpha = protocol.alpha
             tables = run_protocol(
                 protocol,
                 args.data_root,

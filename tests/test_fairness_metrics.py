@@ -245,3 +245,52 @@ def test_group_with_one_class_logs_and_gives_nan(caplog):
 
 def test_abf_module_is_importable_as_fairness_abf():
     assert abf.fdr_curve is fdr_curve and abf.curve_auc is curve_auc
+
+
+@pytest.mark.parametrize("rule", ["pooled", "worst"])
+def test_one_species_rule_for_iso_tables_fdr_abf_and_odta(rule):
+    """Two attack species of different difficulty: the ISO table's threshold at APCER = x, the
+    FDR/ABF tau and the ODTA tau agree (fused and per group) under either rule."""
+    rng = np.random.default_rng(11)
+    n = 400
+    y = rng.integers(0, 2, n)
+    species = np.where(y == 1, rng.choice(["print", "replay"], n), "bona fide")
+    s = np.clip(np.where(species == "print", 0.75, np.where(y == 1, 0.55, 0.3)), 0, 1)
+    s = np.clip(s + rng.normal(0, 0.12, n), 0, 1)
+    g = rng.choice(["female", "male"], n)
+    xs = np.array([0.01, 0.05, 0.2])
+    curves = abf.fairness_curves(y, s, g, xs, species=species, species_rule=rule)
+    table = iso_metrics(y, s, 0.5, species, xs, species_rule=rule)
+    taus = [table["threshold_at_apcer"][f"{100 * x:g}%"] for x in xs]
+    assert curves.tau.tolist() == taus
+    female = g == "female"
+    by_female = abf.fairness_curves(
+        y, s, g, xs, threshold_group="female", species=species, species_rule=rule
+    )
+    table_f = iso_metrics(y[female], s[female], 0.5, species[female], xs, species_rule=rule)
+    assert by_female.tau.tolist() == [table_f["threshold_at_apcer"][f"{100 * x:g}%"] for x in xs]
+    # the per-group APCER of FDR's A term is the ISO APCER of that group at the same tau
+    for k, t in enumerate(curves.tau):
+        iso_f = iso_metrics(y[female], s[female], t, species[female], xs, species_rule=rule)
+        assert curves.apcer["female"][k] == pytest.approx(iso_f["apcer"])
+        assert curves.bpcer["female"][k] == pytest.approx(iso_f["bpcer"])
+    odta = abf.odta_curves(y, s, g, xs, ["fused"], species=species, species_rule=rule)
+    assert odta["fused"]["male"] == pytest.approx(1.0 - curves.bpcer["male"])
+    pooled_tau = abf.fairness_curves(y, s, g, xs, species=species).tau
+    if rule == "worst":  # the harder species (replay) sets a lower threshold
+        assert np.all(curves.tau <= pooled_tau) and np.any(curves.tau < pooled_tau)
+    with pytest.raises(ValueError, match="species rule must be one of"):
+        abf.fairness_curves(y, s, g, xs, species=species, species_rule="mean")
+
+
+def test_threshold_group_accepts_integer_group_labels():
+    y = np.array([1, 1, 0, 0, 1, 1, 0, 0])
+    s = np.array([0.9, 0.4, 0.2, 0.6, 0.8, 0.7, 0.1, 0.3])
+    g = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    by_int = abf.fairness_curves(y, s, g, [0.1, 0.2], threshold_group=0)
+    by_str = abf.fairness_curves(y, s, g, [0.1, 0.2], threshold_group="0")
+    assert by_int.tau.tolist() == by_str.tau.tolist() == [0.4, 0.4]
+    assert by_int.threshold_group == "0"
+    assert abf.odta_curves(y, s, g, [0.1], [1]).keys() == {"1"}
+    with pytest.raises(ValueError, match="is not a group"):
+        abf.fairness_curves(y, s, g, [0.1], threshold_group=2)

@@ -220,3 +220,69 @@ def test_write_report_without_figures(tmp_path):
     curves = json.loads((tmp_path / "curves.json").read_text())
     assert {r["threshold_group"] for r in curves} == {"fused", "female", "male"}
     assert len(curves) == 6
+
+
+def test_intersectional_groups_and_minimum_group_size(tmp_path, capsys):
+    pred = _predictions(n_videos=80)
+    rng = np.random.default_rng(1)
+    race = np.repeat(rng.choice(["Asian", "White", "Black"], 80, p=[0.45, 0.5, 0.05]), 3)
+    race[:3] = ""  # one video without a race label: left out of the intersection
+    pred.attributes["race"] = race
+    cfg = ReportConfig(bootstrap=20, permutations=20, curve_bootstrap=0, min_group_size=30)
+    rep = fairness_report(pred, ["gender,race"], cfg)["gender,race"]
+    gender, known = pred.attributes["gender"], race != ""
+    expected = {f"{g}/{r}" for g, r in zip(gender[known], race[known], strict=True)}
+    assert set(rep.groups) == expected
+    assert sum(m["n"] for m in rep.groups.values()) == int(known.sum())
+    small = {g for g, m in rep.groups.items() if m["n"] < 30}
+    assert small and all(not rep.groups[g]["ranked"] for g in small)
+    assert set(rep.ranked) == expected - small
+    assert set(rep.bias_pair) <= set(rep.ranked)
+    acc = rep.gaps.gaps["acc"]
+    assert {acc.group_a, acc.group_b} <= set(rep.ranked)
+    ranked_acc = [rep.groups[g]["acc"] for g in rep.ranked]
+    assert rep.bias_factor == pytest.approx(max(ranked_acc) - min(ranked_acc))
+    assert set(rep.curves["fused"].apcer) == set(rep.ranked)
+    # the script: --attributes gender,race and --min-group-size
+    path = tmp_path / "pred.csv"
+    write_predictions(path, pred)
+    args = ["--predictions", str(path), "--attributes", "gender,race", "--out", str(tmp_path)]
+    fast = ["--set", "bootstrap=0", "--set", "permutations=0", "--set", "curve_bootstrap=0"]
+    assert _load_script().main([*args, *fast, "--min-group-size", "30", "--no-figures"]) == 0
+    text = capsys.readouterr().out
+    assert "== gender,race (frame level) ==" in text and "(too small: not ranked)" in text
+    with pytest.raises(KeyError, match="'religion'"):
+        fairness_report(pred, ["gender,religion"], cfg)
+
+
+def test_species_rule_reaches_every_table():
+    pred = _predictions()
+    pred.method[(pred.label == 1) & (np.arange(len(pred.label)) % 2 == 0)] = "FaceSwap"
+    fast = {"bootstrap": 0, "permutations": 0, "curve_bootstrap": 0}
+    pooled = fairness_report(pred, ["gender"], ReportConfig(**fast))["gender"]
+    worst = fairness_report(pred, ["gender"], ReportConfig(species_rule="worst", **fast))["gender"]
+    for g in ("female", "male"):
+        iso_w, iso_p = worst.groups[g]["iso"], pooled.groups[g]["iso"]
+        assert iso_w["species_rule"] == "worst" and iso_p["species_rule"] == "pooled"
+        assert iso_w["apcer"] == max(iso_w["apcer_per_species"].values()) >= iso_p["apcer"]
+    assert np.all(worst.curves["fused"].tau <= pooled.curves["fused"].tau)
+    with pytest.raises(ValueError, match="species_rule must be one of"):
+        ReportConfig(species_rule="mean")
+
+
+def test_alpha_precedence_flag_then_protocol_then_report(tmp_path, monkeypatch):
+    import fairness.protocols as protocols
+
+    seen = []
+    monkeypatch.setattr(
+        protocols, "run_protocol", lambda *a, report_cfg, **k: seen.append(report_cfg.alpha) or {}
+    )
+    proto = tmp_path / "p.yaml"
+    text = (REPO / "configs" / "fairness" / "demo.yaml").read_text()
+    proto.write_text(text.replace("alpha: 0.5", "alpha: 0.3"))
+    base = ["--protocol", str(proto), "--data-root", "x", "--dataset", "d", "--out", str(tmp_path)]
+    script = _load_script()
+    assert script.main(base) == 0  # the protocol's alpha beats the report's default 0.5
+    assert script.main([*base, "--alpha", "0.8"]) == 0
+    assert script.main([*base, "--set", "alpha=0.1"]) == 0
+    assert seen == [0.3, 0.8, 0.1]
