@@ -39,7 +39,7 @@ from evaluation.confidence import (
 )
 from evaluation.metrics import factorize
 from fairness.abf import POOLED, clean_groups, curve_auc, curves_of_clean, is_missing
-from fairness.iso import check_species_rule
+from fairness.iso import apcer_rule, check_species_rule, eer_species
 
 log = logging.getLogger(__name__)
 
@@ -493,3 +493,36 @@ def curve_auc_intervals(
         tg: {k: percentile_interval(np.asarray(v), confidence) for k, v in per.items()}
         for tg, per in samples.items()
     }
+
+
+def iso_group_intervals(
+    y_true: np.ndarray,
+    y_score: np.ndarray,
+    species: np.ndarray,
+    units: np.ndarray,
+    threshold: float,
+    species_rule: str,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, tuple[float, float]]:
+    """Bootstrap intervals of one group's ISO APCER (under ``species_rule``), BPCER and EER.
+
+    Units (videos) are resampled with replacement; replicates that draw one class only are
+    left out. Under ``"pooled"`` these equal the FNR, FPR and EER intervals of
+    :func:`group_gaps`; the report computes them here for ``"worst"``.
+    """
+    check_species_rule(species_rule)
+    codes, uniq = factorize(units)
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[float]] = {"apcer": [], "bpcer": [], "eer": []}
+    for block in bootstrap_multiplicities(rng, len(uniq), n_boot):
+        for mult in block:
+            rows = np.repeat(np.arange(len(y_true)), mult[codes])
+            y, s, spc = y_true[rows], y_score[rows], species[rows]
+            if y.size == 0 or y.min() == y.max():
+                continue
+            out["apcer"].append(apcer_rule(y, s, threshold, spc, species_rule))
+            out["bpcer"].append(float(np.mean(s[y == 0] >= threshold)))
+            out["eer"].append(eer_species(y, s, spc, species_rule)[0])
+    return {k: percentile_interval(np.asarray(v), confidence) for k, v in out.items()}

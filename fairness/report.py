@@ -38,7 +38,7 @@ from fairness.abf import (
     is_missing,
     odta_curves,
 )
-from fairness.gaps import GapAnalysis, curve_auc_intervals, group_gaps
+from fairness.gaps import GapAnalysis, curve_auc_intervals, group_gaps, iso_group_intervals
 from fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
 from fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
 from fairness.tables import jsonable, write_json, write_table
@@ -274,7 +274,26 @@ def attribute_report(
         min_group_size=cfg.min_group_size,
     )
     for g in names:
-        per_group[g]["ci"] = {m: list(v) for m, v in gaps.group_ci[g].items()}
+        ci = {m: list(v) for m, v in gaps.group_ci[g].items()}
+        iso = per_group[g]["iso"]
+        if iso is not None and cfg.bootstrap:  # ISO figures under the species rule
+            if cfg.species_rule == "pooled":
+                iso_ci = {"apcer": ci["fnr"], "bpcer": ci["fpr"], "eer": ci["eer"]}
+            else:
+                rows = groups == g
+                iso_ci = iso_group_intervals(
+                    y_true[rows],
+                    y_score[rows],
+                    species[rows],
+                    units[rows],
+                    cfg.threshold,
+                    cfg.species_rule,
+                    cfg.bootstrap,
+                    cfg.confidence,
+                    cfg.seed,
+                )
+            ci.update({f"iso_{k}": list(v) for k, v in iso_ci.items()})
+        per_group[g]["ci"] = ci
     # everything below ranks groups: only groups of >= min_group_size rows take part
     r = np.isin(groups, ranked)
     y_true, y_score, groups, units, species = (

@@ -258,13 +258,17 @@ def test_intersectional_groups_and_minimum_group_size(tmp_path, capsys):
 def test_species_rule_reaches_every_table():
     pred = _predictions()
     pred.method[(pred.label == 1) & (np.arange(len(pred.label)) % 2 == 0)] = "FaceSwap"
-    fast = {"bootstrap": 0, "permutations": 0, "curve_bootstrap": 0}
+    fast = {"bootstrap": 40, "permutations": 0, "curve_bootstrap": 0}
     pooled = fairness_report(pred, ["gender"], ReportConfig(**fast))["gender"]
     worst = fairness_report(pred, ["gender"], ReportConfig(species_rule="worst", **fast))["gender"]
     for g in ("female", "male"):
         iso_w, iso_p = worst.groups[g]["iso"], pooled.groups[g]["iso"]
         assert iso_w["species_rule"] == "worst" and iso_p["species_rule"] == "pooled"
         assert iso_w["apcer"] == max(iso_w["apcer_per_species"].values()) >= iso_p["apcer"]
+        ci_w, ci_p = worst.groups[g]["ci"], pooled.groups[g]["ci"]
+        assert ci_w["iso_apcer"][0] <= iso_w["apcer"] <= ci_w["iso_apcer"][1]
+        assert ci_w["iso_eer"][0] <= iso_w["eer"] <= ci_w["iso_eer"][1]
+        assert ci_p["iso_apcer"] == ci_p["fnr"] and ci_p["iso_bpcer"] == ci_p["fpr"]
     assert np.all(worst.curves["fused"].tau <= pooled.curves["fused"].tau)
     with pytest.raises(ValueError, match="species_rule must be one of"):
         ReportConfig(species_rule="mean")
