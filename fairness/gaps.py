@@ -367,44 +367,42 @@ def class_ratio_check(
         mix_part = 0.0 if d_real == 0 else float("nan")
     rate_part = acc.diff - mix_part
     rates = {g: _count_metrics(c) for g, c in ((acc.group_a, ca), (acc.group_b, cb))}
-    fpr_gap, fnr_gap = gaps.get("fpr"), gaps.get("fnr")
+    ra, rb = rates[acc.group_a], rates[acc.group_b]
+    comparable = [k for k in ("fpr", "fnr") if np.isfinite(ra[k]) and np.isfinite(rb[k])]
     p_rates = {
-        k: x.p_value
-        for k, x in (("FPR", fpr_gap), ("FNR", fnr_gap))
-        if x is not None and np.isfinite(x.p_value)
+        k.upper(): gaps[k].p_value for k in comparable if k in gaps and np.isfinite(gaps[k].p_value)
     }
-    equal = all(
-        not np.isfinite(rates[acc.group_a][k]) or rates[acc.group_a][k] == rates[acc.group_b][k]
-        for k in ("fpr", "fnr")
-    )
-    rate_text = (
-        f"FPR {_pct(rates[acc.group_a]['fpr'])}/{_pct(rates[acc.group_b]['fpr'])}, "
-        f"FNR {_pct(rates[acc.group_a]['fnr'])}/{_pct(rates[acc.group_b]['fnr'])}"
-    )
+    rate_text = f"FPR {_pct(ra['fpr'])}/{_pct(rb['fpr'])}, FNR {_pct(ra['fnr'])}/{_pct(rb['fnr'])}"
     mix_text = (
         f"real share {_pct(share[acc.group_a])}/{_pct(share[acc.group_b])} "
         f"({acc.group_a}/{acc.group_b})"
     )
+    share_text = (
+        f"the real/fake mix ({mix_text}) alone gives {_pct(mix_part, signed=True)} of the "
+        f"{_pct(acc.diff, signed=True)} gap"
+    )
     if abs(d_real) < 1e-12:
         verdict = f"not a class-ratio effect: same real/fake mix ({mix_text}); {rate_text}"
-    elif equal:
+    elif not comparable:
+        verdict = (
+            f"cannot be told apart from a class-ratio effect: no error rate is defined in both "
+            f"groups ({rate_text}); {share_text}"
+        )
+    elif all(ra[k] == rb[k] for k in comparable):
         verdict = (
             f"class-ratio effect: error rates equal ({rate_text}), only the real/fake mix "
             f"differs ({mix_text})"
         )
-    elif p_rates and min(p_rates.values()) >= level:
+    elif len(p_rates) < len(comparable):
+        verdict = f"error rates {rate_text} (not tested: permutations off); {share_text}"
+    elif min(p_rates.values()) >= level:
         tests = ", ".join(f"{k} p = {v:.3g}" for k, v in p_rates.items())
         verdict = (
             f"could be a class-ratio effect: error rates do not differ significantly "
-            f"({rate_text}; {tests}), the real/fake mix differs ({mix_text}) "
-            f"and alone gives {_pct(mix_part, signed=True)} of the {_pct(acc.diff, signed=True)} gap"
+            f"({rate_text}; {tests}); {share_text}"
         )
     else:
-        verdict = (
-            f"error rates differ ({rate_text}): not only a class-ratio effect; the real/fake mix "
-            f"({mix_text}) gives {_pct(mix_part, signed=True)} of the "
-            f"{_pct(acc.diff, signed=True)} gap"
-        )
+        verdict = f"error rates differ ({rate_text}): not only a class-ratio effect; {share_text}"
     return {
         "groups": [acc.group_a, acc.group_b],
         "real_share": [float(share[acc.group_a]), float(share[acc.group_b])],

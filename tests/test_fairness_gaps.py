@@ -190,3 +190,21 @@ def test_bootstrap_proportion_resamples_units():
     assert bootstrap_proportion(np.ones(4, bool), [0, 1, 2, 3], n_boot=50) == (1.0, 1.0)
     with pytest.raises(ValueError, match="one entry per event"):
         bootstrap_proportion(events, [0, 1])
+
+
+def test_class_ratio_verdicts_without_shared_classes_or_tests():
+    # each group holds one class: no error rate can be compared
+    y = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    s = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.7, 0.8, 0.3])
+    g = np.array(["a"] * 4 + ["b"] * 4)
+    res = group_gaps(y, s, g, n_boot=20, n_perm=20)
+    assert res.class_ratio["verdict"].startswith("cannot be told apart from a class-ratio")
+    # unequal error rates but no permutation test: no verdict on significance
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    s = rng.random(200)
+    g = np.array(["a"] * 80 + ["b"] * 120)
+    off = group_gaps(y, s, g, n_boot=0, n_perm=0)
+    assert "not tested: permutations off" in off.class_ratio["verdict"]
+    same_mix = group_gaps(np.tile([0, 1], 50), rng.random(100), np.repeat(["a", "b"], 50))
+    assert same_mix.class_ratio["verdict"].startswith("not a class-ratio effect: same")
