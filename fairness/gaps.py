@@ -22,6 +22,10 @@ advance is centred on the true difference and its interval covers 0 at the nomin
   detector that calls every face fake has ACC = share of fakes). The ACC gap is split into the
   part the mix alone gives (pooled FPR/FNR applied to each group's mix) and the rest, and the
   FPR/FNR permutation tests say whether the error rates differ at all.
+
+:func:`curve_auc_intervals` gives bootstrap intervals of FDR-AUC / ABF-AUC and
+:func:`iso_group_intervals` of one group's ISO APCER / BPCER / EER under a species rule, with
+the same clustered resampling.
 """
 
 from __future__ import annotations
