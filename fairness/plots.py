@@ -90,12 +90,19 @@ def plot_group_accuracy(
     pair: tuple[str, str],
     path: str | Path,
     title: str = "",
+    intervals: Mapping[str, Sequence[float]] | None = None,
 ) -> Path:
-    """Bar chart of each group's accuracy, titled with the bias factor and its pair."""
+    """Bar chart of each group's accuracy, titled with the bias factor and its pair; with
+    ``intervals`` (group -> (low, high)) the bars get error bars."""
     fig = Figure(figsize=(max(4, 1 + 0.8 * len(accuracies)), 4))
     ax = fig.add_subplot()
     names = list(accuracies)
-    ax.bar(names, [100 * accuracies[g] for g in names], color="tab:blue")
+    heights = np.array([100 * accuracies[g] for g in names])
+    yerr = None
+    if intervals:
+        bounds = np.array([[100 * v for v in intervals.get(g, (np.nan, np.nan))] for g in names])
+        yerr = np.nan_to_num(np.abs(bounds.T - heights), nan=0.0)
+    ax.bar(names, heights, color="tab:blue", yerr=yerr, capsize=4)
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy (%)")
     head = f"{title}: " if title else ""

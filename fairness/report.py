@@ -548,6 +548,7 @@ def write_report(
                 rep.bias_pair,
                 fig_dir / f"{a}_accuracy.png",
                 a,
+                intervals={g: m["ci"]["acc"] for g, m in rep.groups.items()},
             )
             if rep.curves:
                 plots.plot_fairness_curves(rep.curves, fig_dir / f"{a}_fdr_abf.png", a)
