@@ -4,6 +4,7 @@ non-frontal-face filter (yaw from the landmarks)."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import cv2
@@ -198,8 +199,15 @@ def test_non_frontal_faces_are_skipped_and_counted(tmp_path: Path, caplog) -> No
     assert isinstance(items[1], Skipped) and items[1].reason.startswith("non-frontal face: yaw 45")
     assert "1 non-frontal face(s) removed" in caplog.text
     assert all(isinstance(i, FaceSample) for i in samples_from_index(tmp_path / "pose.json"))
-    config, _ = load_relations()
+    config, transforms = load_relations()
     assert config.max_yaw == 30.0
+    from fairness.metamorphic.report import write_report
+    from fairness.metamorphic.runner import run_metamorphic
+
+    items = samples_from_index(tmp_path / "pose.json", max_yaw=config.max_yaw)
+    result = run_metamorphic(items, config, transforms, lambda ims: [0.2] * len(ims))
+    summary = json.loads(write_report(result, tmp_path / "out")["json"].read_text())
+    assert summary["n_faces"] == 1 and summary["n_skipped"] == summary["n_non_frontal"] == 1
     assert load_relations(overrides=["max_yaw=null"])[0].max_yaw is None
     with pytest.raises(ConfigError, match="max_yaw"):
         load_relations(overrides=["max_yaw=120"])

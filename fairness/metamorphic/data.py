@@ -18,7 +18,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from fairness.metamorphic.pose import estimate_yaw
+from fairness.metamorphic.pose import NON_FRONTAL, estimate_yaw
 from fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairness.metamorphic.runner import FaceSample, Skipped
 from preprocessing.index import DatasetIndex, VideoEntry, read_index
@@ -90,7 +90,7 @@ def _video_samples(
         if max_yaw is not None:
             yaw = estimate_yaw(found, image.shape[:2])
             if yaw > max_yaw:
-                yield Skipped(key, f"non-frontal face: yaw {yaw:.1f} > max_yaw {max_yaw:g} degrees")
+                yield Skipped(key, f"{NON_FRONTAL}: yaw {yaw:.1f} > max_yaw {max_yaw:g} degrees")
                 continue
         yield FaceSample(
             key=key,
@@ -126,7 +126,7 @@ def samples_from_index(
     non_frontal = 0
     for video in videos:
         for sample in _video_samples(index, video, frame_num, landmarks, max_yaw):
-            if isinstance(sample, Skipped) and sample.reason.startswith("non-frontal"):
+            if isinstance(sample, Skipped) and sample.reason.startswith(NON_FRONTAL):
                 non_frontal += 1
             yield sample
     if max_yaw is not None:

@@ -15,6 +15,7 @@ import numpy as np
 
 from fairness.metamorphic.regions import check_landmarks
 
+NON_FRONTAL = "non-frontal face"  # the reason a skipped face is given
 POSE_POINTS = (30, 8, 36, 45, 48, 54)
 MODEL_3D = np.array(
     [
