@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from configs import ConfigError
 from detectors import build_detector
-from tests.test_train_utils import make_index
+from tests.test_train_utils import JOHNS, make_index
 from training.config import load_train_config
 from training.fair_losses import FairLoss, FairLossConfig, cvar, dag_fdd, daw_fdd
 from training.trainer import Trainer
@@ -137,6 +137,8 @@ def test_config_errors_name_the_key() -> None:
 
 @pytest.mark.parametrize("name", ["dag_fdd", "daw_fdd"])
 def test_tiny_training_run_with_a_fair_loss(tmp_path: Path, name: str, monkeypatch) -> None:
+    if not JOHNS:
+        pytest.skip("needs ../shared/data/faces/dlib/johns")
     make_index(tmp_path, "tiny", n_real=3, n_fake=3, frames=2, size=32)
     sets = {
         "data.data_root": str(tmp_path),

@@ -14,7 +14,7 @@ import pytest
 from configs import ConfigError
 from fairness.metamorphic import MakeupConfig, adaptive_colours, apply_makeup, skin_statistics
 from fairness.metamorphic.makeup import makeup_weights, patch_statistics
-from fairness.metamorphic.pose import MODEL_3D, POSE_POINTS, estimate_yaw
+from fairness.metamorphic.pose import estimate_yaw
 from fairness.metamorphic.regions import between_brows_box, region_mask, skin_regions
 
 CELEB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "faces" / "celebrities"
@@ -22,6 +22,7 @@ if not CELEB.is_dir():
     pytest.skip("needs ../shared/data/faces/celebrities", allow_module_level=True)
 
 from tests.test_metamorphic_faces import aligned_faces  # noqa: E402  (needs ../shared)
+from tests.test_metamorphic_pose import projected_landmarks  # noqa: E402
 
 FACES = aligned_faces()
 
@@ -119,26 +120,6 @@ def test_eyeliner_is_visible_at_light_intensity() -> None:
         assert (before - after).mean() > 0.3 * (before - ink).mean(), name
 
 
-def _projected(yaw: float, pitch: float = 0.0, size: int = 256) -> np.ndarray:
-    rot = cv2.Rodrigues(np.array([np.radians(pitch), 0.0, 0.0]))[0]
-    rot = rot @ cv2.Rodrigues(np.array([0.0, np.radians(yaw), 0.0]))[0]
-    camera = np.array([[size, 0, size / 2], [0, size, size / 2], [0, 0, 1.0]])
-    pts, _ = cv2.projectPoints(
-        MODEL_3D, cv2.Rodrigues(rot)[0], np.array([0, 0, 500.0]), camera, np.zeros(4)
-    )
-    pts = pts[:, 0]
-    pts[:, 1] = size - pts[:, 1]
-    lm = np.full((68, 2), size / 2.0)
-    lm[list(POSE_POINTS)] = pts
-    return lm
-
-
-@pytest.mark.parametrize("yaw", [0.0, 10.0, 25.0, -40.0])
-def test_yaw_of_a_rotated_model_face(yaw: float) -> None:
-    assert estimate_yaw(_projected(yaw), (256, 256)) == pytest.approx(abs(yaw), abs=0.1)
-    assert estimate_yaw(_projected(yaw, pitch=10.0), (256, 256)) == pytest.approx(abs(yaw), abs=1.5)
-
-
 def test_yaw_of_real_frontal_faces_is_small() -> None:
     for name, face, lm, _ in FACES:
         assert estimate_yaw(lm, face.shape[:2]) < 20.0, name
@@ -185,7 +166,7 @@ def test_non_frontal_faces_are_skipped_and_counted(tmp_path: Path, caplog) -> No
 
     _, face, lm, _ = FACES[1]
     videos = []
-    for vid, points in (("frontal", lm), ("turned", _projected(45.0, size=face.shape[0]))):
+    for vid, points in (("frontal", lm), ("turned", projected_landmarks(45.0, size=face.shape[0]))):
         (tmp_path / vid).mkdir()
         cv2.imwrite(str(tmp_path / vid / "0.png"), face[..., ::-1])
         np.save(tmp_path / vid / "0.npy", points)
