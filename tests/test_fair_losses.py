@@ -174,3 +174,15 @@ def test_tiny_training_run_with_a_fair_loss(tmp_path: Path, name: str, monkeypat
     assert any(step["total"] > step["plain"] + 1e-6 for step in seen)  # CVaR >= mean, not equal
     assert f"name: {name}" in (run / "config.yaml").read_text()
     assert json.loads((run / "metrics" / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("name", ["dag_fdd", "daw_fdd"])
+def test_shipped_overlay_configs(name: str) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    cfg = load_train_config(
+        "meso4",
+        repo / "configs" / "train" / "ff_c23.yaml",
+        repo / "configs" / "train" / f"{name}.yaml",
+    )
+    assert cfg.train.fair_loss.name == name and cfg.train.fair_loss.alpha == 0.5
+    assert cfg.data.train_data  # the base config's sections are kept
