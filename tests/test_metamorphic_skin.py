@@ -94,6 +94,8 @@ def test_too_little_skin_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="look like skin"):
         apply_makeup(green, lm, MakeupConfig(colour="adaptive"))
     apply_makeup(green, lm, MakeupConfig(colour="adaptive", skin_source="between_brows"))
+    with pytest.raises(ValueError, match="only 0 of 0"):  # cheeks and forehead off the image
+        skin_statistics(face, lm - 1000.0)
 
 
 def test_bad_skin_source_names_the_key() -> None:

@@ -88,7 +88,11 @@ def _video_samples(
             yield Skipped(key, found)
             continue
         if max_yaw is not None:
-            yaw = estimate_yaw(found, image.shape[:2])
+            try:
+                yaw = estimate_yaw(found, image.shape[:2])
+            except (ValueError, cv2.error) as exc:
+                yield Skipped(key, f"head pose could not be estimated: {exc}")
+                continue
             if yaw > max_yaw:
                 yield Skipped(key, f"{NON_FRONTAL}: yaw {yaw:.1f} > max_yaw {max_yaw:g} degrees")
                 continue

@@ -144,6 +144,8 @@ def skin_pixels(image: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarray, n
     """(all cheek and forehead pixels, boolean mask of those in the skin band), RGB float64."""
     inside = np.any(skin_regions(landmarks, image.shape[:2]), axis=0)
     pixels = image[inside]
+    if len(pixels) == 0:  # the regions fall outside the image
+        return pixels.astype(np.float64).reshape(0, 3), np.zeros(0, dtype=bool)
     ycc = cv2.cvtColor(pixels.reshape(-1, 1, 3), cv2.COLOR_RGB2YCrCb).reshape(-1, 3)
     y, cr, cb = (ycc[:, i].astype(np.float64) for i in range(3))
     keep = (SKIN_CR[0] <= cr) & (cr <= SKIN_CR[1]) & (SKIN_CB[0] <= cb) & (cb <= SKIN_CB[1])
