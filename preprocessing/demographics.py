@@ -148,9 +148,15 @@ def read_demographics_csv(
                 raise DemographicsError(
                     f"{path} line {line}: {target_col} = {target!r}; expected 0 or 1"
                 )
-            uncertainty = {
-                a: float(row[c]) for a, c in unc_cols.items() if c and (row.get(c) or "").strip()
-            }
+            uncertainty = {}
+            for a, col in unc_cols.items():
+                if col and (row.get(col) or "").strip():
+                    try:
+                        uncertainty[a] = float(row[col])
+                    except ValueError:
+                        raise DemographicsError(
+                            f"{path} line {line}: {col} = {row[col]!r} is not a number"
+                        ) from None
             rows.append(
                 FrameLabels(
                     str(row[path_col]).strip(), int(target) if target else None, labels, uncertainty

@@ -171,6 +171,10 @@ def test_bad_csvs_and_zero_matches_are_clear_errors(tmp_path: Path) -> None:
     code = _write(tmp_path / "c.csv", [["a.png", 5, 0, 0, 0, 0]])
     with pytest.raises(DemographicsError, match=r"c\.csv line 2: Ground Truth Gender = '5'"):
         read_demographics_csv(code)
+    header = ["Image Path", *UNCERTAINTY, *HEADER[1:]]
+    bad_u = _write(tmp_path / "u.csv", [["a.png", "low", 0, 0, 1, 0, 0, 0, 0]], header)
+    with pytest.raises(DemographicsError, match=r"u\.csv line 2: Uncertainty Score Gender = 'low'"):
+        read_demographics_csv(bad_u)
     with pytest.raises(DemographicsError, match="unknown attributes"):
         read_demographics_csv(code, ["height"])
     other = read_demographics_csv(_write(tmp_path / "o.csv", [["zz_1.png", 1, 0, 0, 0, 0]]))
