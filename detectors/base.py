@@ -78,6 +78,11 @@ class Detector(nn.Module):
         ce = F.cross_entropy(out["logits"], batch["label"])
         return {"total": ce, "ce": ce}
 
+    def sample_loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Per-sample cross-entropy [B] on ``logits`` (``reduction="none"``); its mean is the
+        ``ce`` term of :meth:`loss`. Only fairness-aware losses (``train.fair_loss``) call it."""
+        return F.cross_entropy(out["logits"].float(), batch["label"], reduction="none")
+
     def map_deepfakebench_state_dict(
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:

@@ -73,6 +73,22 @@ def derive_any(
     return replace(index, videos=videos)
 
 
+def _split_subjects(
+    subjects: list[str], train_test: tuple[int, int], val_fraction: float, rng: np.random.Generator
+) -> dict[str, str]:
+    """Shuffle ``subjects`` and assign train / val / test in the ratio and fraction given."""
+    subjects = [subjects[i] for i in rng.permutation(len(subjects))]
+    n_train = round(len(subjects) * train_test[0] / sum(train_test))
+    n_train = min(max(n_train, 1), len(subjects) - 1) if len(subjects) >= 2 else len(subjects)
+    n_val = round(n_train * val_fraction)
+    if val_fraction > 0 and n_val == 0 and n_train >= 2:
+        n_val = 1
+    return {
+        s: "val" if k < n_val else "train" if k < n_train else "test"
+        for k, s in enumerate(subjects)
+    }
+
+
 def gender_balanced_split(
     index: DatasetIndex,
     attribute: str = "gender",
@@ -80,15 +96,17 @@ def gender_balanced_split(
     val_fraction: float = 0.1,
     seed: int = 0,
 ) -> DatasetIndex:
-    """Re-split an index as paper 000 does: balance by ``attribute``, then train:test 3:2 and
-    10 % of train as validation.
+    """Re-split an index as paper 000 does: train:test 3:2, 10 % of train as validation, and
+    equal numbers of every ``attribute`` group "at each stage".
 
     1. videos without the attribute are dropped (logged);
-    2. within each label, every group is randomly down-sampled to the size of the smallest
-       group, so each class holds as many videos of every group;
-    3. subjects (``identity``, or the video id when absent) are split per group into train and
-       test in the ratio ``train_test`` and ``val_fraction`` of each group's train subjects
-       become validation, so splits are subject-disjoint and stay balanced.
+    2. subjects (``identity``, or the video id when absent) are split per group into train and
+       test in the ratio ``train_test``, and ``val_fraction`` of each group's train subjects
+       become validation, so splits are subject-disjoint and every group is spread alike;
+    3. within every split and every label (real, fake), each group is randomly down-sampled to
+       the size of the smallest group, so train, validation and test each hold as many real
+       videos of every group, and as many fake ones. A split/label cell that lacks a group is
+       dropped with a warning.
     """
     if len(train_test) != 2 or min(train_test) < 1:
         raise ValueError(f"train_test must be two positive integers, got {train_test}")
@@ -108,40 +126,43 @@ def gender_balanced_split(
         raise DatasetIndexError(
             f"{index.dataset}: balancing by {attribute!r} needs two groups, found {groups}"
         )
-    kept: list[VideoEntry] = []
-    for label in (0, 1):
-        cells = {
-            g: [v for v in known if v.label == label and v.attributes[attribute] == g]
-            for g in groups
-        }
-        size = min(len(c) for c in cells.values())
-        if size == 0 and any(cells.values()):
-            log.warning(
-                "%s: label %d has no video of some %r group; the class is dropped",
-                index.dataset,
-                label,
-                attribute,
-            )
-        for g in groups:
-            pick = rng.permutation(len(cells[g]))[:size]
-            kept.extend(cells[g][i] for i in sorted(pick))
-    if not kept:
-        raise DatasetIndexError(f"{index.dataset}: nothing left after balancing by {attribute!r}")
     subject_group: dict[str, str] = {}
-    for v in kept:
+    for v in known:
         subject_group.setdefault(v.identity or v.id, v.attributes[attribute])
     split_of: dict[str, str] = {}
     for g in groups:
         subjects = sorted(s for s, sg in subject_group.items() if sg == g)
-        subjects = [subjects[i] for i in rng.permutation(len(subjects))]
-        n_train = round(len(subjects) * train_test[0] / sum(train_test))
-        n_train = min(max(n_train, 1), len(subjects) - 1) if len(subjects) >= 2 else len(subjects)
-        n_val = round(n_train * val_fraction)
-        if val_fraction > 0 and n_val == 0 and n_train >= 2:
-            n_val = 1
-        for k, s in enumerate(subjects):
-            split_of[s] = "val" if k < n_val else "train" if k < n_train else "test"
-    videos = [replace(v, split=split_of[v.identity or v.id]) for v in kept]
+        split_of.update(_split_subjects(subjects, train_test, val_fraction, rng))
+    kept: list[VideoEntry] = []
+    for split in ("train", "val", "test"):
+        for label in (0, 1):
+            cells = {
+                g: [
+                    v
+                    for v in known
+                    if v.label == label
+                    and v.attributes[attribute] == g
+                    and split_of[v.identity or v.id] == split
+                ]
+                for g in groups
+            }
+            size = min(len(c) for c in cells.values())
+            if size == 0 and any(cells.values()):
+                log.warning(
+                    "%s: %s split, label %d has no video of some %r group; the cell is dropped",
+                    index.dataset,
+                    split,
+                    label,
+                    attribute,
+                )
+            for g in groups:
+                pick = rng.permutation(len(cells[g]))[:size]
+                kept.extend(replace(cells[g][i], split=split) for i in sorted(pick))
+    if not any(v.split == "train" for v in kept) or not any(v.split == "test" for v in kept):
+        raise DatasetIndexError(
+            f"{index.dataset}: no balanced train or test videos left after splitting by "
+            f"{attribute!r} (each split needs every group)"
+        )
     info = dict(index.split_info)
     info.update(
         {
@@ -149,7 +170,7 @@ def gender_balanced_split(
             for s in ("train", "val", "test")
         }
     )
-    return replace(index, videos=videos, split_info=info)
+    return replace(index, videos=kept, split_info=info)
 
 
 def rebase_index(index: DatasetIndex, new_root: str | Path) -> DatasetIndex:

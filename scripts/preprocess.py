@@ -47,6 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     dfb.add_argument("--out", type=Path, help="index to write (inside --data-root or above it)")
     dfb.add_argument("--compression", default="c23")
     dfb.add_argument("--strip-prefix", help="leading path to remove from the JSON's frame paths")
+    dfb.add_argument(
+        "--dataset", help="name of the index and its predictions (default: the stem of --out)"
+    )
+    dfb.add_argument("--attributes", type=Path, help="CSV of per-video attributes (gender, ...)")
+    dfb.add_argument(
+        "--attributes-key",
+        default="video",
+        help="its key column: <label name>/<video>, <method>/<video> or the video id",
+    )
     args = parser.parse_args(argv)
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
@@ -79,7 +88,8 @@ def _import(args: argparse.Namespace) -> int:
     try:
         index = import_deepfakebench_json(
             args.import_deepfakebench, args.data_root, compression=args.compression,
-            strip_prefix=args.strip_prefix,
+            strip_prefix=args.strip_prefix, dataset=args.dataset or args.out.stem,
+            attributes=args.attributes, attributes_key=args.attributes_key,
         )  # fmt: skip
         rebase_index(index, args.out.parent)
         write_index(index, args.out)

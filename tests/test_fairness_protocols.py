@@ -200,9 +200,12 @@ def test_filter_and_derive(celeb_index):
 def test_gender_balanced_split(celeb_index):
     index = read_index(celeb_index / "celeb.json")
     out = gender_balanced_split(index, "gender", (3, 2), 0.1, seed=0)
-    for label in (0, 1):
-        c = Counter(v.attributes["gender"] for v in out.videos if v.label == label)
-        assert c["female"] == c["male"] == 30  # 32 female, 30 male photos before
+    for split in ("train", "val", "test"):
+        for label in (0, 1):
+            c = Counter(
+                v.attributes["gender"] for v in out.videos if v.label == label and v.split == split
+            )
+            assert c["female"] == c["male"] > 0, (split, label)  # balanced at each stage
     subjects = {}
     for v in out.videos:
         assert subjects.setdefault(v.identity, v.split) == v.split  # subject-disjoint splits

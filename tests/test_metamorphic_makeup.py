@@ -51,7 +51,7 @@ def test_changes_only_inside_region_plus_blur_margin(component: str) -> None:
         # the core of the region carries the full weight: alpha * strength
         core = binary_erosion(region, disk(blur_radius(lm, cfg, component) + 1))
         if core.any():
-            expected = cfg.alpha * cfg.strength_of(component)
+            expected = min(1.0, cfg.alpha * cfg.strength_of(component))
             assert np.allclose(mask[core], expected, atol=1e-4)
 
 
@@ -147,7 +147,9 @@ def test_patch_statistics_is_the_between_brows_rectangle() -> None:
 def test_adaptive_colour_follows_the_between_brows_patch() -> None:
     _, face, lm, _ = FACES[3]
     x0, y0, x1, y1 = between_brows_box(lm, face.shape[:2])
-    cfg = MakeupConfig(colour="adaptive", components=["lipstick"], intensity="heavy")
+    cfg = MakeupConfig(
+        colour="adaptive", skin_source="between_brows", components=["lipstick"], intensity="heavy"
+    )
     colours, scale = adaptive_colours(face, lm, cfg)
     darker = face.copy()
     patch = darker[y0:y1, x0:x1].astype(float)

@@ -420,7 +420,7 @@ def test_import_cli_writes_a_valid_index(tmp_path):
     assert proc.returncode == 0, proc.stderr
     index = read_index(out, check_files=True)
     assert len(index.videos) == 3 and index.videos[0].frames[0].startswith("dfb/FaceForensics++/")
-    assert read_any_index(out).dataset == "FaceForensics++"
+    assert read_any_index(out).dataset == "FF-c23"  # the user's name, not the JSON's key
     bad = subprocess.run(cmd[:-2], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "strip_prefix" in bad.stderr
 

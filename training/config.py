@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from configs import ConfigError, load_config, load_yaml, parse_overrides
 from detectors.registry import get_detector_class, load_detector_yaml
+from training.fair_losses import FairLossConfig
 
 
 @dataclass
@@ -138,6 +139,7 @@ class TrainSection:
     group_key: str | None = None
     augment: AugmentConfig = field(default_factory=AugmentConfig)
     fairswap: FairSwapConfig = field(default_factory=FairSwapConfig)
+    fair_loss: FairLossConfig = field(default_factory=FairLossConfig)
     pixel_map_size: int = 14
     eval_every_steps: int = 0
     checkpoint_every_steps: int = 0

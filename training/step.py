@@ -2,11 +2,13 @@
 
 Normalise the uint8 batch on the device (channels_last when asked), forward and loss under
 autocast, a finite-loss check agreed by every rank, backward through the grad scaler, optional
-gradient clipping, the optimiser and the per-step scheduler.
+gradient clipping, the optimiser and the per-step scheduler. An optional ``fair_loss``
+(:class:`training.fair_losses.FairLoss`) rewrites the detector's losses before the backward.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -43,6 +45,7 @@ class TrainStep:
         channels_last: bool = False,
         grad_clip: float | None = None,
         scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+        fair_loss: Callable[..., dict[str, torch.Tensor]] | None = None,
     ) -> None:
         self.detector = detector
         self.forward = forward if forward is not None else detector
@@ -52,13 +55,17 @@ class TrainStep:
         self.channels_last = channels_last
         self.grad_clip = grad_clip
         self.scheduler = scheduler
+        self.fair_loss = fair_loss
         self.scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, float]:
         cfg = self.detector.cfg
         batch = to_device(batch, self.device, cfg.mean, cfg.std, self.channels_last)
         with autocast(self.device, self.amp_dtype):
-            losses = self.detector.loss(batch, self.forward(batch))
+            out = self.forward(batch)
+            losses = self.detector.loss(batch, out)
+            if self.fair_loss is not None:
+                losses = self.fair_loss(self.detector, batch, out, losses)
         loss = losses["total"]
         if D.any_flag(not bool(torch.isfinite(loss.detach()).all()), self.device):
             terms = {k: float(v.detach().float().mean()) for k, v in losses.items()}

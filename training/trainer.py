@@ -42,6 +42,7 @@ from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoin
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
 from training.data import FrameDataset, collate, method_names_of
 from training.evaluate import detection_metrics
+from training.fair_losses import FairLoss
 from training.host_memory import keep_freed_host_memory
 from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
@@ -308,6 +309,7 @@ class Trainer:
             channels_last=self.channels_last,
             grad_clip=t.grad_clip,
             scheduler=self.scheduler,
+            fair_loss=FairLoss(t.fair_loss) if t.fair_loss.name != "none" else None,
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
         if t.fairswap.enabled:

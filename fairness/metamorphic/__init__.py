@@ -12,6 +12,7 @@ from fairness.metamorphic.makeup import (
     adaptive_colours,
     apply_makeup,
     patch_statistics,
+    skin_statistics,
 )
 from fairness.metamorphic.regions import LandmarkError, region_mask
 from fairness.metamorphic.relations import (
@@ -54,4 +55,5 @@ __all__ = [
     "register_transform",
     "relation_holds",
     "run_metamorphic",
+    "skin_statistics",
 ]

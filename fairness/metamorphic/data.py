@@ -4,7 +4,8 @@ Landmarks come from the index's landmark files (``.npy``, 68x2, in the crop's pi
 preprocessing writes them); a frame without a usable file is analysed with
 :class:`preprocessing.faces.FaceAnalyzer` (largest face). A frame that cannot be read, or in
 which no face is found, is yielded as a :class:`~fairness.metamorphic.runner.Skipped` record
-with its reason, never raised.
+with its reason, never raised; so is a non-frontal face (head yaw above ``max_yaw`` degrees,
+paper 000 removed them), which is also counted in the log.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from fairness.metamorphic.pose import NON_FRONTAL, estimate_yaw
 from fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairness.metamorphic.runner import FaceSample, Skipped
 from preprocessing.index import DatasetIndex, VideoEntry, read_index
@@ -67,7 +69,11 @@ class LandmarkSource:
 
 
 def _video_samples(
-    index: DatasetIndex, video: VideoEntry, frame_num: int | None, landmarks: LandmarkSource
+    index: DatasetIndex,
+    video: VideoEntry,
+    frame_num: int | None,
+    landmarks: LandmarkSource,
+    max_yaw: float | None,
 ) -> Iterator[FaceSample | Skipped]:
     for pos in frame_positions(len(video.frames), frame_num):
         key = f"{index.dataset}/{video.method}/{video.id}/{pos:03d}"
@@ -81,6 +87,15 @@ def _video_samples(
         if isinstance(found, str):
             yield Skipped(key, found)
             continue
+        if max_yaw is not None:
+            try:
+                yaw = estimate_yaw(found, image.shape[:2])
+            except (ValueError, cv2.error) as exc:
+                yield Skipped(key, f"head pose could not be estimated: {exc}")
+                continue
+            if yaw > max_yaw:
+                yield Skipped(key, f"{NON_FRONTAL}: yaw {yaw:.1f} > max_yaw {max_yaw:g} degrees")
+                continue
         yield FaceSample(
             key=key,
             image=image,
@@ -100,13 +115,25 @@ def samples_from_index(
     *,
     frame_num: int | None = None,
     analyzer: Any | None = None,
+    max_yaw: float | None = None,
 ) -> Iterator[FaceSample | Skipped]:
-    """Faces of ``split`` (``frame_num`` evenly spaced frames per video; all when None)."""
+    """Faces of ``split`` (``frame_num`` evenly spaced frames per video; all when None).
+
+    ``max_yaw``: skip faces turned further than this many degrees (None: keep every face).
+    """
     if not isinstance(index, DatasetIndex):
         index = read_index(index)
     videos = index.split(split)
     if not videos:
         raise ValueError(f"dataset {index.dataset!r} has no videos in split {split!r}")
     landmarks = LandmarkSource(analyzer)
+    non_frontal = 0
     for video in videos:
-        yield from _video_samples(index, video, frame_num, landmarks)
+        for sample in _video_samples(index, video, frame_num, landmarks, max_yaw):
+            if isinstance(sample, Skipped) and sample.reason.startswith(NON_FRONTAL):
+                non_frontal += 1
+            yield sample
+    if max_yaw is not None:
+        log.info(
+            "%s: %d non-frontal face(s) removed (yaw > %g)", index.dataset, non_frontal, max_yaw
+        )

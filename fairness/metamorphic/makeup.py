@@ -1,20 +1,33 @@
 """Landmark-driven digital makeup (paper 000, "makeup" section, Figures 3-5).
 
 Each component's region (see :mod:`fairness.metamorphic.regions`) is filled, softened with a
-Gaussian filter and alpha-blended over the face with its colour::
+Gaussian filter, scaled so that its peak is 1 (a thin eyeliner keeps its full opacity along its
+centre line instead of fading to a grey line), and alpha-blended over the face with its colour::
 
-    weight = alpha * strength[component] * gaussian_filter(region, sigma = blur * face_width)
+    soft   = gaussian_filter(region, sigma = blur * face_width);  soft /= soft.max()
+    weight = min(1, alpha * scale * strength[component]) * soft
     out    = (1 - weight) * image + weight * colour
 
-Colour is fixed RGB per component, or adaptive (paper Figure 4): the mean RGB and the mean
-intensity of a rectangle between the eyebrows (:func:`regions.between_brows_box`) set it. The
-adaptive colour is the component's colour scaled channel by channel by ``patch_mean /
-reference_skin``, so it follows the face's own tone, and the alpha is scaled by
-``reference_intensity / patch_intensity`` (clipped to [0.5, 2]): a face as bright as the
+Colour is fixed RGB per component, or adaptive (paper Figure 4): a skin colour and its
+intensity set it. The adaptive colour is the component's colour scaled channel by channel by
+``skin / reference_skin``, so it follows the face's own tone, and the alpha is scaled by
+``scale = reference_intensity / skin_intensity`` (clipped to [0.5, 2]): a face as bright as the
 reference skin gets the level's alpha, darker faces stronger makeup and brighter ones lighter.
-Intensity is a level (light, medium, heavy) or a continuous alpha in [0, 1].
 
-Everything is deterministic: the same image, landmarks and config give the same output.
+The skin colour (``skin_source``):
+
+- ``skin`` (default, :func:`skin_statistics`): the per-channel median of the cheek and forehead
+  pixels (:func:`regions.skin_regions`) that pass a skin band: YCrCb chroma 133 <= Cr <= 173 and
+  77 <= Cb <= 127 (Chai and Ngan's skin cluster), luma 40 <= Y <= 240, and within 2 robust
+  standard deviations (1.4826 MAD) of the median luma. Dark pixels (glasses frames, beards,
+  shadows), highlights and hair are rejected, so the scale depends on the skin tone alone.
+- ``between_brows`` (the paper's Figure 4, :func:`patch_statistics`): the mean of the rectangle
+  between the eyebrows. On a face with glasses that box lies on the frame's bridge, and on the
+  celebrity photos it gives the two eyeglass wearers the highest multipliers (see
+  ``docs/metamorphic.md``); kept for reproducing the paper.
+
+Intensity is a level (light, medium, heavy) or a continuous alpha in [0, 1]. Everything is
+deterministic: the same image, landmarks and config give the same output.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+import cv2
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
@@ -31,6 +45,7 @@ from fairness.metamorphic.regions import (
     check_landmarks,
     face_width,
     region_mask,
+    skin_regions,
 )
 
 INTENSITY_ALPHA: dict[str, float] = {"light": 0.25, "medium": 0.45, "heavy": 0.75}
@@ -41,7 +56,7 @@ DEFAULT_COLOURS: dict[str, tuple[int, int, int]] = {
     "lipstick": (175, 25, 50),
 }
 DEFAULT_STRENGTH: dict[str, float] = {
-    "eyeliner": 1.0,
+    "eyeliner": 2.0,
     "eyeshadow": 0.8,
     "blush": 0.6,
     "lipstick": 1.0,
@@ -50,6 +65,11 @@ DEFAULT_STRENGTH: dict[str, float] = {
 _ORDER = ("eyeshadow", "eyeliner", "blush", "lipstick")
 _LUMA = np.array([0.299, 0.587, 0.114])
 _GAUSS_TRUNCATE = 3.0
+SKIN_CR = (133, 173)
+SKIN_CB = (77, 127)
+SKIN_LUMA = (40, 240)
+SKIN_MAD_K = 2.0
+MIN_SKIN_PIXELS = 30
 
 
 @dataclass
@@ -58,7 +78,7 @@ class MakeupConfig:
 
     ``components``: any of eyeliner, eyeshadow, blush, lipstick. ``intensity``: light, medium,
     heavy or an alpha in [0, 1]. ``colour``: ``fixed`` (``colours``) or ``adaptive`` (from the
-    between-eyebrows patch). ``colours`` / ``strength`` override the defaults per component.
+    skin colour, measured as ``skin_source`` says: ``skin`` or ``between_brows``). ``colours`` / ``strength`` override the defaults per component.
     ``blur``: Gaussian sigma as a fraction of the face width (``blush_blur`` for the blush,
     which real blush spreads much further).
     """
@@ -66,6 +86,7 @@ class MakeupConfig:
     components: list[str] = field(default_factory=lambda: list(COMPONENTS))
     intensity: Literal["light", "medium", "heavy"] | float = "medium"
     colour: Literal["fixed", "adaptive"] = "fixed"
+    skin_source: Literal["skin", "between_brows"] = "skin"
     colours: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     strength: dict[str, float] = field(default_factory=dict)
     reference_skin: tuple[float, float, float] = (200.0, 150.0, 130.0)
@@ -119,11 +140,48 @@ def patch_statistics(image: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarr
     return mean_rgb, float(mean_rgb @ _LUMA / 255.0)
 
 
+def skin_pixels(image: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(all cheek and forehead pixels, boolean mask of those in the skin band), RGB float64."""
+    inside = np.any(skin_regions(landmarks, image.shape[:2]), axis=0)
+    pixels = image[inside]
+    if len(pixels) == 0:  # the regions fall outside the image
+        return pixels.astype(np.float64).reshape(0, 3), np.zeros(0, dtype=bool)
+    ycc = cv2.cvtColor(pixels.reshape(-1, 1, 3), cv2.COLOR_RGB2YCrCb).reshape(-1, 3)
+    y, cr, cb = (ycc[:, i].astype(np.float64) for i in range(3))
+    keep = (SKIN_CR[0] <= cr) & (cr <= SKIN_CR[1]) & (SKIN_CB[0] <= cb) & (cb <= SKIN_CB[1])
+    keep &= (SKIN_LUMA[0] <= y) & (y <= SKIN_LUMA[1])
+    if keep.any():
+        median = np.median(y[keep])
+        mad = 1.4826 * np.median(np.abs(y[keep] - median))
+        keep &= np.abs(y - median) <= SKIN_MAD_K * max(mad, 1.0)
+    return pixels.astype(np.float64), keep
+
+
+def skin_statistics(image: np.ndarray, landmarks: np.ndarray) -> tuple[np.ndarray, float]:
+    """Median RGB and its intensity (luma / 255) of the cheek and forehead skin (module doc).
+
+    Fewer than ``MIN_SKIN_PIXELS`` skin pixels (a face covered, cropped or far off any skin
+    colour) is a ``ValueError``: the adaptive colour is then undefined, and the runner skips
+    the face with that reason.
+    """
+    pixels, keep = skin_pixels(_check_image(image), check_landmarks(landmarks))
+    if keep.sum() < MIN_SKIN_PIXELS:
+        raise ValueError(
+            f"adaptive makeup: only {int(keep.sum())} of {len(pixels)} cheek/forehead pixels "
+            f"look like skin (need {MIN_SKIN_PIXELS}); use colour: fixed for this face"
+        )
+    median = np.median(pixels[keep], axis=0)
+    return median, float(median @ _LUMA / 255.0)
+
+
 def adaptive_colours(
     image: np.ndarray, landmarks: np.ndarray, cfg: MakeupConfig
 ) -> tuple[dict[str, np.ndarray], float]:
-    """Per-component adaptive colours and the alpha scale, from the between-eyebrows patch."""
-    mean_rgb, intensity = patch_statistics(image, landmarks)
+    """Per-component adaptive colours and the alpha scale, from the skin (``cfg.skin_source``)."""
+    if cfg.skin_source == "between_brows":
+        mean_rgb, intensity = patch_statistics(image, landmarks)
+    else:
+        mean_rgb, intensity = skin_statistics(image, landmarks)
     reference = np.asarray(cfg.reference_skin, dtype=np.float64)
     ratio = mean_rgb / reference
     colours = {c: np.clip(cfg.colour_of(c) * ratio, 0.0, 255.0) for c in COMPONENTS}
@@ -167,10 +225,11 @@ def _bbox(mask: np.ndarray, margin: int = 0) -> tuple[slice, slice] | None:
 
 
 def _soften(region: np.ndarray, sigma: float) -> np.ndarray:
-    """Gaussian-filtered float32 copy of a boolean region, computed on its bounding box only.
+    """Gaussian-filtered float32 copy of a boolean region, scaled to a peak of 1.
 
-    The box is grown by more than the kernel radius, so the result equals filtering the whole
-    image (scipy's ``reflect`` border mirrors only zeros, or the image's own border).
+    The filter runs on the region's bounding box only, grown by more than the kernel radius, so
+    the result equals filtering the whole image (scipy's ``reflect`` border mirrors only zeros,
+    or the image's own border).
     """
     out = region.astype(np.float32)
     if sigma <= 0:
@@ -178,6 +237,9 @@ def _soften(region: np.ndarray, sigma: float) -> np.ndarray:
     box = _bbox(region, int(_GAUSS_TRUNCATE * sigma + 0.5) + 2)
     if box is not None:
         out[box] = gaussian_filter(out[box], sigma, truncate=_GAUSS_TRUNCATE)
+        peak = float(out.max())
+        if peak > 0:
+            out /= peak
     return out
 
 

@@ -63,7 +63,7 @@ def evaluate_run(
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "metamorphic" / index_path.stem
     log.info("metamorphic test of %s on %s (%s split) -> %s", run_dir, index_path, split, out)
     result = run_metamorphic(
-        samples_from_index(index_path, split, frame_num=frame_num),
+        samples_from_index(index_path, split, frame_num=frame_num, max_yaw=config.max_yaw),
         config,
         transforms,
         detector_scorer(detector, batch_size=batch_size, device=device),

@@ -17,6 +17,12 @@ Regions (image coordinates; dlib's indices, "right" is the subject's right = ima
 - ``lipstick``: the outer lip polygon (48-59) minus the inner mouth (60-67).
 
 Sizes scale with the face (inter-ocular and jaw width), so the same parameters fit any crop.
+
+Skin sample regions (:func:`skin_regions`, for the adaptive colour): each cheek is the polygon
+through jaw points 1-4 (15-12), the mouth corner 48 (54) and the nose wing 31 (35), shrunk to
+60 % about its centroid (off the jaw line, the nostrils and the lips, and below where glasses
+sit); the forehead is the band 6-22 % of the face width above the highest eyebrow point,
+between points 19 and 24.
 """
 
 from __future__ import annotations
@@ -207,6 +213,28 @@ def region_mask(
     for curve in cut:
         mask &= ~fill_curve(shape_hw, curve)
     return mask
+
+
+RIGHT_CHEEK = (1, 2, 3, 4, 48, 31)
+LEFT_CHEEK = (15, 14, 13, 12, 54, 35)
+CHEEK_SHRINK = 0.6
+FOREHEAD_BAND = (0.06, 0.22)
+
+
+def skin_regions(landmarks: np.ndarray, shape_hw: tuple[int, int]) -> list[np.ndarray]:
+    """Boolean masks of the right cheek, the left cheek and the forehead (see the module doc)."""
+    lm = check_landmarks(landmarks)
+    masks = []
+    for idx in (RIGHT_CHEEK, LEFT_CHEEK):
+        pts = lm[list(idx)]
+        centre = pts.mean(axis=0)
+        masks.append(fill_curve(shape_hw, centre + CHEEK_SHRINK * (pts - centre)))
+    fw = face_width(lm)
+    top = lm[17:27, 1].min()
+    x0, x1 = lm[19, 0], lm[24, 0]
+    y0, y1 = top - FOREHEAD_BAND[1] * fw, top - FOREHEAD_BAND[0] * fw
+    masks.append(fill_curve(shape_hw, np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])))
+    return masks
 
 
 def between_brows_box(

@@ -63,17 +63,22 @@ class MetamorphicConfig:
     """The relations file: relations, the group attribute and the decision threshold.
 
     ``groups``: the group values compared by the bias factor, in table order (empty: every value
-    found). ``threshold``: a score at or above it is a "fake" decision.
+    found). ``threshold``: a score at or above it is a "fake" decision. ``max_yaw``: faces whose
+    head yaw, estimated from the landmarks (:func:`~fairness.metamorphic.pose.estimate_yaw`),
+    exceeds it in degrees are skipped as non-frontal, as paper 000 removed them (null: keep all).
     """
 
     relations: list[RelationConfig]
     group_key: str = "gender"
     groups: list[str] = field(default_factory=lambda: ["female", "male"])
     threshold: float = 0.5
+    max_yaw: float | None = 30.0
 
     def __post_init__(self) -> None:
         if not self.relations:
             raise ValueError("at least one relation is needed")
+        if self.max_yaw is not None and not 0.0 < self.max_yaw <= 90.0:
+            raise ValueError(f"max_yaw must be in (0, 90] degrees or null, got {self.max_yaw}")
         seen: set[str] = {BENCHMARK}
         for relation in self.relations:
             for case in relation.cases:

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from configs import config_to_dict  # noqa: E402
 from evaluation.predictions import write_predictions  # noqa: E402
+from fairness.metamorphic.pose import NON_FRONTAL  # noqa: E402
 from fairness.metamorphic.relations import BENCHMARK  # noqa: E402
 from fairness.metamorphic.runner import MetamorphicResult  # noqa: E402
 from fairness.metamorphic.tables import (  # noqa: E402
@@ -179,6 +180,7 @@ def write_report(result: MetamorphicResult, out_dir: str | Path) -> dict[str, Pa
         "config": config_to_dict(result.config),
         "n_faces": len(result.rows),
         "n_skipped": len(result.skipped),
+        "n_non_frontal": sum(s.reason.startswith(NON_FRONTAL) for s in result.skipped),
         "groups": groups,
         "rows": table_json(rows),
     }

@@ -9,6 +9,13 @@ Label names containing ``real`` (FF-real, CelebDFv2_real, DFD_real, ...) are bon
 ``label_map`` says otherwise. Landmarks and masks are taken from the sibling ``landmarks/``
 (``.npy``) and ``masks/`` folders when every file exists. A video listed in several splits is
 kept in one only (test > val > train), never copied into train.
+
+The index is named after what the user calls the dataset (``dataset``; :func:`read_any_index`
+passes the file's stem, the name ``<data_root>/<name>.json`` was found by), not the JSON's
+top-level key, so predictions files carry that name. An attributes CSV (``attributes``) adds
+fairness attributes at import time: its ``attributes_key`` column holds ``<label name>/<video>``
+(``FF-DF/000_003``), ``<method>/<video>`` or the video id alone; a video without a row is
+counted and logged, and a CSV that matches no video is an error.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import logging
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from preprocessing.attributes import read_attributes_csv
 from preprocessing.datasets.base import DatasetLayoutError
 from preprocessing.index import DatasetIndex, VideoEntry, read_index
 
@@ -73,8 +81,14 @@ def import_deepfakebench_json(
     label_map: dict[str, int] | None = None,
     strip_prefix: str | None = None,
     task: str = "deepfake",
+    attributes: str | Path | None = None,
+    attributes_key: str = "video",
 ) -> DatasetIndex:
-    """A :class:`DatasetIndex` rooted at ``data_root`` from a DeepfakeBench JSON file."""
+    """A :class:`DatasetIndex` rooted at ``data_root`` from a DeepfakeBench JSON file.
+
+    ``dataset`` names the index (default: the JSON's top-level key); ``attributes`` is an
+    optional CSV of per-video attributes keyed by its ``attributes_key`` column (module doc).
+    """
     json_path, data_root = Path(json_path), Path(data_root)
     try:
         data = json.loads(json_path.read_text(encoding="utf-8"))
@@ -86,6 +100,7 @@ def import_deepfakebench_json(
     if not isinstance(labels, dict):
         raise DatasetLayoutError(f"{json_path}: {name!r} must map label names to splits")
     entries: dict[tuple[str, str], VideoEntry] = {}
+    label_names: dict[tuple[str, str], str] = {}
     dropped = 0
     for label_name, splits in labels.items():
         label = _label_of(label_name, label_map)
@@ -115,9 +130,11 @@ def import_deepfakebench_json(
                     old = entries[key]
                     if _PRECEDENCE.index(split) < _PRECEDENCE.index(old.split):
                         entries[key] = entry
+                        label_names[key] = label_name
                     dropped += 1
                     continue
                 entries[key] = entry
+                label_names[key] = label_name
     if not entries:
         raise DatasetLayoutError(f"{json_path}: no video with frames (compression {compression!r})")
     info = {"source": f"DeepfakeBench JSON {json_path.name}"}
@@ -126,10 +143,40 @@ def import_deepfakebench_json(
             f"{dropped} repeated listings dropped; each video kept once (test > val > train)"
         )
         logger.warning("%s: %s", json_path, info["dedup"])
+    videos = list(entries.values())
+    if attributes is not None:
+        _attach_attributes(videos, label_names, Path(attributes), attributes_key)
     return DatasetIndex(
-        dataset=dataset or name, task=task, videos=list(entries.values()), root=data_root,
+        dataset=dataset or name, task=task, videos=videos, root=data_root,
         split_info={**{s: "deepfakebench" for s in ("train", "val", "test")}, **info},
     )  # fmt: skip
+
+
+def _attach_attributes(
+    videos: list[VideoEntry], label_names: dict[tuple[str, str], str], csv_path: Path, key: str
+) -> None:
+    """Add each video's row of ``csv_path`` (module doc) to its ``attributes``."""
+    try:
+        table = read_attributes_csv(csv_path, key)
+    except (OSError, ValueError) as exc:
+        raise DatasetLayoutError(str(exc)) from None
+    hits = 0
+    for v in videos:
+        keys = (f"{label_names[v.key]}/{v.id}", f"{v.method}/{v.id}", v.id)
+        row = next((table[k] for k in keys if k in table), None)
+        if row is not None:
+            v.attributes.update(row)
+            hits += 1
+    if hits == 0:
+        raise DatasetLayoutError(
+            f"{csv_path}: no {key!r} value matches a video (use <label name>/<video>, "
+            f"<method>/<video> or the video id, e.g. {label_names[videos[0].key]}/{videos[0].id})"
+        )
+    if hits < len(videos):
+        logger.warning(
+            "%s: %d of %d videos have no attributes row", csv_path, len(videos) - hits, len(videos)
+        )
+    logger.info("%s: attributes for %d of %d videos", csv_path, hits, len(videos))
 
 
 def _videos_of(level: Any, compression: str) -> dict[str, dict[str, Any]]:
@@ -146,7 +193,11 @@ def _videos_of(level: Any, compression: str) -> dict[str, dict[str, Any]]:
 def read_any_index(
     path: str | Path, data_root: str | Path | None = None, **kwargs: Any
 ) -> DatasetIndex:
-    """Read our index, or import a DeepfakeBench JSON (``data_root``: what its paths start from)."""
+    """Read our index, or import a DeepfakeBench JSON (``data_root``: what its paths start from).
+
+    An imported JSON is named after the file (``FF-c23.json`` -> ``FF-c23``) unless ``dataset``
+    is given.
+    """
     path = Path(path)
     try:
         head = json.loads(path.read_text(encoding="utf-8"))
@@ -154,6 +205,7 @@ def read_any_index(
         raise DatasetLayoutError(f"{path}: cannot read: {exc}") from None
     if isinstance(head, dict) and "schema_version" in head:
         return read_index(path)
+    kwargs.setdefault("dataset", path.stem)
     return import_deepfakebench_json(path, data_root or path.parent, **kwargs)
 
 
