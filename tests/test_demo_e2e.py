@@ -18,9 +18,9 @@ import pytest
 from evaluation.predictions import read_predictions
 from preprocessing.demo_dataset import DemoDataError, load_face_photos, make_demo_dataset
 from preprocessing.index import read_index
+from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]
-CELEBRITIES = REPO.parent / "shared" / "data" / "faces" / "celebrities"
 
 
 def run(*args: str) -> str:

@@ -19,9 +19,10 @@ from preprocessing.datasets import DatasetLayoutError, build_listing
 from preprocessing.datasets.deepfakebench import import_deepfakebench_json, read_any_index
 from preprocessing.index import read_index
 from preprocessing.pipeline import run_preprocess
+from tests.testdata import DATA as TEST_DATA
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = TEST_DATA
 
 
 def video(path: Path, n: int = 2) -> Path:

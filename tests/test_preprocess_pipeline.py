@@ -16,8 +16,9 @@ from preprocessing.index import read_index
 from preprocessing.pipeline import run_preprocess
 from preprocessing.video import read_frames, sample_indices
 from preprocessing.worker import RECORD
+from tests.testdata import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = TEST_DATA
 PHOTO = DATA / "faces" / "face_recognition" / "obama-240p.jpg"
 
 
