@@ -361,6 +361,17 @@ def test_registry_errors(tmp_path):
         build_listing("generic", tmp_path, {"colour": 1})
 
 
+def test_generic_flat_folder_of_photos_says_real_and_fake_are_expected(tmp_path):
+    flat = tmp_path / "photos"
+    flat.mkdir()
+    cv2.imwrite(str(flat / "a.png"), np.zeros((8, 8, 3), np.uint8))
+    with pytest.raises(DatasetLayoutError, match=r"expects them in real/ and fake/ folders"):
+        build_listing("generic", flat, {})
+    (flat / "list.csv").write_text("path,label\n")
+    with pytest.raises(DatasetLayoutError, match="the CSV list.csv lists no usable"):
+        build_listing("generic", flat, {"csv": "list.csv"})
+
+
 def make_dfb_tree(tmp_path: Path) -> tuple[Path, Path]:
     root = tmp_path / "dfb"
     data: dict = {"FaceForensics++": {"FF-real": {}, "FF-DF": {}}}
