@@ -31,6 +31,7 @@ def run(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_demo_path_end_to_end(tmp_path: Path) -> None:
     raw, processed, runs = tmp_path / "raw", tmp_path / "processed", tmp_path / "runs"
     run(

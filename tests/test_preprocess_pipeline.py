@@ -372,6 +372,7 @@ def crash_on_001_while_000_runs(flag_dir, item):
     return VideoResult(key=item.key, frames_sampled=1)
 
 
+@pytest.mark.slow
 def test_a_video_stopped_with_the_crashing_worker_is_run_again(tmp_path):
     import functools
 
@@ -393,6 +394,7 @@ def test_a_video_stopped_with_the_crashing_worker_is_run_again(tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume(first_run, tmp_path):
     """Kill the real script with SIGKILL after its first finished video, re-run, same output."""
     import signal
