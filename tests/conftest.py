@@ -1,8 +1,18 @@
-"""Test session set-up: the report header says where the test data comes from."""
+"""Test session set-up: the test data must be there; the report header says where it comes from."""
 
 from __future__ import annotations
 
-from tests.testdata import DATA, SHARED
+import pytest
+
+from tests.testdata import CELEBRITIES, DATA, SHARED
+
+
+def pytest_configure(config) -> None:
+    if not (CELEBRITIES / "attributes.csv").is_file():
+        raise pytest.UsageError(
+            f"{DATA} is incomplete: the test data ships with the repository "
+            "(restore it with `git checkout -- tests/data`)"
+        )
 
 
 def pytest_report_header(config) -> list[str]:
