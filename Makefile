@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO := demo_data
 
-.PHONY: demo test lint install
+.PHONY: demo test test-fast test-extended lint install
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -14,8 +14,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The whole suite; tests that need ../shared (marker `extended`) skip without it.
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Development tier: no slow tests and nothing that needs ../shared (under 2 minutes on 2 cores).
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow and not extended"
+
+# Only the tests that use ../shared (the parity fixtures, the full photo and video sets).
+test-extended: $(STAMP)
+	$(PY) -m pytest -q -m extended
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

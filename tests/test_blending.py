@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from tests.testdata import FACE_RECOGNITION
 from training import blending
 from training.blending import (
     BlendingError,
@@ -20,8 +21,7 @@ from training.blending import (
     self_blend,
 )
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-FACES = DATA / "faces" / "face_recognition"
+FACES = FACE_RECOGNITION
 SIZE = 192
 
 

@@ -18,9 +18,9 @@ import pytest
 from evaluation.predictions import read_predictions
 from preprocessing.demo_dataset import DemoDataError, load_face_photos, make_demo_dataset
 from preprocessing.index import read_index
+from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]
-CELEBRITIES = REPO.parent / "shared" / "data" / "faces" / "celebrities"
 
 
 def run(*args: str) -> str:
@@ -31,6 +31,7 @@ def run(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_demo_path_end_to_end(tmp_path: Path) -> None:
     raw, processed, runs = tmp_path / "raw", tmp_path / "processed", tmp_path / "runs"
     run(

@@ -31,6 +31,7 @@ def test_config_file_builds(name: str) -> None:
     assert "train" in data, "the detector YAML must carry its training settings"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", DETECTORS)
 def test_forward_loss_backward_and_learning(name: str) -> None:
     model, size = _small(name)

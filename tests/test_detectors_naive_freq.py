@@ -30,9 +30,9 @@ from detectors.srm import (
     am_softmax_loss,
     srm_kernels,
 )
+from tests.testdata import FACE_RECOGNITION, JOHNS
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-FACE = DATA / "faces" / "face_recognition" / "obama.jpg"
+FACE = FACE_RECOGNITION / "obama.jpg"
 
 MINE = [
     "meso4",
@@ -407,8 +407,8 @@ def test_detector_yaml_carries_paper_training_settings(name: str) -> None:
 
 def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
     """Real aligned faces vs their 2x down/up-sampled copies (an up-sampling artefact)."""
-    files = sorted((DATA / "faces" / "dlib" / "johns").glob("*/*.jpg"))[:8]
-    assert len(files) == 8, "expected the dlib 'johns' face crops in ../shared/data"
+    files = sorted(JOHNS.glob("*/*.jpg"))[:8]
+    assert len(files) == 8, "expected the dlib 'johns' face crops in tests/data"
     real = [
         cv2.resize(cv2.imread(str(f))[:, :, ::-1], (32, 32), interpolation=cv2.INTER_AREA)
         for f in files

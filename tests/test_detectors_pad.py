@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -28,8 +27,9 @@ from detectors.backbones import PretrainedWeightsError
 from detectors.deeppixbis import densenet_map_side, pixel_target
 from detectors.lbp_mlp import FEATURE_DIM, LBPFeatureCache, lbp_features, lbp_histogram
 from detectors.lmfd_pad import FrequencyDecomposition, band_mask, dct_matrix, fad_bands, focal_loss
+from tests.testdata import SILENT_FACE
 
-PAD_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pad" / "silent_face"
+PAD_DIR = SILENT_FACE
 PAD_PHOTOS = [
     ("image_T1.jpg", 0, "bona_fide"),
     ("image_F1.jpg", 1, "print"),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -20,9 +19,9 @@ from torch.nn import functional as F
 from configs import ConfigError
 from detectors import build_detector, load_detector_yaml
 from tests.detector_batches import make_batch
+from tests.testdata import FACE_RECOGNITION
 
 SPATIAL = ("capsule", "fwa", "ifwa", "xray", "ffd", "core", "recce", "ucf")
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def _params(model: torch.nn.Module) -> int:
@@ -123,7 +122,7 @@ def test_capsule_prediction_is_mean_of_capsule_softmaxes_and_loss_is_authors():
 def _faces() -> list[tuple[np.ndarray, np.ndarray]]:
     from tests.test_blending import _face_crop
 
-    return [_face_crop(DATA / "faces" / "face_recognition" / n) for n in ("obama.jpg", "biden.jpg")]
+    return [_face_crop(FACE_RECOGNITION / n) for n in ("obama.jpg", "biden.jpg")]
 
 
 def _real_face_pairs(generator: str, size: int) -> dict:

@@ -24,9 +24,9 @@ from evaluation.analysis.inputs import read_frames, sample_frames, to_batch
 from evaluation.analysis.spectrum import average_spectrum, highpass, image_spectrum, spectra_figure
 from evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
 from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from tests.testdata import CELEBRITIES
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-FACES = DATA / "faces" / "celebrities"
+FACES = CELEBRITIES
 
 
 def faces(n: int) -> list[np.ndarray]:

@@ -16,9 +16,9 @@ import yaml
 from detectors import build_detector
 from evaluation.predictions import read_predictions
 from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from tests.testdata import CELEBRITIES
 from training.checkpoint import save_checkpoint
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test.py"
 
 
@@ -34,7 +34,7 @@ def setup(tmp_path_factory):
     """A 'tiny' index of real faces (3 real, 3 'fake' videos of 2 frames) and a Meso4 run dir."""
     root = tmp_path_factory.mktemp("evalscript")
     data = root / "data"
-    faces = sorted((DATA / "faces" / "celebrities").glob("img*.jpg"))[:6]
+    faces = sorted(CELEBRITIES.glob("img*.jpg"))[:6]
     videos = []
     for v, path in enumerate(faces):
         img = cv2.resize(cv2.imread(str(path)), (64, 64), interpolation=cv2.INTER_AREA)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import logging
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -12,8 +11,9 @@ import pytest
 import torch
 
 from fairness.fairswap import FairSwap, build_fairswap
+from tests.testdata import CELEBRITIES
 
-CELEB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "faces" / "celebrities"
+CELEB = CELEBRITIES
 SIZE = 96
 
 

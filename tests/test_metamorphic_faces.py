@@ -18,9 +18,10 @@ from fairness.metamorphic.runner import FaceSample, Skipped
 from preprocessing.align import align_face
 from preprocessing.faces import FaceAnalyzer
 from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]
-CELEB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "faces" / "celebrities"
+CELEB = CELEBRITIES
 # two women, two men; img1 smiles with the mouth open (inner-mouth cut-out of the lipstick)
 NAMES = ("img1", "img26", "img13", "img29")
 
@@ -98,7 +99,8 @@ def _make_index(root: Path) -> Path:
     add("stored", 0, "female", crop, lm)
     crop, _, _ = faces["img13"]
     add("corrupt_lm", 1, "male", crop, b"not a numpy file")
-    background = read_rgb(CELEB / "img13.jpg")[:300, :300]  # white wall, no face
+    # white wall, no face: the top-left corner of the 384 px copy, enlarged to 300 x 300
+    background = cv2.resize(read_rgb(CELEB / "img13.jpg")[:56, :56], (300, 300))
     add("no_face", 1, "female", np.ascontiguousarray(background), None)
     add("unreadable", 0, "male", b"\x89PNG broken", None)
     index = DatasetIndex(dataset="celebtest", task="deepfake", videos=videos, root=root)

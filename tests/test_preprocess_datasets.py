@@ -19,9 +19,10 @@ from preprocessing.datasets import DatasetLayoutError, build_listing
 from preprocessing.datasets.deepfakebench import import_deepfakebench_json, read_any_index
 from preprocessing.index import read_index
 from preprocessing.pipeline import run_preprocess
+from tests.testdata import DATA as TEST_DATA
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+DATA = TEST_DATA
 
 
 def video(path: Path, n: int = 2) -> Path:
@@ -358,6 +359,17 @@ def test_registry_errors(tmp_path):
         build_listing("generic", tmp_path / "missing", {})
     with pytest.raises(ConfigError, match="dataset.options.*'colour'"):
         build_listing("generic", tmp_path, {"colour": 1})
+
+
+def test_generic_flat_folder_of_photos_says_real_and_fake_are_expected(tmp_path):
+    flat = tmp_path / "photos"
+    flat.mkdir()
+    cv2.imwrite(str(flat / "a.png"), np.zeros((8, 8, 3), np.uint8))
+    with pytest.raises(DatasetLayoutError, match=r"expects them in real/ and fake/ folders"):
+        build_listing("generic", flat, {})
+    (flat / "list.csv").write_text("path,label\n")
+    with pytest.raises(DatasetLayoutError, match="the CSV list.csv lists no usable"):
+        build_listing("generic", flat, {"csv": "list.csv"})
 
 
 def make_dfb_tree(tmp_path: Path) -> tuple[Path, Path]:

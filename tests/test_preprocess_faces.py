@@ -10,9 +10,9 @@ import pytest
 
 from preprocessing.align import align_face, five_points, template, transform_points, warp_mask
 from preprocessing.faces import FaceAnalyzer
+from tests.testdata import FACE_RECOGNITION
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-FACES = DATA / "faces" / "face_recognition"
+FACES = FACE_RECOGNITION
 
 
 def load_rgb(path: Path) -> np.ndarray:

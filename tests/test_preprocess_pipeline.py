@@ -16,8 +16,9 @@ from preprocessing.index import read_index
 from preprocessing.pipeline import run_preprocess
 from preprocessing.video import read_frames, sample_indices
 from preprocessing.worker import RECORD
+from tests.testdata import DATA as TEST_DATA
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = TEST_DATA
 PHOTO = DATA / "faces" / "face_recognition" / "obama-240p.jpg"
 
 
@@ -371,6 +372,7 @@ def crash_on_001_while_000_runs(flag_dir, item):
     return VideoResult(key=item.key, frames_sampled=1)
 
 
+@pytest.mark.slow
 def test_a_video_stopped_with_the_crashing_worker_is_run_again(tmp_path):
     import functools
 
@@ -392,6 +394,7 @@ def test_a_video_stopped_with_the_crashing_worker_is_run_again(tmp_path):
     }
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_resume(first_run, tmp_path):
     """Kill the real script with SIGKILL after its first finished video, re-run, same output."""
     import signal

@@ -284,6 +284,7 @@ def _ddp_worker(rank: int, world: int, port: int, data_root: str, out: str) -> N
     torch.distributed.destroy_process_group()
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_match_one_process(data_root: Path, tmp_path: Path) -> None:
     single = Trainer(_cfg(data_root, tmp_path / "one", "_tiny_linear")).fit()
     torch.multiprocessing.spawn(

@@ -8,9 +8,9 @@ import cv2
 import numpy as np
 
 from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
+from tests.testdata import JOHNS as JOHNS_DIR
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-JOHNS = sorted((DATA / "faces" / "dlib" / "johns").rglob("*.jpg"))
+JOHNS = sorted(JOHNS_DIR.rglob("*.jpg"))
 
 # dlib's 68-point layout on a 150x150 aligned crop, a coarse template (jaw, brows, nose, eyes, mouth)
 _T = np.concatenate(

@@ -56,7 +56,13 @@ def list_generic(root: Path, opts: GenericOptions) -> Listing:
     else:
         _from_folders(root, opts, listing)
     if not listing.items:
-        raise DatasetLayoutError(f"{root}: no videos or images found for the generic layout")
+        if opts.csv:
+            raise DatasetLayoutError(f"{root}: the CSV {opts.csv} lists no usable video or image")
+        raise DatasetLayoutError(
+            f"{root}: no videos or images found; the generic layout expects them in real/ and "
+            "fake/ folders (optionally inside train/, val/, test/), or a CSV given as "
+            "dataset.options.csv (columns path,label[,split]; paths relative to dataset.root)"
+        )
     return listing
 
 
