@@ -138,7 +138,7 @@ def test_config_errors_name_the_key() -> None:
 @pytest.mark.parametrize("name", ["dag_fdd", "daw_fdd"])
 def test_tiny_training_run_with_a_fair_loss(tmp_path: Path, name: str, monkeypatch) -> None:
     if not JOHNS:
-        pytest.skip("needs ../shared/data/faces/dlib/johns")
+        pytest.skip("no face crops in tests/data/faces/dlib/johns")
     make_index(tmp_path, "tiny", n_real=3, n_fake=3, frames=2, size=32)
     sets = {
         "data.data_root": str(tmp_path),

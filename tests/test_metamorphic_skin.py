@@ -16,13 +16,9 @@ from fairness.metamorphic import MakeupConfig, adaptive_colours, apply_makeup, s
 from fairness.metamorphic.makeup import makeup_weights, patch_statistics
 from fairness.metamorphic.pose import estimate_yaw
 from fairness.metamorphic.regions import between_brows_box, region_mask, skin_regions
-
-CELEB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "faces" / "celebrities"
-if not CELEB.is_dir():
-    pytest.skip("needs ../shared/data/faces/celebrities", allow_module_level=True)
-
-from tests.test_metamorphic_faces import aligned_faces  # noqa: E402  (needs ../shared)
-from tests.test_metamorphic_pose import projected_landmarks  # noqa: E402
+from tests.test_metamorphic_faces import aligned_faces
+from tests.test_metamorphic_pose import projected_landmarks
+from tests.testdata import shared
 
 FACES = aligned_faces()
 
@@ -55,7 +51,7 @@ def test_skin_regions_lie_on_cheeks_and_forehead() -> None:
 
 
 def test_skin_statistics_ignore_glasses_but_follow_skin_tone() -> None:
-    _, face, lm, _ = FACES[1]
+    _, face, lm, gender = FACES[1]
     glasses = _with_glasses(face, lm)
     rgb, intensity = skin_statistics(face, lm)
     rgb_g, intensity_g = skin_statistics(glasses, lm)
@@ -135,6 +131,7 @@ def test_celebrity_multipliers_do_not_depend_on_glasses() -> None:
     from preprocessing.align import align_face
     from preprocessing.faces import FaceAnalyzer
 
+    CELEB = shared("data", "faces", "celebrities")
     analyzer = FaceAnalyzer()
     with (CELEB / "attributes.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -166,14 +163,16 @@ def test_non_frontal_faces_are_skipped_and_counted(tmp_path: Path, caplog) -> No
     from fairness.metamorphic.runner import FaceSample, Skipped
     from preprocessing.index import DatasetIndex, VideoEntry, write_index
 
-    _, face, lm, _ = FACES[1]
+    _, face, lm, gender = FACES[1]
     videos = []
     for vid, points in (("frontal", lm), ("turned", projected_landmarks(45.0, size=face.shape[0]))):
         (tmp_path / vid).mkdir()
         cv2.imwrite(str(tmp_path / vid / "0.png"), face[..., ::-1])
         np.save(tmp_path / vid / "0.npy", points)
         videos.append(
-            VideoEntry(vid, 0, "real", "test", [f"{vid}/0.png"], [f"{vid}/0.npy"], None, {})
+            VideoEntry(
+                vid, 0, "real", "test", [f"{vid}/0.png"], [f"{vid}/0.npy"], None, {"gender": gender}
+            )
         )
     write_index(DatasetIndex("pose", "deepfake", videos, root=tmp_path), tmp_path / "pose.json")
     with caplog.at_level("INFO"):
