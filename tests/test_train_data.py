@@ -315,7 +315,11 @@ def test_packed_cache_gives_the_same_samples(index, tmp_path: Path) -> None:
     "path", sorted((Path(__file__).parents[1] / "configs" / "train").glob("*.yaml"))
 )
 def test_shipped_train_configs_load(path: Path) -> None:
-    cfg = load_train_config("meso4", path)
+    """Full configs name their data; overlays (no ``data`` section) load over ff_c23.yaml."""
+    import yaml
+
+    base = () if "data" in yaml.safe_load(path.read_text()) else (path.parent / "ff_c23.yaml",)
+    cfg = load_train_config("meso4", *base, path)
     assert cfg.data.train_data
 
 
