@@ -402,12 +402,14 @@ def _init_worker() -> None:
 
 
 def _split_info(listing: Listing, entries: list[VideoEntry]) -> dict[str, str]:
+    """How each split was made; a split with no video (none listed, or all skipped) is "empty"."""
     info = dict(listing.split_info)
     counts = Counter(e.split for e in entries)
     for split in ("train", "val", "test"):
-        if counts[split] == 0 and split not in info:
+        if counts[split] == 0:
+            how = f" (it was {info[split]!r})" if split in info else ""
             info[split] = "empty"
-            logger.warning("split %r has no videos", split)
+            logger.warning("split %r has no videos%s", split, how)
     return info
 
 
