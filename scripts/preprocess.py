@@ -47,16 +47,21 @@ def main(argv: list[str] | None = None) -> int:
     dfb.add_argument("--out", type=Path, help="index to write (inside --data-root or above it)")
     dfb.add_argument("--compression", default="c23")
     dfb.add_argument("--strip-prefix", help="leading path to remove from the JSON's frame paths")
+    dfb.add_argument(
+        "--allow-missing-frames",
+        action="store_true",
+        help="drop frames that do not exist (logged, counted in split_info) instead of failing",
+    )
     args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
             parser.error("--import-deepfakebench needs --data-root and --out")
         return _import(args)
     if not args.config:
         parser.error("--config is required")
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         cfg = load_preprocess_config(*args.config, overrides=args.overrides)
         summary = run_preprocess(
@@ -85,7 +90,7 @@ def _import(args: argparse.Namespace) -> int:
     try:
         index = import_deepfakebench_json(
             args.import_deepfakebench, args.data_root, compression=args.compression,
-            strip_prefix=args.strip_prefix,
+            strip_prefix=args.strip_prefix, allow_missing_frames=args.allow_missing_frames,
         )  # fmt: skip
         rebase_index(index, args.out.parent)
         write_index(index, args.out)
