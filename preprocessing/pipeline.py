@@ -12,8 +12,9 @@ and ``...manifest.json``; once every shard is done, ``index_only=True`` (``--ind
 writes the full index from the completion records without processing anything.
 
 Stopping (issue 14): SIGINT (Ctrl-C) or SIGTERM cancels the videos not started yet, lets the
-running ones finish (a second signal abandons them; a worker stopped mid-video leaves only a
-hidden temporary folder), writes the index and manifest of what is done and raises
+running ones finish (a second signal abandons them, as does the first with one worker; a video
+stopped midway leaves only a hidden temporary folder), writes the index and manifest of what is
+done and raises
 :class:`PreprocessInterrupted`. Re-running the same command resumes from the completion records.
 """
 
@@ -175,82 +176,82 @@ def run_preprocess(
     summary = RunSummary(out / f"{stem}.json", out / f"{stem}.manifest.json")
     handler = _add_file_log(out / f"{stem}.log")
     start = time.perf_counter()
-    try:
-        listing = list_items(cfg)
-        items = [it for it in listing.items if in_shard(it, num_shards, shard_index)]
-        summary.videos_total = len(items)
-        logger.info("%s: %d videos (shard %d of %d)", name, len(items), shard_index, num_shards)
-        fingerprint = cfg.fingerprint()
-        video_root = out / name
-        records: dict[tuple[str, str], dict[str, Any]] = {}
-        todo: list[SourceItem] = []
-        for item in items:
-            record = None if overwrite else read_record(video_root / item.rel, fingerprint)
-            if record is not None:
-                records[item.key] = record
-            else:
-                todo.append(item)
-        summary.videos_cached = len(records)
-        results: list[VideoResult] = []
-        stopped: StopRequested | None = None
-        if index_only:
-            summary.videos_pending = len(todo)
-        else:
-            try:
-                with stop_on_signals():
-                    _run_all(todo, cfg, video_root, workers, progress, results)
-            except StopRequested as exc:
-                stopped = exc
-            except KeyboardInterrupt:  # a caller's own SIGINT handling (no signal handler set)
-                stopped = StopRequested(signal.SIGINT)
-        for res in results:
-            if res.record is not None:
-                records[res.key] = res.record
-            for stage, sec in res.timing.items():
-                summary.timing[stage] += sec
-            summary.frames_sampled += res.frames_sampled
-            summary.faces += res.faces
-            summary.cpu_s += res.cpu_s
-        finished = {r.key for r in results} | set(records)
-        pending = [it for it in todo if it.key not in finished]
-        if stopped is not None:  # a video can finish between its rename and its report
-            for it in pending:
-                record = read_record(video_root / it.rel, fingerprint)
+    with stop_on_signals():  # Ctrl-C / SIGTERM: see the module docstring
+        try:
+            listing = list_items(cfg)
+            items = [it for it in listing.items if in_shard(it, num_shards, shard_index)]
+            summary.videos_total = len(items)
+            logger.info("%s: %d videos (shard %d of %d)", name, len(items), shard_index, num_shards)
+            fingerprint = cfg.fingerprint()
+            video_root = out / name
+            records: dict[tuple[str, str], dict[str, Any]] = {}
+            todo: list[SourceItem] = []
+            for item in items:
+                record = None if overwrite else read_record(video_root / item.rel, fingerprint)
                 if record is not None:
-                    records[it.key] = record
-            pending = [it for it in pending if it.key not in records]
-            summary.videos_pending = len(pending)
-        summary.videos_done = len(records)
-        summary.videos_skipped = sum(1 for r in results if r.reason)
-        entries = [
-            _entry(it, records[it.key], f"{name}/{it.rel}", Path(cfg.dataset.root))
-            for it in items
-            if it.key in records
-        ]
-        index = DatasetIndex(
-            dataset=name,
-            task=listing.task,
-            videos=entries,
-            root=out,
-            methods=listing.methods,
-            split_info=_split_info(listing, entries),
-        )
-        write_index(index, summary.index_path)
-        summary.seconds = time.perf_counter() - start
-        _write_manifest(
-            summary, listing, items, results, records, pending, interrupted=stopped is not None
-        )
-        if stopped is not None:
-            raise PreprocessInterrupted(stopped.signum, summary.videos_done, len(items))
-        logger.info(
-            "%s: %d videos in the index, %d cached, %d skipped, %d frames with a face, %.1f s",
-            name, summary.videos_done, summary.videos_cached, summary.videos_skipped,
-            summary.faces, summary.seconds,
-        )  # fmt: skip
-        return summary
-    finally:
-        logging.getLogger("preprocessing").removeHandler(handler)
-        handler.close()
+                    records[item.key] = record
+                else:
+                    todo.append(item)
+            summary.videos_cached = len(records)
+            results: list[VideoResult] = []
+            stopped: StopRequested | None = None
+            if index_only:
+                summary.videos_pending = len(todo)
+            else:
+                try:
+                    _run_all(todo, cfg, video_root, workers, progress, results)
+                except StopRequested as exc:
+                    stopped = exc
+                except KeyboardInterrupt:  # a caller's own SIGINT handling (no signal handler set)
+                    stopped = StopRequested(signal.SIGINT)
+            for res in results:
+                if res.record is not None:
+                    records[res.key] = res.record
+                for stage, sec in res.timing.items():
+                    summary.timing[stage] += sec
+                summary.frames_sampled += res.frames_sampled
+                summary.faces += res.faces
+                summary.cpu_s += res.cpu_s
+            finished = {r.key for r in results} | set(records)
+            pending = [it for it in todo if it.key not in finished]
+            if stopped is not None:  # a video can finish between its rename and its report
+                for it in pending:
+                    record = read_record(video_root / it.rel, fingerprint)
+                    if record is not None:
+                        records[it.key] = record
+                pending = [it for it in pending if it.key not in records]
+                summary.videos_pending = len(pending)
+            summary.videos_done = len(records)
+            summary.videos_skipped = sum(1 for r in results if r.reason)
+            entries = [
+                _entry(it, records[it.key], f"{name}/{it.rel}", Path(cfg.dataset.root))
+                for it in items
+                if it.key in records
+            ]
+            index = DatasetIndex(
+                dataset=name,
+                task=listing.task,
+                videos=entries,
+                root=out,
+                methods=listing.methods,
+                split_info=_split_info(listing, entries),
+            )
+            write_index(index, summary.index_path)
+            summary.seconds = time.perf_counter() - start
+            _write_manifest(
+                summary, listing, items, results, records, pending, interrupted=stopped is not None
+            )
+            if stopped is not None:
+                raise PreprocessInterrupted(stopped.signum, summary.videos_done, len(items))
+            logger.info(
+                "%s: %d videos in the index, %d cached, %d skipped, %d frames with a face, %.1f s",
+                name, summary.videos_done, summary.videos_cached, summary.videos_skipped,
+                summary.faces, summary.seconds,
+            )  # fmt: skip
+            return summary
+        finally:
+            logging.getLogger("preprocessing").removeHandler(handler)
+            handler.close()
 
 
 def _run_all(
@@ -305,9 +306,11 @@ def _run_pool(
         while todo:
             left: list[SourceItem] = []
             with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
-                futures = {pool.submit(_marked, work, item, markers): item for item in todo}
+                futures: dict[Future, SourceItem] = {}
                 seen: set[Future] = set()
                 try:
+                    for item in todo:
+                        futures[pool.submit(_marked, work, item, markers)] = item
                     for fut in as_completed(futures):
                         seen.add(fut)
                         try:

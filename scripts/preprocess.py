@@ -26,7 +26,11 @@ from preprocessing.config import load_preprocess_config  # noqa: E402
 from preprocessing.datasets import DatasetLayoutError  # noqa: E402
 from preprocessing.datasets.deepfakebench import import_deepfakebench_json, rebase_index  # noqa: E402
 from preprocessing.index import DatasetIndexError, write_index  # noqa: E402
-from preprocessing.pipeline import PreprocessInterrupted, run_preprocess  # noqa: E402
+from preprocessing.pipeline import (  # noqa: E402
+    PreprocessInterrupted,
+    StopRequested,
+    run_preprocess,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     except PreprocessInterrupted as exc:  # Ctrl-C / SIGTERM: the finished videos are indexed
         logging.getLogger("preprocess").error("%s", exc)
         return exc.exit_code
-    except KeyboardInterrupt:  # before any video started
-        logging.getLogger("preprocess").error("interrupted before any video was processed")
-        return 130
+    except StopRequested as exc:  # while listing, or while writing the index
+        logging.getLogger("preprocess").error("interrupted; re-run the same command to resume")
+        return 128 + exc.signum
     print(json.dumps(summary.to_json(), indent=1))
     return 0
 

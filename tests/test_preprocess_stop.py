@@ -139,3 +139,23 @@ def test_the_pool_finishes_running_videos_then_stops_or_abandons_them(tmp_path, 
     else:
         assert results == [] and time.time() - start < 30  # did not wait for the 60 s videos
         assert not multiprocessing.active_children()  # the workers were killed
+
+
+def test_a_signal_before_any_video_stops_and_restores_the_handlers(tmp_path, monkeypatch):
+    from preprocessing import pipeline
+    from preprocessing.config import load_preprocess_config
+
+    def listing_that_gets_sigterm(cfg):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises here
+        raise AssertionError("SIGTERM did not stop the run")
+
+    monkeypatch.setattr(pipeline, "list_items", listing_that_gets_sigterm)
+    demo = ROOT / "configs" / "preprocess" / "demo.yaml"
+    cfg = load_preprocess_config(demo, overrides=[f"output.root={tmp_path}"])
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    with pytest.raises(pipeline.StopRequested) as info:
+        run_preprocess(cfg, workers=1, progress=False)
+    assert info.value.signum == signal.SIGTERM
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+    assert not (tmp_path / "demo.json").exists()
