@@ -14,8 +14,8 @@ writes the full index from the completion records without processing anything.
 Stopping (issue 14): SIGINT (Ctrl-C) or SIGTERM cancels the videos not started yet, lets the
 running ones finish (a second signal abandons them, as does the first with one worker; a video
 stopped midway leaves only a hidden temporary folder), writes the index and manifest of what is
-done and raises
-:class:`PreprocessInterrupted`. Re-running the same command resumes from the completion records.
+done and raises :class:`PreprocessInterrupted`. Re-running the same command resumes from the
+completion records.
 """
 
 from __future__ import annotations
