@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from sklearn import metrics as skm
 
 from evaluation.tables import Table
+from preprocessing.index import file_mode
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ def save_figure(
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
+        os.fchmod(fd, file_mode())
         os.close(fd)
         try:
             fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")

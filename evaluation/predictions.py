@@ -2,7 +2,9 @@
 
 Header: ``dataset,video_id,frame,label,score,method`` then one column per attribute (sorted).
 ``label`` is 0 real / bona fide, 1 fake / attack; ``score`` is the probability of class 1.
-An attribute a video does not have is written as an empty cell.
+An attribute a video does not have is written as an empty cell. A ``score`` outside [0, 1] is
+refused when read (logits are not probabilities); ``read_predictions(path, scores="logits")``
+applies the sigmoid for files of logits.
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
+from scipy.special import expit
 
 from preprocessing.index import atomic_write_text
 
 BASE_COLUMNS = ("dataset", "video_id", "frame", "label", "score", "method")
+SCORE_KINDS = ("prob", "logits")
 
 
 class PredictionsError(ValueError):
@@ -116,8 +121,14 @@ def write_predictions(path: str | Path, predictions: Predictions) -> None:
     atomic_write_text(path, buffer.getvalue())
 
 
-def read_predictions(path: str | Path) -> Predictions:
-    """Read a predictions CSV written by :func:`write_predictions` (or by any tool that follows it)."""
+def read_predictions(path: str | Path, scores: Literal["prob", "logits"] = "prob") -> Predictions:
+    """Read a predictions CSV written by :func:`write_predictions` (or by any tool that follows it).
+
+    ``scores="prob"``: the ``score`` column must be probabilities in [0, 1]; ``"logits"``: it
+    holds logits, turned into probabilities with the sigmoid.
+    """
+    if scores not in SCORE_KINDS:
+        raise PredictionsError(f"scores={scores!r}: expected one of {SCORE_KINDS}")
     path = Path(path)
     if not path.is_file():
         raise PredictionsError(f"{path}: predictions file not found")
@@ -147,6 +158,15 @@ def read_predictions(path: str | Path) -> Predictions:
         raise PredictionsError(
             f"{path}: a frame, label or score cell is not a number: {exc}"
         ) from None
+    finite = score[np.isfinite(score)]
+    if scores == "logits":
+        score = expit(score)
+    elif finite.size and (finite.min() < 0.0 or finite.max() > 1.0):
+        raise PredictionsError(
+            f"{path}: column 'score' must be a probability in [0, 1], found values in "
+            f"[{finite.min():g}, {finite.max():g}]; these look like logits: apply a sigmoid "
+            "first, or read them with --scores logits (scores='logits')"
+        )
     try:
         return Predictions(
             dataset=columns["dataset"],

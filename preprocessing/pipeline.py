@@ -10,6 +10,12 @@ Output (DeepfakeBench, Appendix A.1 "Saving Processed Data")::
 With ``num_shards > 1`` the index and manifest of a shard are ``<dataset>.shard-I-of-K.json``
 and ``...manifest.json``; once every shard is done, ``index_only=True`` (``--index-only``)
 writes the full index from the completion records without processing anything.
+
+Stopping (issue 14): SIGINT (Ctrl-C) or SIGTERM cancels the videos not started yet, lets the
+running ones finish (a second signal abandons them, as does the first with one worker; a video
+stopped midway leaves only a hidden temporary folder), writes the index and manifest of what is
+done and raises :class:`PreprocessInterrupted`. Re-running the same command resumes from the
+completion records.
 """
 
 from __future__ import annotations
@@ -18,12 +24,15 @@ import json
 import logging
 import multiprocessing
 import os
+import signal
 import tempfile
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +47,47 @@ from preprocessing.index import DatasetIndex, VideoEntry, atomic_write_text, wri
 from preprocessing.worker import STAGES, VideoResult, process_item, read_record
 
 logger = logging.getLogger("preprocessing")
+
+
+class StopRequested(KeyboardInterrupt):
+    """Raised in the main thread by SIGINT or SIGTERM while :func:`run_preprocess` runs."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class PreprocessInterrupted(Exception):
+    """A run stopped by a signal; the index and manifest of the finished videos are written."""
+
+    def __init__(self, signum: int, done: int, total: int) -> None:
+        super().__init__(
+            f"interrupted: {done} of {total} videos done; re-run the same command to resume"
+        )
+        self.signum, self.done, self.total = signum, done, total
+
+    @property
+    def exit_code(self) -> int:
+        """The shell convention: 128 + the signal number (130 for SIGINT, 143 for SIGTERM)."""
+        return 128 + self.signum
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM into :class:`StopRequested` (main thread only; else a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise StopRequested(signum)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
 
 
 @dataclass
@@ -126,71 +176,96 @@ def run_preprocess(
     summary = RunSummary(out / f"{stem}.json", out / f"{stem}.manifest.json")
     handler = _add_file_log(out / f"{stem}.log")
     start = time.perf_counter()
-    try:
-        listing = list_items(cfg)
-        items = [it for it in listing.items if in_shard(it, num_shards, shard_index)]
-        summary.videos_total = len(items)
-        logger.info("%s: %d videos (shard %d of %d)", name, len(items), shard_index, num_shards)
-        fingerprint = cfg.fingerprint()
-        video_root = out / name
-        records: dict[tuple[str, str], dict[str, Any]] = {}
-        todo: list[SourceItem] = []
-        for item in items:
-            record = None if overwrite else read_record(video_root / item.rel, fingerprint)
-            if record is not None:
-                records[item.key] = record
+    with stop_on_signals():  # Ctrl-C / SIGTERM: see the module docstring
+        try:
+            listing = list_items(cfg)
+            items = [it for it in listing.items if in_shard(it, num_shards, shard_index)]
+            summary.videos_total = len(items)
+            logger.info("%s: %d videos (shard %d of %d)", name, len(items), shard_index, num_shards)
+            fingerprint = cfg.fingerprint()
+            video_root = out / name
+            records: dict[tuple[str, str], dict[str, Any]] = {}
+            todo: list[SourceItem] = []
+            for item in items:
+                record = None if overwrite else read_record(video_root / item.rel, fingerprint)
+                if record is not None:
+                    records[item.key] = record
+                else:
+                    todo.append(item)
+            summary.videos_cached = len(records)
+            results: list[VideoResult] = []
+            stopped: StopRequested | None = None
+            if index_only:
+                summary.videos_pending = len(todo)
             else:
-                todo.append(item)
-        summary.videos_cached = len(records)
-        results: list[VideoResult] = []
-        if index_only:
-            summary.videos_pending = len(todo)
-        else:
-            results = _run_all(todo, cfg, video_root, workers, progress)
-        for res in results:
-            if res.record is not None:
-                records[res.key] = res.record
-            for stage, sec in res.timing.items():
-                summary.timing[stage] += sec
-            summary.frames_sampled += res.frames_sampled
-            summary.faces += res.faces
-            summary.cpu_s += res.cpu_s
-        summary.videos_done = len(records)
-        summary.videos_skipped = sum(1 for r in results if r.reason)
-        entries = [
-            _entry(it, records[it.key], f"{name}/{it.rel}", Path(cfg.dataset.root))
-            for it in items
-            if it.key in records
-        ]
-        index = DatasetIndex(
-            dataset=name,
-            task=listing.task,
-            videos=entries,
-            root=out,
-            methods=listing.methods,
-            split_info=_split_info(listing, entries),
-        )
-        write_index(index, summary.index_path)
-        summary.seconds = time.perf_counter() - start
-        _write_manifest(summary, listing, items, results, records, todo if index_only else [])
-        logger.info(
-            "%s: %d videos in the index, %d cached, %d skipped, %d frames with a face, %.1f s",
-            name, summary.videos_done, summary.videos_cached, summary.videos_skipped,
-            summary.faces, summary.seconds,
-        )  # fmt: skip
-        return summary
-    finally:
-        logging.getLogger("preprocessing").removeHandler(handler)
-        handler.close()
+                try:
+                    _run_all(todo, cfg, video_root, workers, progress, results)
+                except StopRequested as exc:
+                    stopped = exc
+                except KeyboardInterrupt:  # a caller's own SIGINT handling (no signal handler set)
+                    stopped = StopRequested(signal.SIGINT)
+            for res in results:
+                if res.record is not None:
+                    records[res.key] = res.record
+                for stage, sec in res.timing.items():
+                    summary.timing[stage] += sec
+                summary.frames_sampled += res.frames_sampled
+                summary.faces += res.faces
+                summary.cpu_s += res.cpu_s
+            finished = {r.key for r in results} | set(records)
+            pending = [it for it in todo if it.key not in finished]
+            if stopped is not None:  # a video can finish between its rename and its report
+                for it in pending:
+                    record = read_record(video_root / it.rel, fingerprint)
+                    if record is not None:
+                        records[it.key] = record
+                pending = [it for it in pending if it.key not in records]
+                summary.videos_pending = len(pending)
+            summary.videos_done = len(records)
+            summary.videos_skipped = sum(1 for r in results if r.reason)
+            entries = [
+                _entry(it, records[it.key], f"{name}/{it.rel}", Path(cfg.dataset.root))
+                for it in items
+                if it.key in records
+            ]
+            index = DatasetIndex(
+                dataset=name,
+                task=listing.task,
+                videos=entries,
+                root=out,
+                methods=listing.methods,
+                split_info=_split_info(listing, entries),
+            )
+            write_index(index, summary.index_path)
+            summary.seconds = time.perf_counter() - start
+            _write_manifest(
+                summary, listing, items, results, records, pending, interrupted=stopped is not None
+            )
+            if stopped is not None:
+                raise PreprocessInterrupted(stopped.signum, summary.videos_done, len(items))
+            logger.info(
+                "%s: %d videos in the index, %d cached, %d skipped, %d frames with a face, %.1f s",
+                name, summary.videos_done, summary.videos_cached, summary.videos_skipped,
+                summary.faces, summary.seconds,
+            )  # fmt: skip
+            return summary
+        finally:
+            logging.getLogger("preprocessing").removeHandler(handler)
+            handler.close()
 
 
 def _run_all(
-    todo: list[SourceItem], cfg: PreprocessConfig, video_root: Path, workers: int | None, bar: bool
-) -> list[VideoResult]:
+    todo: list[SourceItem],
+    cfg: PreprocessConfig,
+    video_root: Path,
+    workers: int | None,
+    bar: bool,
+    results: list[VideoResult],
+) -> None:
+    """Process ``todo``, appending to ``results`` as videos finish (kept when a signal stops it)."""
     n = workers if workers is not None else cfg.workers
     n = n or os.cpu_count() or 1
     n = max(1, min(n, len(todo)))
-    results: list[VideoResult] = []
     frames = 0
     start = time.perf_counter()
     with tqdm(total=len(todo), desc="videos", unit="video", disable=not bar) as pbar:
@@ -209,7 +284,6 @@ def _run_all(
                 done(process_item(item, cfg, video_root / item.rel))
         else:
             _run_pool(todo, _Work(cfg, video_root), n, done)
-    return results
 
 
 def _run_pool(
@@ -232,12 +306,21 @@ def _run_pool(
         while todo:
             left: list[SourceItem] = []
             with ProcessPoolExecutor(n, mp_context=ctx, initializer=_init_worker) as pool:
-                futures = {pool.submit(_marked, work, item, markers): item for item in todo}
-                for fut in as_completed(futures):
-                    try:
-                        done(fut.result())
-                    except BrokenProcessPool:
-                        left.append(futures[fut])
+                futures: dict[Future, SourceItem] = {}
+                seen: set[Future] = set()
+                try:
+                    for item in todo:
+                        futures[pool.submit(_marked, work, item, markers)] = item
+                    for fut in as_completed(futures):
+                        seen.add(fut)
+                        try:
+                            done(fut.result())
+                        except BrokenProcessPool:
+                            left.append(futures[fut])
+                except KeyboardInterrupt:
+                    (Path(markers) / _STOP).touch()  # queued videos must not start either
+                    _stop_pool(pool, [f for f in futures if f not in seen], done)
+                    raise
             marked = {
                 tuple(json.loads(m.read_text(encoding="utf-8")))
                 for m in Path(markers).glob("*.json")
@@ -258,10 +341,40 @@ def _run_pool(
                 logger.warning("a worker process died; %d videos go to a fresh pool", len(todo))
 
 
+def _stop_pool(
+    pool: ProcessPoolExecutor, unseen: list[Future], done: Callable[[VideoResult], None]
+) -> None:
+    """Cancel the videos not started; wait for the running ones unless a second signal comes."""
+    queued = [f for f in unseen if not f.cancel()]  # cancel() fails once queued to a worker
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown drops them
+    pool.shutdown(wait=False)
+    logger.warning(
+        "stopping: the videos not started are cancelled; the running ones finish first "
+        "(send the signal again to abandon them)"
+    )
+    try:
+        for fut in as_completed(queued):
+            if fut.exception() is None:  # _NotStarted, or a crash: the next run redoes it
+                done(fut.result())
+    except KeyboardInterrupt:
+        logger.warning("abandoning the running videos; the next run redoes them")
+        for proc in workers:
+            proc.kill()  # the worker ignores SIGINT/SIGTERM; its half video stays hidden
+
+
+_STOP = "stop"  # a file in the markers folder: the run is stopping, start no more videos
+
+
+class _NotStarted(Exception):
+    """A queued video that a worker did not start because the run is stopping."""
+
+
 def _marked(
     work: Callable[[SourceItem], VideoResult], item: SourceItem, markers: str
 ) -> VideoResult:
     """``work(item)`` with a marker file naming the item while it runs."""
+    if (Path(markers) / _STOP).exists():
+        raise _NotStarted("/".join(item.key))
     marker = Path(markers) / f"{os.getpid()}.json"
     atomic_write_text(marker, json.dumps(list(item.key)))  # a killed writer leaves no half file
     try:
@@ -285,15 +398,21 @@ def _init_worker() -> None:
     import cv2
 
     cv2.setNumThreads(1)  # one video per process; avoid oversubscribing the cores
+    # the parent decides how to stop: a Ctrl-C sent to the whole process group must not
+    # interrupt a worker mid-video (the parent lets it finish or kills it)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def _split_info(listing: Listing, entries: list[VideoEntry]) -> dict[str, str]:
+    """How each split was made; a split with no video (none listed, or all skipped) is "empty"."""
     info = dict(listing.split_info)
     counts = Counter(e.split for e in entries)
     for split in ("train", "val", "test"):
-        if counts[split] == 0 and split not in info:
+        if counts[split] == 0:
+            how = f" (it was {info[split]!r})" if split in info else ""
             info[split] = "empty"
-            logger.warning("split %r has no videos", split)
+            logger.warning("split %r has no videos%s", split, how)
     return info
 
 
@@ -304,6 +423,8 @@ def _write_manifest(
     results: list[VideoResult],
     records: dict[tuple[str, str], dict[str, Any]],
     pending: list[SourceItem],
+    *,
+    interrupted: bool = False,
 ) -> None:
     by_key = {it.key: it for it in items}
     skipped_videos = [
@@ -325,6 +446,7 @@ def _write_manifest(
         "skipped_videos": skipped_videos,
         "skipped_frames": skipped_frames,
         "notes": notes,
+        "interrupted": interrupted,
         "pending": [{"method": it.method, "id": it.id} for it in pending],
     }
     atomic_write_text(summary.manifest_path, json.dumps(data, indent=1) + "\n")

@@ -42,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         help="attribute columns to group by (default: all); a,b groups by their intersection",
     )
+    parser.add_argument(
+        "--scores",
+        choices=("prob", "logits"),
+        default="prob",
+        help="the predictions' score column: probabilities (default) or logits (sigmoid applied)",
+    )
     parser.add_argument("--out", required=True, help="output folder for tables and figures")
     parser.add_argument("--config", help="report YAML (configs/fairness/report.yaml)")
     parser.add_argument(
@@ -120,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.predictions:
             parser.error("give --predictions FILE (or --protocol FILE)")
-        pred = read_predictions(args.predictions)
+        pred = read_predictions(args.predictions, scores=args.scores)
         reports = fairness_report(pred, args.attributes, cfg)
         if not reports:
             print("no attribute with two or more groups: nothing to report", file=sys.stderr)

@@ -26,7 +26,11 @@ from preprocessing.config import load_preprocess_config  # noqa: E402
 from preprocessing.datasets import DatasetLayoutError  # noqa: E402
 from preprocessing.datasets.deepfakebench import import_deepfakebench_json, rebase_index  # noqa: E402
 from preprocessing.index import DatasetIndexError, write_index  # noqa: E402
-from preprocessing.pipeline import run_preprocess  # noqa: E402
+from preprocessing.pipeline import (  # noqa: E402
+    PreprocessInterrupted,
+    StopRequested,
+    run_preprocess,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,16 +60,21 @@ def main(argv: list[str] | None = None) -> int:
         default="video",
         help="its key column: <label name>/<video>, <method>/<video> or the video id",
     )
+    dfb.add_argument(
+        "--allow-missing-frames",
+        action="store_true",
+        help="drop frames that do not exist (logged, counted in split_info) instead of failing",
+    )
     args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
             parser.error("--import-deepfakebench needs --data-root and --out")
         return _import(args)
     if not args.config:
         parser.error("--config is required")
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
         cfg = load_preprocess_config(*args.config, overrides=args.overrides)
         summary = run_preprocess(
@@ -80,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, DatasetLayoutError, FileNotFoundError, ValueError) as exc:
         logging.getLogger("preprocess").error("%s", exc)
         return 2
+    except PreprocessInterrupted as exc:  # Ctrl-C / SIGTERM: the finished videos are indexed
+        logging.getLogger("preprocess").error("%s", exc)
+        return exc.exit_code
+    except StopRequested as exc:  # while listing, or while writing the index
+        logging.getLogger("preprocess").error("interrupted; re-run the same command to resume")
+        return 128 + exc.signum
     print(json.dumps(summary.to_json(), indent=1))
     return 0
 
@@ -90,6 +105,7 @@ def _import(args: argparse.Namespace) -> int:
             args.import_deepfakebench, args.data_root, compression=args.compression,
             strip_prefix=args.strip_prefix, dataset=args.dataset or args.out.stem,
             attributes=args.attributes, attributes_key=args.attributes_key,
+            allow_missing_frames=args.allow_missing_frames,
         )  # fmt: skip
         rebase_index(index, args.out.parent)
         write_index(index, args.out)

@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from preprocessing.index import file_mode
 from tests.testdata import FACE_RECOGNITION
 from training import blending
 from training.blending import (
@@ -194,6 +195,7 @@ def test_nearest_landmarks_table_and_cache(tmp_path, obama, biden, caplog):
         assert table.sample(first.frame, np.random.default_rng(s)).video != first.video
     cached = list(tmp_path.glob(".nearest_landmarks_*.npz"))
     assert len(cached) == 1
+    assert cached[0].stat().st_mode & 0o777 == file_mode()  # as the umask says, not 0600
     again = NearestLandmarks.from_index(path, k=3)
     np.testing.assert_array_equal(again.table, table.table)
     assert again.entries == table.entries

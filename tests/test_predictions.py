@@ -69,3 +69,44 @@ def test_malformed_files(tmp_path, text: str, message: str) -> None:
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(PredictionsError, match="not found"):
         read_predictions(tmp_path / "none.csv")
+
+
+@pytest.mark.parametrize("bad", ["-2.5", "3.0", "1.0000001"])
+def test_scores_outside_0_1_are_refused_with_the_sigmoid_hint(tmp_path, bad: str) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(
+        f"dataset,video_id,frame,label,score,method\nFF,1,0,0,0.5,real\nFF,2,0,1,{bad},fake\n"
+    )
+    with pytest.raises(PredictionsError, match=r"p\.csv: column 'score' .*\[0, 1\].*sigmoid"):
+        read_predictions(path)
+
+
+def test_logits_are_read_through_the_sigmoid(tmp_path) -> None:
+    path = tmp_path / "p.csv"
+    path.write_text(
+        "dataset,video_id,frame,label,score,method\nFF,1,0,0,-2.0,real\nFF,2,0,1,0.0,fake\n"
+        "FF,3,0,1,3.5,fake\n"
+    )
+    pred = read_predictions(path, scores="logits")
+    np.testing.assert_allclose(pred.score, 1 / (1 + np.exp(-np.array([-2.0, 0.0, 3.5]))))
+    with pytest.raises(PredictionsError, match="scores='probs'"):
+        read_predictions(path, scores="probs")  # type: ignore[arg-type]
+
+
+def test_fairness_cli_names_the_file_and_offers_scores_logits(tmp_path) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    rows = "".join(f"FF,{k},0,{k % 2},{3 * (k % 2) - 1.5 + k / 10},m,{'ab'[k % 2 ^ k // 4 % 2]}\n"
+                   for k in range(16))  # fmt: skip
+    path = tmp_path / "logits.csv"
+    path.write_text("dataset,video_id,frame,label,score,method,gender\n" + rows)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "fairness.py"
+    cmd = [sys.executable, str(script), "--predictions", str(path), "--out", str(tmp_path / "r"),
+           "--no-figures"]  # fmt: skip
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "logits.csv: column 'score'" in bad.stderr
+    assert "--scores logits" in bad.stderr
+    good = subprocess.run(cmd + ["--scores", "logits"], capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0, good.stderr

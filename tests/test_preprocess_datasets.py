@@ -449,3 +449,46 @@ def test_bad_dataset_options_fail_at_load_time():
         load_preprocess_config(demo, overrides=["dataset.options.compression=c99"])
     with pytest.raises(ConfigError, match="unknown dataset type 'nope'"):
         load_preprocess_config(demo, overrides=["dataset.type=nope"])
+
+
+def test_import_deepfakebench_json_checks_that_frames_exist(tmp_path):
+    path, root = make_dfb_tree(tmp_path)
+    wrong = tmp_path / "elsewhere"
+    wrong.mkdir()
+    with pytest.raises(DatasetLayoutError, match=r"6 of 6 frames not found under --data-root") as e:
+        import_deepfakebench_json(path, wrong, strip_prefix="D:\\bench\\datasets")
+    assert str(wrong) in str(e.value) and "frames/000/000.png" in str(e.value)
+    # one frame lost: an error by default; dropped, logged and recorded when allowed
+    lost = root / "FaceForensics++/original_sequences/youtube/c23/frames/001/010.png"
+    lost.unlink()
+    with pytest.raises(DatasetLayoutError, match=r"1 of 6 frames .*001/010\.png"):
+        import_deepfakebench_json(path, root, strip_prefix="D:\\bench\\datasets")
+    index = import_deepfakebench_json(
+        path, root, strip_prefix="D:\\bench\\datasets", allow_missing_frames=True
+    )
+    v = next(x for x in index.videos if x.id == "001")
+    assert v.frames == ["FaceForensics++/original_sequences/youtube/c23/frames/001/000.png"]
+    assert v.landmarks == ["FaceForensics++/original_sequences/youtube/c23/landmarks/001/000.npy"]
+    assert index.split_info["missing_frames"].startswith("1 of 6 frames not found")
+    assert len(index.videos) == 3
+    # with every frame missing even the permissive import fails
+    with pytest.raises(DatasetLayoutError, match="no frame found under"):
+        import_deepfakebench_json(
+            path, wrong, strip_prefix="D:\\bench\\datasets", allow_missing_frames=True
+        )
+
+
+def test_import_cli_refuses_a_wrong_data_root(tmp_path):
+    path, root = make_dfb_tree(tmp_path)
+    out = tmp_path / "FF-c23.json"
+    cmd = [sys.executable, str(REPO / "scripts" / "preprocess.py"), "--import-deepfakebench",
+           str(path), "--data-root", str(tmp_path), "--out", str(out),
+           "--strip-prefix", "D:\\bench\\datasets"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and not out.exists()
+    assert f"not found under --data-root {tmp_path}" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    proc = subprocess.run(
+        cmd + ["--allow-missing-frames"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2 and "no frame found under" in proc.stderr

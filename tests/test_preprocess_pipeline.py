@@ -144,7 +144,8 @@ def test_index_matches_outputs(first_run):
     assert by_key[("Deepfakes", "003_002")].masks is None  # its mask video is corrupt
     assert len(by_key[("Deepfakes", "003_002")].frames) == 4
     assert len(by_key[("Deepfakes", "002_003")].frames) == 2  # short video: all its frames
-    assert index.split_info == {"train": "official", "val": "official", "test": "official"}
+    # both test videos were skipped (no face, corrupt): the test split is flagged
+    assert index.split_info == {"train": "official", "val": "official", "test": "empty"}
 
 
 def test_crop_matches_direct_alignment(first_run, ff_raw):
@@ -273,7 +274,7 @@ def test_fixed_stride_on_the_real_video(tmp_path):
         {"method": "real", "id": "real__clip", "frame": 0, "reason": "no face"}
     ]
     assert v.split == "test" and v.label == 0 and v.method == "real"
-    assert index.split_info["train"].startswith("derived")
+    assert index.split_info["test"].startswith("derived") and index.split_info["train"] == "empty"
     cfg.face.retry_upsample = 1
     run_preprocess(cfg, workers=1, progress=False)  # new settings: the video is redone
     assert read_index(tmp_path / "out" / "clip.json").videos[0].frame_indices == [0, 100, 200]

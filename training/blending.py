@@ -36,6 +36,8 @@ import albumentations as A
 import cv2
 import numpy as np
 
+from preprocessing.index import file_mode
+
 log = logging.getLogger(__name__)
 
 GENERATORS = ("sbi", "fwa", "xray")
@@ -419,7 +421,7 @@ class NearestLandmarks:
                 landmarks=table.landmarks,
                 table=table.table,
             )
-            os.chmod(tmp, 0o644)
+            os.chmod(tmp, file_mode())
             os.replace(tmp, cache_file)
         except OSError as exc:  # e.g. a read-only dataset folder: keep the table in memory
             log.warning("NearestLandmarks: cannot write cache %s (%s); not cached", cache_file, exc)

@@ -17,6 +17,7 @@ import yaml
 
 from configs import ConfigError
 from detectors import Detector, build_detector
+from preprocessing.index import file_mode
 
 
 class CheckpointError(RuntimeError):
@@ -28,6 +29,7 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, file_mode())
     os.close(fd)
     try:
         torch.save(payload, tmp)

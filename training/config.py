@@ -8,7 +8,7 @@ the augmentations of :class:`AugmentConfig`. Layers: dataclass defaults < the de
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +16,31 @@ from typing import Any, Literal
 from configs import ConfigError, load_config, load_yaml, parse_overrides
 from detectors.registry import get_detector_class, load_detector_yaml
 from training.fair_losses import FairLossConfig
+
+_Rule = tuple[Callable[[Any], bool], str]  # (is the value allowed?, the allowed values in words)
+
+_AT_LEAST_0: _Rule = (lambda v: v >= 0, "a number >= 0")
+_AT_LEAST_1: _Rule = (lambda v: v >= 1, "an integer >= 1")
+_POSITIVE: _Rule = (lambda v: v > 0, "a number > 0")
+_PROBABILITY: _Rule = (lambda v: 0 <= v <= 1, "a probability in [0, 1]")
+_NULL_OR_AT_LEAST_1: _Rule = (lambda v: v is None or v >= 1, "null or an integer >= 1")
+
+
+def _range(lo: float, hi: float) -> _Rule:
+    """A ``[low, high]`` pair with ``lo <= low <= high <= hi``."""
+    return (lambda v: lo <= v[0] <= v[1] <= hi, f"[low, high] with {lo:g} <= low <= high <= {hi:g}")
+
+
+def check_values(section: object, rules: Mapping[str, _Rule]) -> None:
+    """Raise ``ValueError`` naming the first field of ``section`` whose value breaks its rule.
+
+    Raised inside a dataclass ``__post_init__``, the config loader turns it into a one-line
+    :class:`~configs.ConfigError` naming the file and the section.
+    """
+    for name, (ok, allowed) in rules.items():
+        value = getattr(section, name)
+        if not ok(value):
+            raise ValueError(f"key '{name}' has value {value!r}; allowed values: {allowed}")
 
 
 @dataclass
@@ -29,6 +54,18 @@ class OptimizerConfig:
     weight_decay: float = 0.0
     momentum: float = 0.9
     nesterov: bool = False
+
+    def __post_init__(self) -> None:
+        check_values(
+            self,
+            {
+                "lr": _POSITIVE,
+                "betas": (lambda v: all(0 <= b < 1 for b in v), "two numbers in [0, 1)"),
+                "eps": _AT_LEAST_0,
+                "weight_decay": _AT_LEAST_0,
+                "momentum": _PROBABILITY,
+            },
+        )
 
 
 @dataclass
@@ -45,10 +82,20 @@ class SchedulerConfig:
     min_lr: float = 0.0
     warmup_steps: int = 0
 
+    def __post_init__(self) -> None:
+        check_values(
+            self,
+            {"step_size": _AT_LEAST_1, "gamma": _POSITIVE, "min_lr": _AT_LEAST_0,
+             "warmup_steps": _AT_LEAST_0},
+        )  # fmt: skip
+
 
 @dataclass
 class FlipConfig:
     p: float = 0.5
+
+    def __post_init__(self) -> None:
+        check_values(self, {"p": _PROBABILITY})
 
 
 @dataclass
@@ -56,11 +103,18 @@ class RotateConfig:
     p: float = 0.5
     limit: float = 10.0
 
+    def __post_init__(self) -> None:
+        check_values(self, {"p": _PROBABILITY, "limit": (lambda v: 0 <= v <= 180, "0 to 180")})
+
 
 @dataclass
 class BlurConfig:
     p: float = 0.5
     blur_limit: tuple[int, int] = (3, 7)
+
+    def __post_init__(self) -> None:
+        odd = (lambda v: v[0] <= v[1] and all(k >= 3 and k % 2 for k in v), "odd [low, high] >= 3")
+        check_values(self, {"p": _PROBABILITY, "blur_limit": odd})
 
 
 @dataclass
@@ -68,6 +122,9 @@ class IsotropicResizeConfig:
     """Resize the longest side to the resolution with a random interpolation pair (p=1)."""
 
     p: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_values(self, {"p": _PROBABILITY})
 
 
 @dataclass
@@ -82,11 +139,22 @@ class ColorConfig:
     sat_shift_limit: float = 30.0
     val_shift_limit: float = 20.0
 
+    def __post_init__(self) -> None:
+        check_values(
+            self,
+            {"p": _PROBABILITY, "brightness_limit": _range(-1, 1), "contrast_limit": _range(-1, 1),
+             "fancy_pca_alpha": _AT_LEAST_0, "hue_shift_limit": _AT_LEAST_0,
+             "sat_shift_limit": _AT_LEAST_0, "val_shift_limit": _AT_LEAST_0},
+        )  # fmt: skip
+
 
 @dataclass
 class JpegConfig:
     p: float = 0.5
     quality: tuple[int, int] = (40, 100)
+
+    def __post_init__(self) -> None:
+        check_values(self, {"p": _PROBABILITY, "quality": _range(1, 100)})
 
 
 @dataclass
@@ -113,6 +181,10 @@ class FairSwapConfig:
     p4: float = 0.5
     patch: int = 64
     group_key: str = "gender"
+
+    def __post_init__(self) -> None:
+        rules = dict.fromkeys(("p1", "p2", "p3", "p4"), _PROBABILITY) | {"patch": _AT_LEAST_1}
+        check_values(self, rules)
 
 
 @dataclass
@@ -158,6 +230,19 @@ class TrainSection:
             raise ValueError("train.sampler 'group_balanced' needs train.group_key (an attribute)")
         if self.patience is not None and self.patience < 1:
             raise ValueError(f"train.patience must be >= 1 or null, got {self.patience}")
+        check_values(
+            self,
+            {
+                "eval_batch_size": _NULL_OR_AT_LEAST_1,
+                "resolution": _NULL_OR_AT_LEAST_1,
+                "grad_clip": (lambda v: v is None or v > 0, "null or a number > 0"),
+                "seed": (lambda v: 0 <= v < 2**32, "an integer in [0, 2**32)"),
+                "pixel_map_size": _AT_LEAST_1,
+                "eval_every_steps": (lambda v: v >= 0, "an integer >= 0 (0: once per epoch)"),
+                "checkpoint_every_steps": (lambda v: v >= 0, "an integer >= 0 (0: off)"),
+                "log_every_steps": _AT_LEAST_1,
+            },
+        )
 
 
 @dataclass
@@ -171,6 +256,9 @@ class DataSection:
     num_workers: int = 2
     cache: bool = False
     cache_dir: str | None = None
+
+    def __post_init__(self) -> None:
+        check_values(self, {"num_workers": (lambda v: v >= 0, "an integer >= 0 (0: no workers)")})
 
 
 @dataclass

@@ -6,6 +6,7 @@ import logging
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -111,28 +112,63 @@ def stable_fraction(key: str, seed: int = 0) -> float:
     return (zlib.crc32(f"{seed}:{key}".encode()) & 0xFFFFFFFF) / 2**32
 
 
-def split_by_group(group: str, ratios: dict[str, float], seed: int = 0) -> str:
-    """Assign a group (subject, source video) to a split by its stable hash and ``ratios``."""
+DERIVED = ""  # the split of an item until :func:`derive_splits` assigns it
+
+
+def split_counts(n: int, ratios: dict[str, float]) -> dict[str, int]:
+    """How many of ``n`` groups each split gets: ``ratios`` rounded by largest remainder.
+
+    Every split with a non-zero ratio gets at least one group when ``n`` allows it (the
+    largest split gives one up), so 13 identities at 0.8/0.1/0.1 give 11/1/1, not 13/0/0.
+    """
+    if any(r < 0 for r in ratios.values()) or sum(ratios.values()) <= 0:
+        raise DatasetLayoutError(f"split ratios {ratios} must be >= 0 with a positive sum")
     total = sum(ratios.values())
-    x = stable_fraction(group, seed) * total
-    acc = 0.0
-    for name, r in ratios.items():
-        acc += r
-        if x < acc:
-            return name
-    return list(ratios)[-1]
+    exact = {k: n * r / total for k, r in ratios.items()}
+    counts = {k: int(v) for k, v in exact.items()}
+    names = list(ratios)
+    by_remainder = sorted(names, key=lambda k: (counts[k] - exact[k], names.index(k)))
+    for k in by_remainder[: n - sum(counts.values())]:
+        counts[k] += 1
+    nonzero = [k for k in names if ratios[k] > 0]
+    if n >= len(nonzero):
+        for k in nonzero:
+            if counts[k] == 0:
+                donor = max(names, key=lambda d: (counts[d], -names.index(d)))
+                counts[donor] -= 1
+                counts[k] += 1
+    return counts
+
+
+def derive_splits(
+    items: Iterable[SourceItem],
+    ratios: dict[str, float],
+    seed: int = 0,
+    group: Callable[[SourceItem], str] = lambda item: item.identity or item.id,
+) -> None:
+    """Give every item whose split is :data:`DERIVED` a split, group-disjointly by ``ratios``.
+
+    Groups (subject, real/fake pair, file) are ordered by a stable hash with ``seed`` and cut
+    at the counts of :func:`split_counts`; one group never spans two splits.
+    """
+    todo = [item for item in items if item.split == DERIVED]
+    groups = sorted({group(item) for item in todo}, key=lambda g: (stable_fraction(g, seed), g))
+    ordered = iter(groups)
+    split_of = {
+        g: name for name, count in split_counts(len(groups), ratios).items()
+        for g in islice(ordered, count)
+    }  # fmt: skip
+    for item in todo:
+        item.split = split_of[group(item)]
 
 
 def holdout_val(items: Iterable[SourceItem], fraction: float, seed: int = 0) -> int:
-    """Move a group-disjoint ``fraction`` of the train items to val (groups: identity or id)."""
-    moved = 0
-    for item in items:
-        if item.split == "train":
-            group = item.identity or item.id
-            if stable_fraction(group, seed) < fraction:
-                item.split = "val"
-                moved += 1
-    return moved
+    """Move a group-disjoint ``fraction`` of the train groups to val (groups: identity or id)."""
+    train = [item for item in items if item.split == "train"]
+    for item in train:
+        item.split = DERIVED
+    derive_splits(train, {"train": 1.0 - fraction, "val": fraction}, seed)
+    return sum(item.split == "val" for item in train)
 
 
 def dedupe_by_split(items: list[SourceItem], listing: Listing) -> list[SourceItem]:

@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Literal
 
 from preprocessing.datasets.base import (
+    DERIVED,
     DatasetLayoutError,
     Listing,
     SourceItem,
     dedupe_by_split,
+    derive_splits,
     files_under,
     holdout_val,
     register_dataset,
     rel_of,
-    split_by_group,
 )
 from preprocessing.video import VIDEO_SUFFIXES
 
@@ -285,13 +286,14 @@ def list_uadfv(root: Path, opts: UADFVOptions) -> Listing:
     for folder, label in (("real", 0), ("fake", 1)):
         for path in files_under(root / folder, VIDEO_SUFFIXES):
             pair = path.stem.removesuffix("_fake")
-            split = "test" if opts.split == "test" else split_by_group(pair, opts.ratios, opts.seed)
+            split = "test" if opts.split == "test" else DERIVED
             listing.items.append(
                 SourceItem(path.stem, label, "UADFV" if label else "real", split, path,
                            rel_of(path, root), identity=pair)
             )  # fmt: skip
     if not listing.items:
         raise DatasetLayoutError(f"{root}: no videos under real/ and fake/")
+    derive_splits(listing.items, opts.ratios, opts.seed)  # groups: the real/fake pair
     note = "every video in test (cross-domain evaluation)"
     if opts.split == "derived":
         note = f"derived: by real/fake pair ({opts.ratios}, seed {opts.seed})"

@@ -8,7 +8,9 @@ Their schema (``preprocessing/rearrange.py`` of DeepfakeBench)::
 Label names containing ``real`` (FF-real, CelebDFv2_real, DFD_real, ...) are bona fide unless
 ``label_map`` says otherwise. Landmarks and masks are taken from the sibling ``landmarks/``
 (``.npy``) and ``masks/`` folders when every file exists. A video listed in several splits is
-kept in one only (test > val > train), never copied into train.
+kept in one only (test > val > train), never copied into train. Every frame must exist under
+``data_root`` (a wrong root is an error naming it and examples); ``allow_missing_frames`` drops
+the missing ones instead, logs them and records the count in ``split_info["missing_frames"]``.
 
 The index is named after what the user calls the dataset (``dataset``; :func:`read_any_index`
 passes the file's stem, the name ``<data_root>/<name>.json`` was found by), not the JSON's
@@ -83,6 +85,7 @@ def import_deepfakebench_json(
     task: str = "deepfake",
     attributes: str | Path | None = None,
     attributes_key: str = "video",
+    allow_missing_frames: bool = False,
 ) -> DatasetIndex:
     """A :class:`DatasetIndex` rooted at ``data_root`` from a DeepfakeBench JSON file.
 
@@ -138,6 +141,9 @@ def import_deepfakebench_json(
     if not entries:
         raise DatasetLayoutError(f"{json_path}: no video with frames (compression {compression!r})")
     info = {"source": f"DeepfakeBench JSON {json_path.name}"}
+    missing = _drop_missing_frames(entries, json_path, data_root, allow_missing_frames)
+    if missing:
+        info["missing_frames"] = missing
     if dropped:
         info["dedup"] = (
             f"{dropped} repeated listings dropped; each video kept once (test > val > train)"
@@ -177,6 +183,42 @@ def _attach_attributes(
             "%s: %d of %d videos have no attributes row", csv_path, len(videos) - hits, len(videos)
         )
     logger.info("%s: attributes for %d of %d videos", csv_path, hits, len(videos))
+
+
+def _drop_missing_frames(
+    entries: dict[tuple[str, str], VideoEntry], json_path: Path, data_root: Path, allow: bool
+) -> str | None:
+    """Check that every frame exists; raise, or (``allow``) drop the missing ones and say so."""
+    total = sum(len(v.frames) for v in entries.values())
+    missing: list[str] = []
+    for key, v in list(entries.items()):
+        keep = [i for i, f in enumerate(v.frames) if (data_root / f).is_file()]
+        if len(keep) == len(v.frames):
+            continue
+        kept = set(keep)
+        missing += [f for i, f in enumerate(v.frames) if i not in kept]
+        if not allow:
+            continue
+        if not keep:
+            del entries[key]
+            continue
+        v.frames = [v.frames[i] for i in keep]
+        v.landmarks = None if v.landmarks is None else [v.landmarks[i] for i in keep]
+        v.masks = None if v.masks is None else [v.masks[i] for i in keep]
+    if not missing:
+        return None
+    examples = ", ".join(missing[:3])
+    if not allow:
+        raise DatasetLayoutError(
+            f"{json_path}: {len(missing)} of {total} frames not found under --data-root "
+            f"{data_root} (e.g. {examples}); pass the folder the JSON's frame paths start from "
+            "(and --strip-prefix for absolute paths), or --allow-missing-frames to drop them"
+        )
+    note = f"{len(missing)} of {total} frames not found under {data_root} were dropped"
+    logger.warning("%s: %s (e.g. %s)", json_path, note, examples)
+    if not entries:
+        raise DatasetLayoutError(f"{json_path}: no frame found under {data_root} (e.g. {examples})")
+    return note
 
 
 def _videos_of(level: Any, compression: str) -> dict[str, dict[str, Any]]:

@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Literal
 
 from preprocessing.datasets.base import (
+    DERIVED,
     DatasetLayoutError,
     Listing,
     SourceItem,
+    derive_splits,
     files_under,
     register_dataset,
     rel_of,
-    split_by_group,
 )
 from preprocessing.video import VIDEO_SUFFIXES
 
@@ -156,11 +157,12 @@ def list_dfd(root: Path, opts: DFDOptions) -> Listing:
                     id=path.stem,
                     label=label,
                     method="DeepFakeDetection" if label else "real",
-                    split=split_by_group(actor, opts.ratios, opts.seed),
+                    split=DERIVED,
                     path=path,
                     rel=rel_of(path, root),
                     mask=mask,
                     identity=actor,
                 )
             )
+    derive_splits(listing.items, opts.ratios, opts.seed)  # groups: the actor
     return listing

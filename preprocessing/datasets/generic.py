@@ -18,13 +18,14 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from preprocessing.datasets.base import (
+    DERIVED,
     DatasetLayoutError,
     Listing,
     SourceItem,
+    derive_splits,
     files_under,
     register_dataset,
     rel_of,
-    split_by_group,
 )
 from preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
@@ -68,7 +69,7 @@ def list_generic(root: Path, opts: GenericOptions) -> Listing:
 
 def _derived(opts: GenericOptions) -> str:
     how = ", ".join(f"{k} {v:g}" for k, v in opts.ratios.items())
-    return f"derived: by a hash of identity or file ({how}, seed {opts.seed})"
+    return f"derived: identity-disjoint (else by file) ({how}, seed {opts.seed})"
 
 
 def _from_folders(root: Path, opts: GenericOptions, listing: Listing) -> None:
@@ -97,11 +98,12 @@ def _from_folders(root: Path, opts: GenericOptions, listing: Listing) -> None:
                         id=_item_id(rel),
                         label=label,
                         method=method,
-                        split=split or split_by_group(rel, opts.ratios, opts.seed),
+                        split=split or DERIVED,
                         path=path,
                         rel=rel,
                     )
                 )
+    derive_splits(listing.items, opts.ratios, opts.seed, group=lambda item: item.rel)
 
 
 def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
@@ -134,7 +136,7 @@ def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
                 continue
             if not split:
                 derived = True
-                split = split_by_group(identity or rel, opts.ratios, opts.seed)
+                split = DERIVED
             method = (row.get("method") or "").strip() or ("real" if label == 0 else "fake")
             attrs = {
                 k: str(v).strip()
@@ -153,6 +155,7 @@ def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
                     attributes=attrs,
                 )
             )
+    derive_splits(listing.items, opts.ratios, opts.seed, group=lambda it: it.identity or it.rel)
     listing.split_info = dict.fromkeys(
         SPLITS, _derived(opts) + " for rows without a split" if derived else "csv"
     )

@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import Literal
 
 from preprocessing.datasets.base import (
+    DERIVED,
     DatasetLayoutError,
     Listing,
     SourceItem,
+    derive_splits,
     files_under,
     holdout_val,
     register_dataset,
     rel_of,
-    split_by_group,
 )
 from preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
@@ -228,10 +229,10 @@ def _subject_split(root: Path, opts: SubjectSplitOptions, method: str, name: str
             else:
                 m = pattern.search(path.stem)
                 subject = m.group(1) if m else path.stem
-            split = split_by_group(subject, opts.ratios, opts.seed)
-            listing.items.append(_item(root, path, label, kind, split, f"{name}_{subject}"))
+            listing.items.append(_item(root, path, label, kind, DERIVED, f"{name}_{subject}"))
     if not listing.items:
         raise DatasetLayoutError(f"{root}: no {name} files under real/ and mask|fake|wax/ folders")
+    derive_splits(listing.items, opts.ratios, opts.seed)  # groups: the subject
     listing.methods = ["bonafide", *sorted({i.method for i in listing.items} - {"bonafide"})]
     how = ", ".join(f"{k} {v:g}" for k, v in opts.ratios.items())
     listing.split_info = dict.fromkeys(
