@@ -35,6 +35,15 @@ def main(argv: list[str] | None = None) -> int:
         "--detector", help="registered detector name (see detectors.list_detectors())"
     )
     parser.add_argument(
+        "--variant",
+        choices=["deepfakebench", "paper"],
+        help="detector YAML: configs/detectors/NAME.yaml (deepfakebench, default) or "
+        "configs/detectors/paper/NAME.yaml (paper)",
+    )
+    parser.add_argument(
+        "--detector-config", help="explicit detector YAML (sections detector, model, train)"
+    )
+    parser.add_argument(
         "--config", action="append", default=[], help="train YAML (repeatable, later wins)"
     )
     parser.add_argument("--train-data", nargs="+", help="dataset names (<data_root>/<name>.json)")
@@ -75,7 +84,13 @@ def main(argv: list[str] | None = None) -> int:
                 overrides.append(f"data.data_root={args.data_root}")
             if args.output_dir:
                 overrides.append(f"output_dir={args.output_dir}")
-            cfg = load_train_config(args.detector, *args.config, overrides=overrides)
+            cfg = load_train_config(
+                args.detector,
+                *args.config,
+                overrides=overrides,
+                detector_yaml=args.detector_config,
+                variant=args.variant,
+            )
             trainer = Trainer(cfg)
         run_dir = trainer.fit()
         rank = trainer.dist.rank
