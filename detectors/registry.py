@@ -160,4 +160,6 @@ def build_detector(
             raise ConfigError(f"detector {name!r} has no paper variant (no 'variant' field)")
     data = deep_merge(data, overrides)
     config = build_config(cls.Config, data, source=source)
-    return cls(config)
+    from detectors.deepfakebench import build_from_detector_file
+
+    return build_from_detector_file(cls, config) or cls(config)

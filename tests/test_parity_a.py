@@ -1,0 +1,63 @@
+"""DeepfakeBench parity (``../shared/parity/deepfakebench``): DFB's weights, imported through
+:func:`detectors.deepfakebench.load_deepfakebench_state_dict`, give DFB's outputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from detectors import build_detector
+from detectors.deepfakebench import load_deepfakebench_state_dict
+from tests.parity import fingerprint, load_fixture
+
+ATOL = 1e-4
+pytestmark = pytest.mark.extended
+
+
+def _run(name: str, fixture: str, **cfg):
+    manifest, state, x = load_fixture(fixture)
+    model = build_detector(name, {"pretrained": False, **cfg})
+    load_deepfakebench_state_dict(model, state, source=fixture)
+    model.eval()
+    with torch.no_grad():
+        out = model({"image": x, "label": torch.tensor(manifest["inputs"]["label"])})
+    return manifest, model, out
+
+
+def _check(manifest, out, margin_of=None) -> None:
+    exp = manifest["expected"]
+    ref = torch.tensor(exp["cls"], dtype=torch.float64)
+    logits = out["logits"].double() if margin_of is None else margin_of.double()
+    margin = logits[:, 1] - logits[:, 0]
+    assert torch.allclose(margin, ref[:, 1] - ref[:, 0], atol=ATOL, rtol=0)
+    prob = torch.tensor(exp["prob"], dtype=torch.float64)
+    assert torch.allclose(out["prob"].double(), prob, atol=ATOL, rtol=0)
+
+
+def _check_feat(manifest, feat: torch.Tensor) -> None:
+    got, exp = fingerprint(feat), manifest["expected"]["feat"]
+    assert got["shape"] == exp["shape"]
+    assert got["l2"] == pytest.approx(exp["l2"], rel=1e-4)
+    assert got["proj"] == pytest.approx(exp["proj"], rel=1e-3, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("name", "fixture"), [("xception", "xception"), ("cnn_aug", "resnet34"), ("spsl", "spsl")]
+)
+def test_pooled_classifiers_match(name: str, fixture: str) -> None:
+    manifest, _, out = _run(name, fixture)
+    _check(manifest, out)
+    # DFB's feat is the map before pooling; ours is pooled: compare the pooled sums.
+    side = manifest["expected"]["feat"]["shape"][2] * manifest["expected"]["feat"]["shape"][3]
+    sums = out["feat"].double().sum(1) * side
+    assert sums.tolist() == pytest.approx(manifest["expected"]["feat"]["sum"], rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("name", "fixture"), [("meso4", "meso4"), ("meso_inception4", "meso4Inception")]
+)
+def test_mesonets_match(name: str, fixture: str) -> None:
+    manifest, model, out = _run(name, fixture)
+    _check(manifest, out)
+    _check_feat(manifest, out["feat"])
+    assert sum(p.numel() for p in model.parameters()) == manifest["counts"]["params"]
