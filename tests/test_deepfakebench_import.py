@@ -51,7 +51,9 @@ def test_unmapped_missing_and_shape_errors_list_keys() -> None:
     with pytest.raises(WeightsError, match=r"no counterpart: head\.extra"):
         load_deepfakebench_state_dict(model, {**state, "head.extra": torch.zeros(1)})
     short = {k: v for k, v in state.items() if not k.startswith("backbone.fc2")}
-    with pytest.raises(WeightsError, match=r"missing 2: backbone\.fc2\.bias, backbone\.fc2\.weight"):
+    with pytest.raises(
+        WeightsError, match=r"missing 2: backbone\.fc2\.bias, backbone\.fc2\.weight"
+    ):
         load_deepfakebench_state_dict(model, short)
     bad = {**state, "backbone.fc2.weight": torch.zeros(3, 16)}
     with pytest.raises(WeightsError, match=r"shape 1: backbone\.fc2\.weight \(3, 16\)"):

@@ -61,3 +61,14 @@ def test_mesonets_match(name: str, fixture: str) -> None:
     _check(manifest, out)
     _check_feat(manifest, out["feat"])
     assert sum(p.numel() for p in model.parameters()) == manifest["counts"]["params"]
+
+
+def test_capsule_matches() -> None:
+    manifest, _, out = _run("capsule", "capsule_net")
+    _check(manifest, out)
+    classes = torch.tensor(manifest["expected"]["classes"], dtype=torch.float64)
+    assert torch.allclose(out["classes"].double(), classes, atol=ATOL, rtol=0)
+    exp = manifest["expected"]["feat"]
+    got = fingerprint(out["feat"])
+    assert got["l2"] == pytest.approx(exp["l2"], rel=1e-4)
+    assert got["proj"] == pytest.approx(exp["proj"], rel=1e-3, abs=1e-3)
