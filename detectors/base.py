@@ -47,11 +47,14 @@ class DetectorConfig:
     """Settings every detector has; subclasses add their own fields.
 
     ``pretrained``: ``false`` (random init), ``"timm"`` (hub weights; needs network) or a path
-    to a local state-dict file. ``mean``/``std``: input normalisation applied by the data
-    pipeline. ``input_size``: the resolution the detector is designed for.
+    to a local state-dict file (a backbone file, or a whole detector: ours or DeepfakeBench's).
+    ``pretrained_strict``: a backbone file must cover the backbone (``false``: load what fits).
+    ``mean``/``std``: input normalisation applied by the data pipeline. ``input_size``: the
+    resolution the detector is designed for.
     """
 
     pretrained: bool | str = False
+    pretrained_strict: bool = True
     mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     input_size: int = 256

@@ -60,19 +60,24 @@ def squash(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 def vgg19_to_pool3(pretrained: bool | str) -> nn.Sequential:
-    """VGG-19 ``features[0:19]`` (conv1_1 .. pool3), optionally with ImageNet weights."""
-    from torchvision.models.vgg import make_layers
+    """VGG-19 ``features[0:19]`` (conv1_1 .. pool3), optionally with ImageNet weights.
+
+    A local file is a torchvision/timm VGG-19 state dict; it must hold all of ``features``
+    (checked strictly, see :func:`detectors.backbones.load_state_dict_file`).
+    """
+    from torchvision.models.vgg import cfgs, make_layers
 
     holder = nn.Module()
-    holder.features = make_layers(list(_VGG19_TO_POOL3), batch_norm=False)
     if pretrained in (False, None, "", "false", "none"):
-        return holder.features
+        return make_layers(list(_VGG19_TO_POOL3), batch_norm=False)
     if pretrained is True or pretrained == "timm":
+        holder.features = make_layers(list(_VGG19_TO_POOL3), batch_norm=False)
         full = create_timm_backbone("vgg19", "timm")
         holder.features.load_state_dict(full.features[: len(holder.features)].state_dict())
-    else:
-        load_state_dict_file(holder, pretrained)
-    return holder.features
+        return holder.features
+    holder.features = make_layers(cfgs["E"], batch_norm=False)
+    load_state_dict_file(holder, pretrained)
+    return holder.features[: 2 * len(_VGG19_TO_POOL3) - _VGG19_TO_POOL3.count("M")]
 
 
 class StatsPool(nn.Module):

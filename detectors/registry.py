@@ -160,6 +160,8 @@ def build_detector(
             raise ConfigError(f"detector {name!r} has no paper variant (no 'variant' field)")
     data = deep_merge(data, overrides)
     config = build_config(cls.Config, data, source=source)
+    from detectors.backbones import pretrained_strictness
     from detectors.deepfakebench import build_from_detector_file
 
-    return build_from_detector_file(cls, config) or cls(config)
+    with pretrained_strictness(getattr(config, "pretrained_strict", True)):
+        return build_from_detector_file(cls, config) or cls(config)
