@@ -7,9 +7,11 @@ ReLU and no bias in its inception branches and reuses ``bn1`` after both 5x5 con
 2-way final layer (27,898 and 28,525 parameters); inputs normalised with mean = std = 0.5.
 DeepfakeBench's ``Dropout2d`` on the flat features is a plain dropout here (training only).
 
-``paper``: exact layer sizes of the authors' Keras model: convolutions with bias and ReLU, each followed by
-batch norm and max pooling; dropout 0.5, a 16-unit dense layer with LeakyReLU(0.1), dropout 0.5
-and one sigmoid output. Inputs are scaled to [0, 1] (mean 0, std 1). MesoInception-4 replaces the first two blocks by
+``paper``: the authors' Keras model, whose released weights (``.h5``) load with
+``pretrained: /path/Meso4_DF.h5`` (:mod:`detectors.keras_meso`). Convolutions with bias and
+ReLU, each followed by batch norm (eps 1e-3) and max pooling; dropout 0.5, a 16-unit dense layer
+with LeakyReLU(0.1), dropout 0.5 and one sigmoid output. Inputs are scaled to [0, 1] (mean 0,
+std 1). MesoInception-4 replaces the first two blocks by
 Inception modules (Szegedy et al. 2015) with 1x1, 3x3 and dilated (2, 3) 3x3 branches (Sec. 3.2 of
 the paper; 28,615 trainable parameters at 256x256). The single output ``z`` is
 returned as logits ``[0, z]`` so that ``softmax(logits)[:, 1] = sigmoid(z)`` and cross-entropy on
@@ -24,6 +26,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from detectors.backbones import PretrainedWeightsError
 from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.registry import register_detector
 
@@ -149,12 +152,29 @@ class _MesoNet(Detector):
 
     def __init__(self, cfg: MesoConfig, features: nn.Sequential) -> None:
         super().__init__(cfg)
+        weights = cfg.pretrained
+        if weights not in (False, None, "", "false", "none"):
+            if not (isinstance(weights, str) and weights.lower().endswith(".h5")):
+                raise PretrainedWeightsError(
+                    f"{type(self).name}: pretrained {weights!r}: MesoNets have no ImageNet "
+                    "backbone; give a whole-detector checkpoint or the authors' Keras .h5 file "
+                    "(variant: paper), or 'pretrained: false'"
+                )
+            if cfg.variant != "paper":
+                raise PretrainedWeightsError(
+                    f"{weights}: Keras MesoNet weights fit 'variant: paper' "
+                    f"(configs/detectors/paper/{type(self).name}.yaml), not {cfg.variant!r}"
+                )
         if cfg.variant == "deepfakebench":
             self.backbone = self._dfb_body(cfg.input_size // 32, cfg.dropout)
             return
         self.features = features
         side = -(-cfg.input_size // 32)  # ceil: pools of 2, 2, 2, 4
         self.head = _MesoHead(16 * side * side, cfg.dropout)
+        if isinstance(weights, str) and weights.lower().endswith(".h5"):
+            from detectors.keras_meso import load_keras_mesonet
+
+            load_keras_mesonet(self, weights, (side, side, 16))
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         if self.cfg.variant == "deepfakebench":
