@@ -73,6 +73,13 @@ def load_keras_mesonet(model: nn.Module, path: str | Path, flat_hwc: tuple[int, 
 
     ``flat_hwc``: (H, W, C) of the tensor Keras flattens before the first dense layer.
     """
+    try:
+        _load(model, path, flat_hwc)
+    except KeyError as exc:
+        raise KerasWeightsError(f"{path}: a layer lacks the array {exc.args[0]!r}") from None
+
+
+def _load(model: nn.Module, path: str | Path, flat_hwc: tuple[int, int, int]) -> None:
     layers = read_keras_layers(path)
     modules = {kind: [m for m in model.modules() if type(m) is cls] for kind, cls in _KINDS.items()}
     counts = {k: (len(layers[k]), len(modules[k])) for k in _KINDS}
@@ -80,18 +87,20 @@ def load_keras_mesonet(model: nn.Module, path: str | Path, flat_hwc: tuple[int, 
         found = ", ".join(f"{k}: {a} in file, {b} in model" for k, (a, b) in counts.items())
         raise KerasWeightsError(f"{path}: layers do not match {type(model).__name__} ({found})")
     state: dict[nn.Module, dict[str, torch.Tensor]] = {}
-    for conv, arrays in zip(modules["conv2d"], layers["conv2d"]):
+    for conv, arrays in zip(modules["conv2d"], layers["conv2d"], strict=True):
         state[conv] = {"weight": _tensor(arrays["kernel"]).permute(3, 2, 0, 1)}
         if "bias" in arrays:
             state[conv]["bias"] = _tensor(arrays["bias"])
-    for bn, arrays in zip(modules["batch_normalization"], layers["batch_normalization"]):
+    for bn, arrays in zip(
+        modules["batch_normalization"], layers["batch_normalization"], strict=True
+    ):
         state[bn] = {
             "weight": _tensor(arrays["gamma"]),
             "bias": _tensor(arrays["beta"]),
             "running_mean": _tensor(arrays["moving_mean"]),
             "running_var": _tensor(arrays["moving_variance"]),
         }
-    for i, (fc, arrays) in enumerate(zip(modules["dense"], layers["dense"])):
+    for i, (fc, arrays) in enumerate(zip(modules["dense"], layers["dense"], strict=True)):
         kernel = _tensor(arrays["kernel"])  # [in, out]
         if i == 0:
             h, w, c = flat_hwc
