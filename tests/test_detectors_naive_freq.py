@@ -49,8 +49,8 @@ MINE = [
 # Trainable parameters at the real input size (256x256, 2-way head), measured by
 # test_parameter_counts_at_real_size. The paper figures are checked in the next test.
 PARAMS = {
-    "meso4": 27_977,  # Afchar et al. 2018: 27,977
-    "meso_inception4": 28_615,  # Afchar et al. 2018: 28,615
+    "meso4": 27_898,  # DeepfakeBench's Meso4 (shared BNs, no conv bias, 2-way output)
+    "meso_inception4": 28_525,  # DeepfakeBench's MesoInception4
     "xception": 20_811_050,
     "efficientnet_b4": 17_552_202,
     "cnn_aug": 21_285_698,
@@ -211,6 +211,12 @@ def test_parameter_counts_at_real_size(name: str) -> None:
     assert _count(model) == PARAMS[name]
 
 
+@pytest.mark.parametrize(("name", "count"), [("meso4", 27_977), ("meso_inception4", 28_615)])
+def test_paper_mesonets_have_the_keras_counts(name: str, count: int) -> None:
+    """Afchar et al. 2018: 27,977 and 28,615 trainable parameters (the ``paper`` variant)."""
+    assert _count(build_detector(name, variant="paper")) == count
+
+
 @pytest.mark.parametrize(
     ("arch", "paper"),
     [("legacy_xception", 22.9e6), ("resnet34", 21.8e6), ("efficientnet_b4", 19e6)],
@@ -232,7 +238,7 @@ def test_backbones_match_paper_table_8(arch: str, paper: float) -> None:
 
 
 def test_meso_inception_layers_match_keras() -> None:
-    model = build_detector("meso_inception4", input_size=64)
+    model = build_detector("meso_inception4", input_size=64, variant="paper")
     inc1, inc2 = model.features[0][0], model.features[1][0]
     assert (inc1.out_channels, inc2.out_channels) == (11, 12)
     dilations = [branch[-1][0].dilation for branch in inc1.branches[1:]]
@@ -399,6 +405,8 @@ def test_detector_yaml_carries_paper_training_settings(name: str) -> None:
     training_config = pytest.importorskip("training.config")
     cfg = training_config.load_train_config(name)
     assert cfg.train.optimizer.name == "adam" and cfg.train.optimizer.lr == pytest.approx(2e-4)
+    if name == "cnn_aug":
+        cfg = training_config.load_train_config(name, variant="paper")
     assert (cfg.train.batch_size, cfg.train.resolution, cfg.train.frame_num) == (32, 256, 32)
     assert cfg.model["pretrained"] is False and cfg.model["input_size"] == 256
     if name == "cnn_aug":  # Wang et al.: blur and JPEG (quality 30-100), each with p 0.5
@@ -419,7 +427,7 @@ def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
     image = torch.from_numpy(np.stack(real + fake)).permute(0, 3, 1, 2).contiguous().float() / 255.0
     batch = {"image": image, "label": torch.tensor([0] * 8 + [1] * 8)}
     torch.manual_seed(0)
-    model = build_detector("meso_inception4", input_size=32, dropout=0.0)
+    model = build_detector("meso_inception4", input_size=32, dropout=0.0, variant="paper")
     optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
     losses = []
     for _ in range(25):

@@ -72,3 +72,11 @@ def test_capsule_matches() -> None:
     got = fingerprint(out["feat"])
     assert got["l2"] == pytest.approx(exp["l2"], rel=1e-4)
     assert got["proj"] == pytest.approx(exp["proj"], rel=1e-3, abs=1e-3)
+
+
+def test_efficientnet_b4_matches() -> None:
+    manifest, _, out = _run("efficientnet_b4", "efficientnetb4")
+    _check(manifest, out)
+    side = 8 * 8
+    sums = out["feat"].double().sum(1) * side
+    assert sums.tolist() == pytest.approx(manifest["expected"]["feat"]["sum"], rel=1e-3)
