@@ -56,7 +56,7 @@ PARAMS = {
     "cnn_aug": 21_285_698,
     "resnet_dsc": 21_276_629,
     "spsl": 20_811_338,
-    "f3net": 48_223_566,
+    "f3net": 21_075_786,  # DeepfakeBench's FAD-only F3Net (paper variant, two streams: 48,223,566)
     "srm": 53_238_378,
 }
 
@@ -322,19 +322,23 @@ def test_mixblock_streams_independent_at_init_and_mixed_after() -> None:
 
 
 def test_f3net_modes_and_input_size_check() -> None:
-    model = build_detector("f3net", input_size=32)
+    model = build_detector("f3net", input_size=32, variant="paper")
     assert model.fad_xception.conv1.weight.shape == (32, 12, 3, 3)
     assert model.lfs_xception.conv1.weight.shape == (32, 6, 3, 3)
     assert model.lfs_xception.conv1.stride == (1, 1)
-    fad_only = build_detector("f3net", input_size=32, mode="fad")
+    fad_only = build_detector("f3net", input_size=32, mode="fad", variant="paper")
     assert not hasattr(fad_only, "lfs") and fad_only.head.in_features == 2048
     assert fad_only({"image": torch.rand(2, 3, 32, 32)})["feat"].shape == (2, 2048)
     with pytest.raises(ValueError, match="32x32"):
         model({"image": torch.rand(1, 3, 64, 64)})
     for size in (256, 299, 64):  # the two streams meet at every usual size
-        assert F3NetConfig(input_size=size).input_size == size
+        assert F3NetConfig(input_size=size, variant="paper").input_size == size
     with pytest.raises(ValueError, match="MixBlock"):
-        F3NetConfig(input_size=24)  # 2x2 FAD maps vs 1x1 LFS maps
+        F3NetConfig(input_size=24, variant="paper")  # 2x2 FAD maps vs 1x1 LFS maps
+    dfb = F3NetConfig()  # DeepfakeBench's: FAD-only, dropout 0.5
+    assert (dfb.mode, dfb.dropout) == ("fad", 0.5)
+    with pytest.raises(ValueError, match="mode 'mix' needs variant 'paper'"):
+        F3NetConfig(mode="mix")
 
 
 def test_srm_filters_are_high_pass_and_truncated() -> None:

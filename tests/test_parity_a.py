@@ -80,3 +80,24 @@ def test_efficientnet_b4_matches() -> None:
     side = 8 * 8
     sums = out["feat"].double().sum(1) * side
     assert sums.tolist() == pytest.approx(manifest["expected"]["feat"]["sum"], rel=1e-3)
+
+
+def _same_bits(manifest, key: str, tensor: torch.Tensor) -> bool:
+    """check.py's check_fixed: sha256 of the float32 little-endian bytes."""
+    import hashlib
+
+    data = tensor.detach().float().contiguous().cpu().numpy().astype("<f4").tobytes()
+    return hashlib.sha256(data).hexdigest() == manifest["fixed"][key]["sha256"]
+
+
+def test_f3net_matches() -> None:
+    manifest, model, out = _run("f3net", "f3net")
+    _check(manifest, out)
+    fad = model.fad
+    fixed = {"FAD_head._DCT_all": fad.dct, "FAD_head._DCT_all_T": fad.dct.t()}
+    fixed |= {f"FAD_head.filters.{i}.base": f.base for i, f in enumerate(fad.filters)}
+    for key, tensor in fixed.items():
+        assert list(tensor.shape) == manifest["fixed"][key]["shape"]
+        assert _same_bits(manifest, key, tensor), key
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert trainable == 21_075_786  # DFB: 20.81M Xception + 9 x 32 x 9 stem + 4 x 256^2 filters
