@@ -57,7 +57,7 @@ PARAMS = {
     "resnet_dsc": 21_276_629,
     "spsl": 20_811_338,
     "f3net": 21_075_786,  # DeepfakeBench's FAD-only F3Net (paper variant, two streams: 48,223,566)
-    "srm": 53_238_378,
+    "srm": 53_238_380,  # DeepfakeBench's linear head (paper variant, cosine head: 53,238,378)
 }
 
 
@@ -373,13 +373,19 @@ def test_dual_cross_modal_attention_identity_at_init_and_size_check() -> None:
 
 
 def test_srm_losses() -> None:
-    model = build_detector("srm", input_size=32).eval()
+    model = build_detector("srm", input_size=32, variant="paper").eval()
     batch = {"image": torch.rand(2, 3, 32, 32), "label": torch.tensor([0, 1])}
     with torch.no_grad():
         out = model(batch)
         losses = model.loss(batch, out)
     assert set(losses) == {"total", "am_softmax"}
     torch.testing.assert_close(out["logits"], 30.0 * out["cos"])
+    dfb = build_detector("srm", input_size=32).eval()  # DeepfakeBench: margin on raw outputs
+    assert isinstance(dfb.head, torch.nn.Linear)
+    with torch.no_grad():
+        out = dfb(batch)
+    expected = am_softmax_loss(out["logits"], batch["label"], 0.45, 30.0)
+    torch.testing.assert_close(dfb.loss(batch, out)["total"], expected)
     ce = build_detector("srm", input_size=32, loss="ce")
     assert isinstance(ce.head, torch.nn.Linear)
     with pytest.raises(Exception, match="loss"):

@@ -101,3 +101,19 @@ def test_f3net_matches() -> None:
         assert _same_bits(manifest, key, tensor), key
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     assert trainable == 21_075_786  # DFB: 20.81M Xception + 9 x 32 x 9 stem + 4 x 256^2 filters
+
+
+def test_srm_matches() -> None:
+    manifest, model, out = _run("srm", "srm")
+    _check(manifest, out)
+    fixed = {
+        "srm_conv0.kernel": model.srm.kernel,
+        "srm_sa.srm.kernel": model.srm.kernel,  # DFB's second filtering uses the same kernels
+        "srm_conv1.kernel": model.srm_conv1.kernel,
+        "srm_conv2.kernel": model.srm_conv2.kernel,
+    }
+    for key, tensor in fixed.items():
+        assert list(tensor.shape) == manifest["fixed"][key]["shape"]
+        assert _same_bits(manifest, key, tensor), key
+    sums = out["feat"].double().sum(1) * 64
+    assert sums.tolist() == pytest.approx(manifest["expected"]["feat"]["sum"], rel=1e-4)
