@@ -20,10 +20,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from detectors.backbones import PretrainedWeightsError
+
 _KINDS = {"conv2d": nn.Conv2d, "batch_normalization": nn.BatchNorm2d, "dense": nn.Linear}
 
 
-class KerasWeightsError(RuntimeError):
+class KerasWeightsError(PretrainedWeightsError):
     """A Keras ``.h5`` file is unreadable or does not fit the model."""
 
 

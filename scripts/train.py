@@ -20,6 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from detectors.backbones import PretrainedWeightsError  # noqa: E402
+from detectors.deepfakebench import WeightsError  # noqa: E402
 from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
 from preprocessing.index import DatasetIndexError  # noqa: E402
 from training.checkpoint import CheckpointError  # noqa: E402
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         TrainDataError,
         CheckpointError,
         NonFiniteLossError,
+        PretrainedWeightsError,
+        WeightsError,
     ) as exc:
         log.error("%s", exc)
         return 2
