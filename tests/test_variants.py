@@ -40,3 +40,10 @@ def test_train_config_reads_the_variant() -> None:
     assert dfb.train.optimizer.weight_decay == pytest.approx(5e-4)
     assert paper.model["mean"] == [0.485, 0.456, 0.406]
     assert paper.train.augment.blur.p == pytest.approx(0.5)
+
+
+def test_explicit_detector_yaml_names_the_detector(tmp_path) -> None:
+    path = tmp_path / "my_cnn_aug.yaml"
+    path.write_text("detector: cnn_aug\nmodel:\n  input_size: 128\ntrain:\n  epochs: 3\n")
+    cfg = load_train_config(detector_yaml=path)
+    assert cfg.detector == "cnn_aug" and cfg.model["input_size"] == 128 and cfg.train.epochs == 3

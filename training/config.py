@@ -200,7 +200,7 @@ def load_train_config(
     the final name is used: ``detector_yaml`` if given, else ``configs/detectors/paper/<name>.yaml``
     for ``variant="paper"``, else ``configs/detectors/<name>.yaml``.
     """
-    from_files = None
+    from_files = load_yaml(detector_yaml).get("detector") if detector_yaml is not None else None
     for path in yaml_paths:
         if path is not None:
             from_files = load_yaml(path).get("detector", from_files)
