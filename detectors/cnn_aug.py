@@ -17,13 +17,12 @@ import torch
 
 from detectors.base import rename_prefixes
 from detectors.registry import register_detector
-from detectors.xception import IMAGENET_MEAN, IMAGENET_STD, TimmClassifier, TimmClassifierConfig
+from detectors.xception import TimmClassifier, TimmClassifierConfig
 
 
 @dataclass
 class CNNAugConfig(TimmClassifierConfig):
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
+    """DeepfakeBench's mean = std = 0.5 by default; the paper variant's YAML sets ImageNet's."""
 
 
 @register_detector("cnn_aug")

@@ -447,3 +447,27 @@ def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
         optimiser.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_efficientnet_deepfakebench_numerics() -> None:
+    """efficientnet_pytorch at 380x380: stem unpadded, static pads, eps 1e-3, drop-connect 0.2."""
+    from detectors.efficientnet import StaticPadConv2d
+
+    with torch.device("meta"):
+        dfb = build_detector("efficientnet_b4", pretrained=False).backbone
+        paper = build_detector("efficientnet_b4", pretrained=False, variant="paper").backbone
+    assert dfb.conv_stem.padding == (0, 0) and paper.conv_stem.padding == (1, 1)
+    pads = [b.conv_dw.static_pad for stage in dfb.blocks for b in stage[:1]]
+    # stride-2 stages at 190, 95, 48, 24 (3x3, 5x5, 3x3, 5x5); stride-1 stages pad k // 2
+    assert pads == [
+        (1,) * 4,
+        (0, 1, 0, 1),
+        (2,) * 4,
+        (0, 1, 0, 1),
+        (2,) * 4,
+        (1, 2, 1, 2),
+        (1,) * 4,
+    ]
+    assert all(isinstance(b.conv_dw, StaticPadConv2d) for stage in dfb.blocks for b in stage)
+    assert dfb.bn1.eps == 1e-3 and paper.bn1.eps == 1e-5
+    assert dfb.blocks[-1][-1].drop_path.drop_prob == pytest.approx(0.2 * 31 / 32)
