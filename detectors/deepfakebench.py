@@ -162,15 +162,18 @@ def build_from_detector_file(cls: type[Detector], config: Any) -> Detector | Non
     except WeightsError:
         return None
     state, _ = checkpoint_state_dict(data, cls.name, path)
-    detector = cls(dataclasses.replace(config, pretrained=False))
+    bare = dataclasses.replace(config, pretrained=False)
+    with torch.device("meta"):  # decide on the key names without allocating the model
+        probe = cls(bare)
     plain = strip_module_prefix(state)
-    if set(plain) != set(detector.state_dict()):
+    if set(plain) != set(probe.state_dict()):
         if cls.deepfakebench_name is None:
             return None
         try:
-            plain = detector.map_deepfakebench_state_dict(plain)
+            plain = probe.map_deepfakebench_state_dict(plain)
         except (KeyError, NotImplementedError):
             return None
+    detector = cls(bare)
     check_fits(detector, plain, path)
     detector.load_state_dict(plain, strict=True)
     detector.cfg = config
