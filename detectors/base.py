@@ -47,11 +47,14 @@ class DetectorConfig:
     """Settings every detector has; subclasses add their own fields.
 
     ``pretrained``: ``false`` (random init), ``"timm"`` (hub weights; needs network) or a path
-    to a local state-dict file. ``mean``/``std``: input normalisation applied by the data
-    pipeline. ``input_size``: the resolution the detector is designed for.
+    to a local state-dict file (a backbone file, or a whole detector: ours or DeepfakeBench's).
+    ``pretrained_strict``: a backbone file must cover the backbone (``false``: load what fits).
+    ``mean``/``std``: input normalisation applied by the data pipeline. ``input_size``: the
+    resolution the detector is designed for.
     """
 
     pretrained: bool | str = False
+    pretrained_strict: bool = True
     mean: tuple[float, float, float] = (0.5, 0.5, 0.5)
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
     input_size: int = 256
@@ -105,3 +108,30 @@ class Detector(nn.Module):
             "feat": feat,
             **extra,
         }
+
+
+def rename_prefixes(
+    state_dict: dict[str, torch.Tensor],
+    prefixes: dict[str, str],
+    drop: tuple[str, ...] = (),
+) -> dict[str, torch.Tensor]:
+    """Rename keys by their longest matching prefix in ``prefixes`` (old -> new).
+
+    Keys starting with a prefix in ``drop`` are left out (tensors the source model builds but
+    never uses); any other key without a matching prefix raises ``KeyError`` listing them.
+    """
+    out: dict[str, torch.Tensor] = {}
+    unmapped = []
+    order = sorted(prefixes, key=len, reverse=True)
+    for key, value in state_dict.items():
+        if key.startswith(drop):
+            continue
+        old = next((p for p in order if key.startswith(p)), None)
+        if old is None:
+            unmapped.append(key)
+            continue
+        out[prefixes[old] + key[len(old) :]] = value
+    if unmapped:
+        more = f" (+{len(unmapped) - 8} more)" if len(unmapped) > 8 else ""
+        raise KeyError(f"{len(unmapped)} keys have no counterpart: {', '.join(unmapped[:8])}{more}")
+    return out

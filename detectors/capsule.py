@@ -11,23 +11,28 @@
 * Output: softmax over the two classes for each of the 4 output dimensions; the prediction is
   their mean. Loss: the sum over the 4 dimensions of the cross-entropy applied to those softmax
   outputs, exactly as the authors' ``CapsuleLoss``.
+
+Variants (``variant``): ``deepfakebench`` (default) returns what DeepfakeBench's
+``capsule_net_detector.py`` does: its "logits" are the mean class probabilities themselves and
+``prob`` is a softmax over them (so it stays near 0.5; it ranks like the paper's prob), ``feat`` is
+the squashed primary capsules, inputs normalised with mean = std = 0.5. ``paper`` returns
+``log`` of the mean class probabilities as logits, so ``prob`` is the mean fake probability,
+with ImageNet statistics. The network and the loss are the same.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
 from detectors.backbones import create_timm_backbone, load_state_dict_file
-from detectors.base import Detector, DetectorConfig
+from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.registry import register_detector
 
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 _VGG19_TO_POOL3 = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M")
 
 
@@ -35,8 +40,7 @@ _VGG19_TO_POOL3 = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M")
 class CapsuleConfig(DetectorConfig):
     """Capsule counts and sizes of the paper; routing noise/dropout used only in training."""
 
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
     num_capsules: int = 10
     routing_iterations: int = 2
     routing_noise: float = 0.0
@@ -56,19 +60,24 @@ def squash(x: torch.Tensor, dim: int) -> torch.Tensor:
 
 
 def vgg19_to_pool3(pretrained: bool | str) -> nn.Sequential:
-    """VGG-19 ``features[0:19]`` (conv1_1 .. pool3), optionally with ImageNet weights."""
-    from torchvision.models.vgg import make_layers
+    """VGG-19 ``features[0:19]`` (conv1_1 .. pool3), optionally with ImageNet weights.
+
+    A local file is a torchvision/timm VGG-19 state dict; it must hold all of ``features``
+    (checked strictly, see :func:`detectors.backbones.load_state_dict_file`).
+    """
+    from torchvision.models.vgg import cfgs, make_layers
 
     holder = nn.Module()
-    holder.features = make_layers(list(_VGG19_TO_POOL3), batch_norm=False)
     if pretrained in (False, None, "", "false", "none"):
-        return holder.features
+        return make_layers(list(_VGG19_TO_POOL3), batch_norm=False)
     if pretrained is True or pretrained == "timm":
+        holder.features = make_layers(list(_VGG19_TO_POOL3), batch_norm=False)
         full = create_timm_backbone("vgg19", "timm")
         holder.features.load_state_dict(full.features[: len(holder.features)].state_dict())
-    else:
-        load_state_dict_file(holder, pretrained)
-    return holder.features
+        return holder.features
+    holder.features = make_layers(cfgs["E"], batch_norm=False)
+    load_state_dict_file(holder, pretrained)
+    return holder.features[: 2 * len(_VGG19_TO_POOL3) - _VGG19_TO_POOL3.count("M")]
 
 
 class StatsPool(nn.Module):
@@ -129,6 +138,7 @@ class CapsuleForensics(Detector):
     """VGG-19 (to pool3) -> 10 primary capsules -> dynamic routing -> 2 output capsules."""
 
     Config = CapsuleConfig
+    deepfakebench_name = "capsule_net"
 
     def __init__(self, cfg: CapsuleConfig) -> None:
         super().__init__(cfg)
@@ -147,8 +157,23 @@ class CapsuleForensics(Detector):
         z = self.routing(primary, noise=noise, dropout=dropout)  # [B, 4, 2]
         classes = torch.softmax(z.float(), dim=-1)
         mean = classes.mean(dim=1)
+        if self.cfg.variant == "deepfakebench":
+            return self.outputs(mean, primary.flatten(1), classes=classes)
         logits = torch.log(mean.clamp_min(1e-12))  # softmax(logits) == mean class probabilities
         return self.outputs(logits, z.flatten(1), classes=classes)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DFB: ``vgg_ext.vgg_1`` (VGG-19 features 0-18), ``fea_ext.capsules``, ``routing_stats``."""
+        return rename_prefixes(
+            state_dict,
+            {
+                "vgg_ext.vgg_1.": "vgg.",
+                "fea_ext.capsules.": "capsules.",
+                "routing_stats.route_weights": "routing.weights",
+            },
+        )
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The authors' CapsuleLoss: sum over output dimensions of CE on the softmax outputs."""

@@ -4,21 +4,25 @@ CVPR 2020).
 A ResNet classifier whose generalisation comes from its training augmentations (Sec. 3.2 of
 Wang et al.: Gaussian blur with sigma ~ U[0, 3] and JPEG compression with quality ~ U{30..100},
 each with probability 0.5); DeepfakeBench uses ResNet-34 (paper 002, Appendix A.2 item 3). The
-augmentations are training settings and live in ``configs/detectors/cnn_aug.yaml``.
+augmentations are training settings and live in ``configs/detectors/paper/cnn_aug.yaml``;
+DeepfakeBench (``resnet34.yaml``, the default) uses its default augmentations and mean = std = 0.5.
+The model itself is the same in both variants.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
+from detectors.base import rename_prefixes
 from detectors.registry import register_detector
-from detectors.xception import IMAGENET_MEAN, IMAGENET_STD, TimmClassifier, TimmClassifierConfig
+from detectors.xception import TimmClassifier, TimmClassifierConfig
 
 
 @dataclass
 class CNNAugConfig(TimmClassifierConfig):
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
+    """DeepfakeBench's mean = std = 0.5 by default; the paper variant's YAML sets ImageNet's."""
 
 
 @register_detector("cnn_aug")
@@ -27,3 +31,14 @@ class CNNAug(TimmClassifier):
 
     Config = CNNAugConfig
     arch = "resnet34"
+    deepfakebench_name = "resnet34"
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DFB keeps torchvision's ResNet-34 children 0-7 as ``backbone.resnet.N``."""
+        children = ("conv1", "bn1", None, None, "layer1", "layer2", "layer3", "layer4")
+        prefixes = {
+            f"backbone.resnet.{i}.": f"backbone.{name}." for i, name in enumerate(children) if name
+        }
+        return rename_prefixes(state_dict, {**prefixes, "backbone.fc.": "head."})

@@ -2,20 +2,91 @@
 
 Paper 002, Appendix A.2 item 4: the EfficientNet-B4 backbone (19.3M parameters with the ImageNet
 head; Table 8: 19M) with a 2-way linear head on its 1792-d pooled features.
+
+Variants (``variant``). ``deepfakebench`` (the default) computes DeepfakeBench's
+``training/networks/efficientnetb4.py``, i.e. ``efficientnet_pytorch`` numerics on timm's
+modules: the stem is an unpadded 3x3 stride-2 convolution (DeepfakeBench replaces it), every
+depthwise convolution pads statically as "same" padding computed for the 380x380 input B4 is
+defined for (asymmetric, e.g. (0, 1) in the stride-2 3x3 blocks, whatever the real input size),
+BatchNorm eps 1e-3 and momentum 0.01, and drop-connect 0.2 (scaled by block index) in training;
+mean = std = 0.5. DeepfakeBench re-initialises the stem after loading ImageNet weights; we keep
+the ImageNet stem weights (same shape). ``paper``: timm's ``efficientnet_b4`` as it is
+(symmetric padding, eps 1e-5, no drop-path), ImageNet statistics.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from typing import Literal
 
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from detectors.backbones import create_timm_backbone
+from detectors.base import rename_prefixes
 from detectors.registry import register_detector
-from detectors.xception import IMAGENET_MEAN, IMAGENET_STD, TimmClassifier, TimmClassifierConfig
+from detectors.xception import TimmClassifier, TimmClassifierConfig
+
+#: efficientnet_pytorch's EfficientNet-B4 image size, from which its static padding is computed.
+B4_IMAGE_SIZE = 380
+_STAGE_DEPTHS = (2, 4, 4, 6, 6, 8, 2)
 
 
 @dataclass
 class EfficientNetB4Config(TimmClassifierConfig):
-    mean: tuple[float, float, float] = IMAGENET_MEAN
-    std: tuple[float, float, float] = IMAGENET_STD
+    """``variant``: DeepfakeBench's numerics (default) or timm's model (``paper``)."""
+
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
+
+
+class StaticPadConv2d(nn.Conv2d):
+    """A convolution after a fixed zero padding ``(left, right, top, bottom)`` (TF "same" style)."""
+
+    def __init__(self, conv: nn.Conv2d, pad: tuple[int, int, int, int]) -> None:
+        super().__init__(
+            conv.in_channels,
+            conv.out_channels,
+            conv.kernel_size,
+            conv.stride,
+            0,
+            conv.dilation,
+            conv.groups,
+            conv.bias is not None,
+        )
+        self.static_pad = pad
+        with torch.no_grad():
+            self.weight.copy_(conv.weight)
+            if conv.bias is not None:
+                self.bias.copy_(conv.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return super().forward(F.pad(x, self.static_pad))
+
+
+def _same_pad(size: int, kernel: int, stride: int) -> tuple[int, int]:
+    """efficientnet_pytorch's static "same" padding of one axis: (before, after)."""
+    total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
+def efficientnet_pytorch_numerics(model: nn.Module) -> nn.Module:
+    """Turn timm's ``efficientnet_b4`` into efficientnet_pytorch's function, as DeepfakeBench runs
+    it (see the module docstring); weights are kept."""
+    model.conv_stem.padding = (0, 0)
+    size = math.ceil(B4_IMAGE_SIZE / 2)  # efficientnet_pytorch's stem output size at 380
+    for stage in model.blocks:
+        for block in stage:
+            conv = block.conv_dw
+            k, s = conv.kernel_size[0], conv.stride[0]
+            before, after = _same_pad(size, k, s)
+            block.conv_dw = StaticPadConv2d(conv, (before, after, before, after))
+            size = math.ceil(size / s)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.eps, m.momentum = 1e-3, 0.01
+    return model
 
 
 @register_detector("efficientnet_b4")
@@ -24,3 +95,37 @@ class EfficientNetB4(TimmClassifier):
 
     Config = EfficientNetB4Config
     arch = "efficientnet_b4"
+    deepfakebench_name = "efficientnetb4"
+
+    def build_backbone(self, cfg: EfficientNetB4Config) -> nn.Module:
+        if cfg.variant == "paper":
+            return create_timm_backbone(self.arch, cfg.pretrained, num_classes=0)
+        model = create_timm_backbone(self.arch, cfg.pretrained, num_classes=0, drop_path_rate=0.2)
+        return efficientnet_pytorch_numerics(model)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """efficientnet_pytorch's flat ``_blocks.N`` -> timm's ``blocks.stage.index``."""
+        src = "backbone.efficientnet."
+        prefixes = {
+            src + "_conv_stem.": "backbone.conv_stem.",
+            src + "_bn0.": "backbone.bn1.",
+            src + "_conv_head.": "backbone.conv_head.",
+            src + "_bn1.": "backbone.bn2.",
+            "backbone.last_layer.": "head.",
+        }
+        n = 0
+        for stage, depth in enumerate(_STAGE_DEPTHS):
+            for i in range(depth):
+                a, b = f"{src}_blocks.{n}.", f"backbone.blocks.{stage}.{i}."
+                names = {"_depthwise_conv": "conv_dw", "_se_reduce": "se.conv_reduce"}
+                names["_se_expand"] = "se.conv_expand"
+                if stage == 0:  # no expansion: timm's DepthwiseSeparableConv
+                    names |= {"_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
+                else:
+                    names |= {"_expand_conv": "conv_pw", "_bn0": "bn1", "_bn1": "bn2"}
+                    names |= {"_project_conv": "conv_pwl", "_bn2": "bn3"}
+                prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
+                n += 1
+        return rename_prefixes(state_dict, prefixes)

@@ -15,7 +15,12 @@ Two Xception streams over two frequency views of the face, fused by cross-attent
   github.com/yyk-wew/F3Net; the two pooled 2048-d features are concatenated, dropout 0.2,
   linear 4096 -> 2, cross-entropy.
 
-``mode: fad`` keeps only the FAD stream, as DeepfakeBench does (paper 002, Appendix A.2 item 13).
+Variants (``variant``). ``deepfakebench`` (the default) is DeepfakeBench's F3Net
+(``training/detectors/f3net_detector.py``, paper 002 Appendix A.2 item 13): the FAD stream alone
+(21.1M parameters), band masks ``start <= i + j <= end`` with edges ``256 // 2.82 = 90`` and 128
+(inclusive, so the low and middle bands share the diagonal 90), dropout 0.5 before the head.
+``paper``: ``mode: mix`` (the two streams and MixBlocks, 48.2M) or ``mode: fad``, half-open bands
+of 1/16 and 1/8 of the spectrum area (edges ``size / sqrt(8)`` and ``size / 2``), dropout 0.2.
 Each stream's first convolution is widened from the (pretrained) RGB one, split across its
 input channels (DeepfakeBench's F3Net); the LFS stream's has stride 1 since LFS already halves
 the resolution.
@@ -38,7 +43,7 @@ from detectors.backbones.xception import (
     run_stage,
     widen_first_conv,
 )
-from detectors.base import Detector, DetectorConfig
+from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d
 from detectors.registry import register_detector
 
@@ -46,9 +51,9 @@ from detectors.registry import register_detector
 class BandFilter(nn.Module):
     """``h_base + (2 sigmoid(h_w) - 1)`` on a [size, size] DCT spectrum, ``h_w ~ N(0, 0.1)``."""
 
-    def __init__(self, size: int, start: float, end: float) -> None:
+    def __init__(self, size: int, start: float, end: float, inclusive: bool = False) -> None:
         super().__init__()
-        self.register_buffer("base", band_mask(size, start, end), persistent=False)
+        self.register_buffer("base", band_mask(size, start, end, inclusive), persistent=False)
         self.learnable = nn.Parameter(torch.randn(size, size) * 0.1)
 
     def forward(self) -> torch.Tensor:
@@ -58,12 +63,15 @@ class BandFilter(nn.Module):
 class FAD(nn.Module):
     """Frequency-aware decomposition: [B, 3, S, S] -> [B, 12, S, S] (low, mid, high, all)."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, deepfakebench: bool = False) -> None:
         super().__init__()
         self.register_buffer("dct", dct_matrix(size), persistent=False)
-        low, mid = size / math.sqrt(8.0), size / 2.0  # triangles of 1/16 and 1/8 of the area
+        if deepfakebench:  # generate_filter's edges: size // 2.82 and size // 2, inclusive
+            low, mid = float(size // 2.82), float(size // 2)
+        else:  # triangles of 1/16 and 1/8 of the area
+            low, mid = size / math.sqrt(8.0), size / 2.0
         bands = [(0.0, low), (low, mid), (mid, 2.0 * size), (0.0, 2.0 * size)]
-        self.filters = nn.ModuleList(BandFilter(size, a, b) for a, b in bands)
+        self.filters = nn.ModuleList(BandFilter(size, a, b, deepfakebench) for a, b in bands)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(x.device.type, enabled=False):  # DCTs in float32, also under AMP
@@ -148,14 +156,26 @@ class MixBlock(nn.Module):
 
 @dataclass
 class F3NetConfig(DetectorConfig):
-    """``mode``: ``mix`` (FAD + LFS + MixBlocks, the paper) or ``fad`` (DeepfakeBench)."""
+    """``variant``: DeepfakeBench's FAD-only model (default) or the paper's (``paper``).
 
-    mode: Literal["mix", "fad"] = "mix"
+    ``mode`` (``paper`` only): ``mix`` (FAD + LFS + MixBlocks, the default there) or ``fad``;
+    ``dropout`` defaults to 0.5 (DeepfakeBench) or 0.2 (``paper``).
+    """
+
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
+    mode: Literal["mix", "fad"] | None = None
     lfs_window: int = 10
     lfs_bands: int = 6
-    dropout: float = 0.2
+    dropout: float | None = None
 
     def __post_init__(self) -> None:
+        dfb = self.variant == "deepfakebench"
+        if self.mode is None:
+            self.mode = "fad" if dfb else "mix"
+        if dfb and self.mode != "fad":
+            raise ValueError("mode 'mix' needs variant 'paper' (DeepfakeBench's F3Net is FAD-only)")
+        if self.dropout is None:
+            self.dropout = 0.5 if dfb else 0.2
         if self.lfs_bands % 3:
             raise ValueError(
                 f"lfs_bands must be a multiple of 3 (RGB kernel split), got {self.lfs_bands}"
@@ -176,13 +196,14 @@ class F3Net(Detector):
     """FAD and LFS Xception streams with two MixBlocks, or the FAD stream alone."""
 
     Config = F3NetConfig
+    deepfakebench_name = "f3net"
     test_input_size: ClassVar[int] = 32  # two 20M+ streams: keep the shared contract test fast
 
     def __init__(self, cfg: F3NetConfig) -> None:
         super().__init__(cfg)
         self.register_buffer("mean", torch.tensor(cfg.mean).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(cfg.std).view(1, 3, 1, 1), persistent=False)
-        self.fad = FAD(cfg.input_size)
+        self.fad = FAD(cfg.input_size, deepfakebench=cfg.variant == "deepfakebench")
         self.fad_xception = create_xception(cfg.pretrained)
         widen_first_conv(self.fad_xception, 12, stride=2, mode="split")
         streams = 1
@@ -225,3 +246,22 @@ class F3Net(Detector):
         x, y = run_stage(self.fad_xception, "exit2", x), run_stage(self.lfs_xception, "exit2", y)
         feat = torch.cat([F.adaptive_avg_pool2d(t, 1).flatten(1) for t in (x, y)], dim=1)
         return self.outputs(self.head(self.drop(feat)), feat)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DFB: ``FAD_head`` (its DCT matrices and band masks are constants we compute) and one
+        12-channel Xception ``backbone`` (head ``last_linear.1``; ``adjust_channel`` unused)."""
+        if self.cfg.mode != "fad":
+            raise KeyError("DeepfakeBench's F3Net is FAD-only: build it with mode 'fad'")
+        constants = ("FAD_head._DCT_all", "FAD_head._DCT_all_T")
+        constants += tuple(f"FAD_head.filters.{i}.base" for i in range(4))
+        return rename_prefixes(
+            state_dict,
+            {
+                "FAD_head.filters.": "fad.filters.",
+                "backbone.last_linear.1.": "head.",  # Sequential(Dropout(0.5), Linear)
+                "backbone.": "fad_xception.",
+            },
+            drop=("backbone.adjust_channel.", *constants),
+        )

@@ -56,11 +56,13 @@ def idct2d(coeffs: torch.Tensor, mat: torch.Tensor) -> torch.Tensor:
     return mat.transpose(0, 1) @ coeffs @ mat
 
 
-def band_mask(size: int, start: float, end: float) -> torch.Tensor:
+def band_mask(size: int, start: float, end: float, inclusive: bool = False) -> torch.Tensor:
     """Binary [size, size] mask of the DCT band ``start <= i + j < end`` (low frequencies at 0).
 
-    Half-open, so consecutive bands partition the spectrum.
+    Half-open, so consecutive bands partition the spectrum; ``inclusive=True`` gives
+    ``start <= i + j <= end`` (DeepfakeBench's F3Net ``generate_filter``, whose bands overlap).
     """
     idx = torch.arange(size, dtype=torch.float32)
     diag = idx.unsqueeze(1) + idx.unsqueeze(0)
-    return ((diag >= start) & (diag < end)).float()
+    upper = diag <= end if inclusive else diag < end
+    return ((diag >= start) & upper).float()

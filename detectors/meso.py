@@ -1,8 +1,17 @@
 """MesoNet (Afchar et al., "MesoNet: a Compact Facial Video Forgery Detection Network", WIFS 2018).
 
-Exact layer sizes of the authors' Keras model: convolutions with bias and ReLU, each followed by
-batch norm and max pooling; dropout 0.5, a 16-unit dense layer with LeakyReLU(0.1), dropout 0.5
-and one sigmoid output. Inputs are scaled to [0, 1] (mean 0, std 1). MesoInception-4 replaces the first two blocks by
+Two variants (``variant``). ``deepfakebench`` (the default) is DeepfakeBench's
+``training/networks/mesonet.py``: convolutions without bias, ReLU then BatchNorm (eps 1e-5) where
+Meso-4 shares one BN across blocks 1-2 and another across blocks 3-4, MesoInception-4 has no
+ReLU and no bias in its inception branches and reuses ``bn1`` after both 5x5 convolutions, and a
+2-way final layer (27,898 and 28,525 parameters); inputs normalised with mean = std = 0.5.
+DeepfakeBench's ``Dropout2d`` on the flat features is a plain dropout here (training only).
+
+``paper``: the authors' Keras model, whose released weights (``.h5``) load with
+``pretrained: /path/Meso4_DF.h5`` (:mod:`detectors.keras_meso`). Convolutions with bias and
+ReLU, each followed by batch norm (eps 1e-3) and max pooling; dropout 0.5, a 16-unit dense layer
+with LeakyReLU(0.1), dropout 0.5 and one sigmoid output. Inputs are scaled to [0, 1] (mean 0,
+std 1). MesoInception-4 replaces the first two blocks by
 Inception modules (Szegedy et al. 2015) with 1x1, 3x3 and dilated (2, 3) 3x3 branches (Sec. 3.2 of
 the paper; 28,615 trainable parameters at 256x256). The single output ``z`` is
 returned as logits ``[0, z]`` so that ``softmax(logits)[:, 1] = sigmoid(z)`` and cross-entropy on
@@ -12,19 +21,21 @@ them equals the original binary cross-entropy; Meso4 has 27,977 trainable parame
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
-from detectors.base import Detector, DetectorConfig
+from detectors.backbones import PretrainedWeightsError
+from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.registry import register_detector
 
 
 @dataclass
 class MesoConfig(DetectorConfig):
-    mean: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    std: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    """``variant``: DeepfakeBench's model (default) or the authors' Keras model (``paper``)."""
+
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
     dropout: float = 0.5
 
 
@@ -55,25 +66,138 @@ class _MesoHead(nn.Module):
         return torch.cat([torch.zeros_like(z), z], dim=1), feat
 
 
+class _DFBMeso(nn.Module):
+    """DeepfakeBench's MesoNet body: ``features`` -> flat [B, 1024] and ``classifier`` -> [B, 2]."""
+
+    def __init__(self, side: int, dropout: float) -> None:
+        super().__init__()
+        self.relu = nn.ReLU(inplace=True)
+        self.pool2 = nn.MaxPool2d(2)
+        self.pool4 = nn.MaxPool2d(4)
+        self.dropout = nn.Dropout(dropout)
+        self.fc1 = nn.Linear(16 * side * side, 16)
+        self.leakyrelu = nn.LeakyReLU(0.1)
+        self.fc2 = nn.Linear(16, 2)
+
+    def block(
+        self, x: torch.Tensor, conv: nn.Module, bn: nn.Module, pool: nn.Module
+    ) -> torch.Tensor:
+        return pool(bn(self.relu(conv(x))))
+
+    def classifier(self, feat: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.dropout(self.leakyrelu(self.fc1(self.dropout(feat)))))
+
+
+class _DFBMeso4(_DFBMeso):
+    def __init__(self, side: int, dropout: float) -> None:
+        super().__init__(side, dropout)
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 5, padding=2, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.conv3 = nn.Conv2d(8, 16, 5, padding=2, bias=False)
+        self.conv4 = nn.Conv2d(16, 16, 5, padding=2, bias=False)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.block(x, self.conv1, self.bn1, self.pool2)
+        x = self.block(x, self.conv2, self.bn1, self.pool2)
+        x = self.block(x, self.conv3, self.bn2, self.pool2)
+        return torch.flatten(self.block(x, self.conv4, self.bn2, self.pool4), 1)
+
+
+class _DFBMesoInception4(_DFBMeso):
+    _BRANCHES = ("conv1", "conv2_1", "conv2_2", "conv3_1", "conv3_2", "conv4_1", "conv4_2")
+
+    def __init__(self, side: int, dropout: float) -> None:
+        super().__init__(side, dropout)
+        for i, (cin, (a, b, c, d)) in enumerate(((3, (1, 4, 4, 2)), (11, (2, 4, 4, 2))), 1):
+            p = f"Incption{i}_"
+            setattr(self, p + "conv1", nn.Conv2d(cin, a, 1, bias=False))
+            setattr(self, p + "conv2_1", nn.Conv2d(cin, b, 1, bias=False))
+            setattr(self, p + "conv2_2", nn.Conv2d(b, b, 3, padding=1, bias=False))
+            setattr(self, p + "conv3_1", nn.Conv2d(cin, c, 1, bias=False))
+            setattr(self, p + "conv3_2", nn.Conv2d(c, c, 3, padding=2, dilation=2, bias=False))
+            setattr(self, p + "conv4_1", nn.Conv2d(cin, d, 1, bias=False))
+            setattr(self, p + "conv4_2", nn.Conv2d(d, d, 3, padding=3, dilation=3, bias=False))
+            setattr(self, p + "bn", nn.BatchNorm2d(a + b + c + d))
+        self.conv1 = nn.Conv2d(12, 16, 5, padding=2, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.conv2 = nn.Conv2d(16, 16, 5, padding=2, bias=False)
+
+    def inception(self, x: torch.Tensor, i: int) -> torch.Tensor:
+        """Linear branches (no ReLU, no bias) -> concat -> BN -> max-pool 2."""
+        c = {n: getattr(self, f"Incption{i}_{n}") for n in self._BRANCHES}
+        y = torch.cat(
+            [
+                c["conv1"](x),
+                c["conv2_2"](c["conv2_1"](x)),
+                c["conv3_2"](c["conv3_1"](x)),
+                c["conv4_2"](c["conv4_1"](x)),
+            ],
+            dim=1,
+        )
+        return self.pool2(getattr(self, f"Incption{i}_bn")(y))
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.inception(self.inception(x, 1), 2)
+        x = self.block(x, self.conv1, self.bn1, self.pool2)
+        return torch.flatten(self.block(x, self.conv2, self.bn1, self.pool4), 1)
+
+
 class _MesoNet(Detector):
     """Four blocks ending in 16 channels at 1/32 of the input side, then the dense head."""
 
     Config = MesoConfig
+    _dfb_body: type[_DFBMeso] = _DFBMeso
 
     def __init__(self, cfg: MesoConfig, features: nn.Sequential) -> None:
         super().__init__(cfg)
+        weights = cfg.pretrained
+        if weights not in (False, None, "", "false", "none"):
+            if not (isinstance(weights, str) and weights.lower().endswith(".h5")):
+                raise PretrainedWeightsError(
+                    f"{type(self).name}: pretrained {weights!r}: MesoNets have no ImageNet "
+                    "backbone; give a whole-detector checkpoint or the authors' Keras .h5 file "
+                    "(variant: paper), or 'pretrained: false'"
+                )
+            if cfg.variant != "paper":
+                raise PretrainedWeightsError(
+                    f"{weights}: Keras MesoNet weights fit 'variant: paper' "
+                    f"(configs/detectors/paper/{type(self).name}.yaml), not {cfg.variant!r}"
+                )
+        if cfg.variant == "deepfakebench":
+            self.backbone = self._dfb_body(cfg.input_size // 32, cfg.dropout)
+            return
         self.features = features
         side = -(-cfg.input_size // 32)  # ceil: pools of 2, 2, 2, 4
         self.head = _MesoHead(16 * side * side, cfg.dropout)
+        if isinstance(weights, str) and weights.lower().endswith(".h5"):
+            from detectors.keras_meso import load_keras_mesonet
+
+            load_keras_mesonet(self, weights, (side, side, 16))
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        if self.cfg.variant == "deepfakebench":
+            feat = self.backbone.features(batch["image"])
+            return self.outputs(self.backbone.classifier(feat), feat)
         logits, feat = self.head(self.features(batch["image"]))
         return self.outputs(logits, feat)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """Same names as DeepfakeBench under ``backbone.`` (the ``deepfakebench`` variant)."""
+        if self.cfg.variant != "deepfakebench":
+            raise KeyError("DeepfakeBench weights need 'variant: deepfakebench'")
+        return rename_prefixes(state_dict, {"backbone.": "backbone."})
 
 
 @register_detector("meso4")
 class Meso4(_MesoNet):
     """Meso-4: four convolution blocks (8, 8, 16, 16 filters) and the dense head."""
+
+    deepfakebench_name = "meso4"
+    _dfb_body = _DFBMeso4
 
     def __init__(self, cfg: MesoConfig) -> None:
         blocks = [_conv_block(3, 8, 3, 2), _conv_block(8, 8, 5, 2)]
@@ -123,6 +247,9 @@ def _inception_block(cin: int, widths: tuple[int, int, int, int]) -> nn.Sequenti
 @register_detector("meso_inception4")
 class MesoInception4(_MesoNet):
     """MesoInception-4: Inception(1, 4, 4, 2), Inception(2, 4, 4, 2), two 5x5 blocks, dense head."""
+
+    deepfakebench_name = "meso4Inception"
+    _dfb_body = _DFBMesoInception4
 
     def __init__(self, cfg: MesoConfig) -> None:
         blocks = [_inception_block(3, (1, 4, 4, 2)), _inception_block(11, (2, 4, 4, 2))]

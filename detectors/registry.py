@@ -77,17 +77,37 @@ def get_detector_class(name: str) -> type[Detector]:
     return _REGISTRY[name]
 
 
-def detector_config_path(name: str) -> Path:
-    """``configs/detectors/<name>.yaml``."""
+#: Variants a detector YAML can be chosen by: DeepfakeBench's exact model (the default) and the
+#: paper-faithful model (``configs/detectors/paper/<name>.yaml``).
+VARIANTS = ("deepfakebench", "paper")
+
+
+def detector_config_path(name: str, variant: str | None = None) -> Path:
+    """``configs/detectors/<name>.yaml``, or ``configs/detectors/paper/<name>.yaml`` for ``paper``."""
+    if variant not in (None, *VARIANTS):
+        raise ConfigError(f"unknown variant {variant!r}; allowed values: {', '.join(VARIANTS)}")
+    if variant == "paper":
+        return CONFIG_DIR / "detectors" / "paper" / f"{name}.yaml"
     return CONFIG_DIR / "detectors" / f"{name}.yaml"
 
 
-def load_detector_yaml(name: str, path: str | Path | None = None) -> dict[str, Any]:
-    """The raw detector YAML (sections ``detector``, ``model``, ``train``); {} when absent."""
-    path = Path(path) if path is not None else detector_config_path(name)
+def load_detector_yaml(
+    name: str, path: str | Path | None = None, variant: str | None = None
+) -> dict[str, Any]:
+    """The raw detector YAML (sections ``detector``, ``model``, ``train``); {} when absent.
+
+    ``variant="paper"`` reads ``configs/detectors/paper/<name>.yaml`` (an error when the
+    detector has none); an explicit ``path`` wins over ``variant``.
+    """
+    path = Path(path) if path is not None else detector_config_path(name, variant)
     if not path.is_file():
         if path == detector_config_path(name):
             return {}
+        if path == detector_config_path(name, "paper"):
+            raise ConfigError(
+                f"{path}: detector {name!r} has no paper variant (its model is DeepfakeBench's); "
+                "drop --variant paper"
+            )
         raise ConfigError(f"{path}: detector config not found")
     data = load_yaml(path)
     unknown = sorted(set(data) - {"detector", "model", "train"})
@@ -103,14 +123,19 @@ def load_detector_yaml(name: str, path: str | Path | None = None) -> dict[str, A
 
 
 def build_detector(
-    name: str, cfg: DetectorConfig | Mapping[str, Any] | str | Path | None = None, **overrides: Any
+    name: str,
+    cfg: DetectorConfig | Mapping[str, Any] | str | Path | None = None,
+    *,
+    variant: str | None = None,
+    **overrides: Any,
 ) -> Detector:
     """Build detector ``name``.
 
-    ``cfg``: ``None`` reads the ``model`` section of ``configs/detectors/<name>.yaml``; a path
-    reads that YAML's ``model`` section; a mapping or a config dataclass is used as given.
-    ``overrides`` replace single fields last. Nothing is downloaded unless the config says
-    ``pretrained: timm``.
+    ``cfg``: ``None`` reads the ``model`` section of ``configs/detectors/<name>.yaml`` (or of
+    ``configs/detectors/paper/<name>.yaml`` with ``variant="paper"``); a path reads that YAML's
+    ``model`` section; a mapping or a config dataclass is used as given. ``variant`` also sets
+    the config's ``variant`` field where the detector has one. ``overrides`` replace single
+    fields last. Nothing is downloaded unless the config says ``pretrained: timm``.
     """
     cls = get_detector_class(name)
     source = f"detector {name!r}"
@@ -118,15 +143,25 @@ def build_detector(
         data: dict[str, Any] = dataclasses.asdict(cfg)
     elif cfg is None or isinstance(cfg, (str, Path)):
         path = None if cfg is None else Path(cfg)
-        data = dict(load_detector_yaml(name, path).get("model") or {})
-        default = detector_config_path(name)
-        source = str(path or (default if default.is_file() else f"detector {name!r} defaults"))
+        data = dict(load_detector_yaml(name, path, variant).get("model") or {})
+        default = path or detector_config_path(name, variant)
+        source = str(default if default.is_file() else f"detector {name!r} defaults")
     elif isinstance(cfg, Mapping):
         data = dict(cfg)
     else:
         raise TypeError(
             f"cfg must be None, a path, a mapping or a DetectorConfig, got {type(cfg).__name__}"
         )
+    if variant is not None:
+        detector_config_path(name, variant)  # validates the variant's name
+        if "variant" in {f.name for f in dataclasses.fields(cls.Config)}:
+            data["variant"] = variant
+        elif variant == "paper" and cfg is not None and not isinstance(cfg, (str, Path)):
+            raise ConfigError(f"detector {name!r} has no paper variant (no 'variant' field)")
     data = deep_merge(data, overrides)
     config = build_config(cls.Config, data, source=source)
-    return cls(config)
+    from detectors.backbones import pretrained_strictness
+    from detectors.deepfakebench import build_from_detector_file
+
+    with pretrained_strictness(getattr(config, "pretrained_strict", True)):
+        return build_from_detector_file(cls, config) or cls(config)

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from detectors.backbones.xception import FEATURES, STAGES, create_xception, widen_first_conv
-from detectors.base import Detector, DetectorConfig
+from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.frequency import phase_spectrum
 from detectors.registry import register_detector
 
@@ -35,6 +35,7 @@ class SPSL(Detector):
     """RGB + phase spectrum -> 4-channel Xception -> 2-way linear head."""
 
     Config = SPSLConfig
+    deepfakebench_name = "spsl"
 
     def __init__(self, cfg: SPSLConfig) -> None:
         super().__init__(cfg)
@@ -50,3 +51,13 @@ class SPSL(Detector):
         x = torch.cat([image, phase_spectrum(image)], dim=1)
         feat = self.backbone(x)
         return self.outputs(self.head(feat), feat)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DFB's 4-channel Xception: timm's names, head ``last_linear``, ``adjust_channel`` unused."""
+        return rename_prefixes(
+            state_dict,
+            {"backbone.last_linear.": "head.", "backbone.": "backbone."},
+            drop=("backbone.adjust_channel.",),
+        )

@@ -17,6 +17,14 @@ Two Xception streams, RGB and high-frequency noise (Sec. 3, Fig. 2):
 The classifier is the AM-softmax head the authors use (cosine logits, margin 0.45, scale 30;
 ``loss: am_softmax``) or a plain linear layer with cross-entropy (``loss: ce``). Layer layout
 follows the authors' modules as shipped in DeepfakeBench (paper 002, Appendix A.2 item 15).
+
+Variants (``variant``). ``deepfakebench`` (the default) computes DeepfakeBench's
+``training/detectors/srm_detector.py``: the head is the RGB Xception's plain ``Linear`` and the
+AM-softmax margin is applied to its raw outputs in the loss (``prob`` = softmax of those
+outputs); the attention branch filters the already SRM-filtered image a second time; the two
+streams enter the fusion without Xception's final ReLU; the depthwise SRM kernels are ordered
+``f1 x C, f2 x C, f3 x C`` (``np.repeat``) rather than ``(f1, f2, f3)`` per channel. ``paper``:
+the cosine (AM-softmax) head of the authors' paper, one SRM filtering, the ReLU'd streams.
 """
 
 from __future__ import annotations
@@ -28,8 +36,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, create_xception, entry_side, run_stage
-from detectors.base import Detector, DetectorConfig
+from detectors.backbones.xception import (
+    FEATURES,
+    STAGES,
+    create_xception,
+    entry_side,
+    run_stage,
+)
+from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.registry import register_detector
 
 _KB = [[0, 0, 0, 0, 0], [0, -1, 2, -1, 0], [0, 2, -4, 2, 0], [0, -1, 2, -1, 0], [0, 0, 0, 0, 0]]
@@ -63,14 +77,22 @@ class SRMFilter(nn.Module):
 
 
 class SRMSeparate(nn.Module):
-    """Depthwise SRM on a feature map (3 filters per channel), then 1x1 conv + BN + ReLU."""
+    """Depthwise SRM on a feature map (3 filters per channel), then 1x1 conv + BN + ReLU.
 
-    def __init__(self, channels: int, out_channels: int) -> None:
+    ``repeat_filters``: DeepfakeBench's kernel order ``f1 x C, f2 x C, f3 x C`` (so channel ``c``
+    gets filters ``3c // C .. (3c + 2) // C``) instead of ``(f1, f2, f3)`` for every channel.
+    """
+
+    def __init__(self, channels: int, out_channels: int, repeat_filters: bool = False) -> None:
         super().__init__()
         self.channels = channels
-        self.register_buffer(
-            "kernel", srm_kernels().unsqueeze(1).repeat(channels, 1, 1, 1), persistent=False
+        kernels = srm_kernels().unsqueeze(1)
+        kernel = (
+            kernels.repeat_interleave(channels, dim=0)
+            if repeat_filters
+            else kernels.repeat(channels, 1, 1, 1)
         )
+        self.register_buffer("kernel", kernel, persistent=False)
         self.project = nn.Sequential(
             nn.Conv2d(3 * channels, out_channels, 1, bias=False),
             nn.BatchNorm2d(out_channels),
@@ -205,8 +227,10 @@ def am_softmax_loss(
 
 @dataclass
 class SRMConfig(DetectorConfig):
-    """``loss``: ``am_softmax`` (the authors', margin 0.45, scale 30) or ``ce``."""
+    """``variant``: DeepfakeBench's model (default) or the paper's (``paper``); ``loss``:
+    ``am_softmax`` (the authors', margin 0.45, scale 30) or ``ce``."""
 
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
     loss: Literal["am_softmax", "ce"] = "am_softmax"
     am_margin: float = 0.45
     am_scale: float = 30.0
@@ -221,22 +245,25 @@ class SRM(Detector):
     """RGB and SRM-noise Xception streams with SRM attention, dual cross-modal attention, fusion."""
 
     Config = SRMConfig
+    deepfakebench_name = "srm"
     test_input_size: ClassVar[int] = 32  # two 20M+ streams: keep the shared contract test fast
 
     def __init__(self, cfg: SRMConfig) -> None:
         super().__init__(cfg)
         self.rgb = create_xception(cfg.pretrained)
         self.noise = create_xception(cfg.pretrained)
+        dfb = cfg.variant == "deepfakebench"
         self.srm = SRMFilter(3)
-        self.srm_conv1 = SRMSeparate(32, 32)
-        self.srm_conv2 = SRMSeparate(64, 64)
+        self.srm_conv1 = SRMSeparate(32, 32, repeat_filters=dfb)
+        self.srm_conv2 = SRMSeparate(64, 64, repeat_filters=dfb)
         self.srm_attention = SRMPixelAttention()
         self.attention_post = nn.Sequential(nn.BatchNorm2d(64), nn.ReLU(inplace=True))
         side = entry_side(cfg.input_size)
         self.dual_cma0 = DualCrossModalAttention(728, side)
         self.dual_cma1 = DualCrossModalAttention(728, side)
         self.fusion = FeatureFusion(FEATURES)
-        self.head = CosineLinear(FEATURES) if cfg.loss == "am_softmax" else nn.Linear(FEATURES, 2)
+        cosine = cfg.loss == "am_softmax" and not dfb
+        self.head = CosineLinear(FEATURES) if cosine else nn.Linear(FEATURES, 2)
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         image = batch["image"]
@@ -245,21 +272,60 @@ class SRM(Detector):
         y = F.relu(run_stage(self.noise, "stem1", srm) + self.srm_conv1(x))
         x = run_stage(self.rgb, "stem2", x)
         y = F.relu(run_stage(self.noise, "stem2", y) + self.srm_conv2(x))
-        x = self.attention_post(x * self.srm_attention(srm) + x)
+        dfb = self.cfg.variant == "deepfakebench"
+        att = self.srm_attention(self.srm(srm) if dfb else srm)  # DFB filters twice
+        x = self.attention_post(x * att + x)
         x, y = run_stage(self.rgb, "entry", x), run_stage(self.noise, "entry", y)
         x, y = self.dual_cma0(x, y)
         x, y = run_stage(self.rgb, "middle1", x), run_stage(self.noise, "middle1", y)
         x, y = self.dual_cma1(x, y)
-        for stage in ("middle2", "exit1", "exit2"):
+        for stage in ("middle2", "exit1"):
             x, y = run_stage(self.rgb, stage, x), run_stage(self.noise, stage, y)
+        for name in STAGES["exit2"][:-1] if dfb else STAGES["exit2"]:  # DFB: no final ReLU
+            x, y = getattr(self.rgb, name)(x), getattr(self.noise, name)(y)
         feat = F.adaptive_avg_pool2d(F.relu(self.fusion(x, y)), 1).flatten(1)
         out = self.head(feat)
-        if self.cfg.loss == "am_softmax":
+        if self.cfg.loss == "am_softmax" and not dfb:
             return self.outputs(self.cfg.am_scale * out, feat, cos=out)
         return self.outputs(out, feat)
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if self.cfg.loss == "ce":
             return super().loss(batch, out)
-        am = am_softmax_loss(out["cos"], batch["label"], self.cfg.am_margin, self.cfg.am_scale)
+        # paper: margin on the cosines; DeepfakeBench: on the raw linear outputs.
+        scores = out["cos"] if self.cfg.variant == "paper" else out["logits"]
+        am = am_softmax_loss(scores, batch["label"], self.cfg.am_margin, self.cfg.am_scale)
         return {"total": am, "am_softmax": am}
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DFB's SRMDetector names. Its SRM kernels are constants we compute; ``blur`` (used only
+        by an unused augmentation), ``adjust_channel`` and the noise stream's head are unused."""
+        if self.cfg.variant != "deepfakebench":
+            raise KeyError("DeepfakeBench weights need 'variant: deepfakebench'")
+        constants = ("blur.weight", "srm_conv0.kernel", "srm_conv1.kernel", "srm_conv2.kernel")
+        prefixes = {
+            "backbone_rgb.last_linear.": "head.",
+            "backbone_rgb.": "rgb.",
+            "backbone_srm.": "noise.",
+            "srm_sa.pa.conv.": "srm_attention.attention.conv.",
+            "srm_sa.conv.": "srm_attention.conv.",
+            "srm_sa_post.": "attention_post.",
+            "fusion.convblk.": "fusion.block.",
+            "fusion.ca.sharedMLP.": "fusion.mlp.",
+        }
+        for i in (1, 2):
+            prefixes[f"srm_conv{i}.out_conv."] = f"srm_conv{i}.project."
+        for i in (0, 1):
+            a, b = f"dual_cma{i}.", f"dual_cma{i}."
+            for old, new in (("key_conv1", "key1"), ("key_conv2", "key2")):
+                prefixes[f"{a}{old}."] = f"{b}{new}."
+            prefixes[f"{a}key_conv_share."] = f"{b}key_shared."
+            prefixes[f"{a}value_conv1."] = f"{b}value1."
+            prefixes[f"{a}value_conv2."] = f"{b}value2."
+            for name in ("linear1.", "linear2.", "gamma1", "gamma2"):
+                prefixes[a + name] = b + name
+        drop = (*constants, "srm_sa.srm.kernel", "backbone_srm.last_linear.")
+        drop += ("backbone_rgb.adjust_channel.", "backbone_srm.adjust_channel.")
+        return rename_prefixes(state_dict, prefixes, drop=drop)

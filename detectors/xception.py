@@ -16,7 +16,7 @@ from torch import nn
 
 from detectors.backbones import create_timm_backbone
 from detectors.backbones.xception import create_xception
-from detectors.base import Detector, DetectorConfig
+from detectors.base import Detector, DetectorConfig, rename_prefixes
 from detectors.registry import register_detector
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -67,6 +67,18 @@ class Xception(TimmClassifier):
 
     Config = XceptionConfig
     arch = "legacy_xception"
+    deepfakebench_name = "xception"
 
     def build_backbone(self, cfg: TimmClassifierConfig) -> nn.Module:
         return create_xception(cfg.pretrained)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """DFB's ``training/networks/xception.py`` has timm's names; its head is ``last_linear``
+        and its ``adjust_channel`` block is unused by the xception detector."""
+        return rename_prefixes(
+            state_dict,
+            {"backbone.last_linear.": "head.", "backbone.": "backbone."},
+            drop=("backbone.adjust_channel.",),
+        )

@@ -472,12 +472,14 @@ def load_for_test(
     model_config: str | Path | None,
     cfg: TestConfig,
     out: str | Path | None = None,
+    variant: str | None = None,
 ) -> tuple[Any, str, str, dict[str, Any], Path]:
     """The detector to test, its name, its training data, meta for ``eval.json`` and the output
     folder, from a run directory or from a registered name and a weights file.
 
     With a run, unset ``cfg.data_root`` / ``cfg.frame_num`` take the run's ``data.data_root`` and
-    ``train.test_frame_num``.
+    ``train.test_frame_num``. ``variant`` (``paper`` or ``deepfakebench``) picks the detector
+    YAML for ``detector`` when neither ``model_config`` nor the checkpoint names a model config.
     """
     from training.checkpoint import load_detector_file, load_run
 
@@ -499,10 +501,11 @@ def load_for_test(
         if detector is None or weights in ("best", "last"):
             raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
         model_cfg = None
-        if model_config is not None:
+        if model_config is not None or variant is not None:
             from detectors.registry import load_detector_yaml
 
-            model_cfg = dict(load_detector_yaml(detector, model_config).get("model") or {})
+            det_yaml = load_detector_yaml(detector, model_config, variant)
+            model_cfg = dict(det_yaml.get("model") or {})
         model = load_detector_file(detector, weights, model_cfg)
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"

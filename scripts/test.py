@@ -46,6 +46,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=Path,
         help="detector YAML for --detector (default configs/detectors/NAME.yaml)",
     )
+    p.add_argument(
+        "--variant",
+        choices=["deepfakebench", "paper"],
+        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
+        "or configs/detectors/paper/NAME.yaml (paper)",
+    )
     p.add_argument("--name", help="detector name shown in tables for --predictions")
     p.add_argument(
         "--train-data",
@@ -132,7 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         detector, name, train_data, meta, out = testing.load_for_test(
-            args.run, args.detector, args.weights, args.model_config, cfg, args.out
+            args.run,
+            args.detector,
+            args.weights,
+            args.model_config,
+            cfg,
+            args.out,
+            variant=args.variant,
         )
         if args.val_data:
             root = Path(cfg.data_root or "datasets")

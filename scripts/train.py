@@ -20,6 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from detectors.backbones import PretrainedWeightsError  # noqa: E402
+from detectors.deepfakebench import WeightsError  # noqa: E402
 from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
 from preprocessing.index import DatasetIndexError  # noqa: E402
 from training.checkpoint import CheckpointError  # noqa: E402
@@ -33,6 +35,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--detector", help="registered detector name (see detectors.list_detectors())"
+    )
+    parser.add_argument(
+        "--variant",
+        choices=["deepfakebench", "paper"],
+        help="detector YAML: configs/detectors/NAME.yaml (deepfakebench, default) or "
+        "configs/detectors/paper/NAME.yaml (paper)",
+    )
+    parser.add_argument(
+        "--detector-config", help="explicit detector YAML (sections detector, model, train)"
     )
     parser.add_argument(
         "--config", action="append", default=[], help="train YAML (repeatable, later wins)"
@@ -75,7 +86,13 @@ def main(argv: list[str] | None = None) -> int:
                 overrides.append(f"data.data_root={args.data_root}")
             if args.output_dir:
                 overrides.append(f"output_dir={args.output_dir}")
-            cfg = load_train_config(args.detector, *args.config, overrides=overrides)
+            cfg = load_train_config(
+                args.detector,
+                *args.config,
+                overrides=overrides,
+                detector_yaml=args.detector_config,
+                variant=args.variant,
+            )
             trainer = Trainer(cfg)
         run_dir = trainer.fit()
         rank = trainer.dist.rank
@@ -87,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         TrainDataError,
         CheckpointError,
         NonFiniteLossError,
+        PretrainedWeightsError,
+        WeightsError,
     ) as exc:
         log.error("%s", exc)
         return 2

@@ -49,15 +49,15 @@ MINE = [
 # Trainable parameters at the real input size (256x256, 2-way head), measured by
 # test_parameter_counts_at_real_size. The paper figures are checked in the next test.
 PARAMS = {
-    "meso4": 27_977,  # Afchar et al. 2018: 27,977
-    "meso_inception4": 28_615,  # Afchar et al. 2018: 28,615
+    "meso4": 27_898,  # DeepfakeBench's Meso4 (shared BNs, no conv bias, 2-way output)
+    "meso_inception4": 28_525,  # DeepfakeBench's MesoInception4
     "xception": 20_811_050,
     "efficientnet_b4": 17_552_202,
     "cnn_aug": 21_285_698,
     "resnet_dsc": 21_276_629,
     "spsl": 20_811_338,
-    "f3net": 48_223_566,
-    "srm": 53_238_378,
+    "f3net": 21_075_786,  # DeepfakeBench's FAD-only F3Net (paper variant, two streams: 48,223,566)
+    "srm": 53_238_380,  # DeepfakeBench's linear head (paper variant, cosine head: 53,238,378)
 }
 
 
@@ -211,6 +211,12 @@ def test_parameter_counts_at_real_size(name: str) -> None:
     assert _count(model) == PARAMS[name]
 
 
+@pytest.mark.parametrize(("name", "count"), [("meso4", 27_977), ("meso_inception4", 28_615)])
+def test_paper_mesonets_have_the_keras_counts(name: str, count: int) -> None:
+    """Afchar et al. 2018: 27,977 and 28,615 trainable parameters (the ``paper`` variant)."""
+    assert _count(build_detector(name, variant="paper")) == count
+
+
 @pytest.mark.parametrize(
     ("arch", "paper"),
     [("legacy_xception", 22.9e6), ("resnet34", 21.8e6), ("efficientnet_b4", 19e6)],
@@ -232,7 +238,7 @@ def test_backbones_match_paper_table_8(arch: str, paper: float) -> None:
 
 
 def test_meso_inception_layers_match_keras() -> None:
-    model = build_detector("meso_inception4", input_size=64)
+    model = build_detector("meso_inception4", input_size=64, variant="paper")
     inc1, inc2 = model.features[0][0], model.features[1][0]
     assert (inc1.out_channels, inc2.out_channels) == (11, 12)
     dilations = [branch[-1][0].dilation for branch in inc1.branches[1:]]
@@ -316,19 +322,23 @@ def test_mixblock_streams_independent_at_init_and_mixed_after() -> None:
 
 
 def test_f3net_modes_and_input_size_check() -> None:
-    model = build_detector("f3net", input_size=32)
+    model = build_detector("f3net", input_size=32, variant="paper")
     assert model.fad_xception.conv1.weight.shape == (32, 12, 3, 3)
     assert model.lfs_xception.conv1.weight.shape == (32, 6, 3, 3)
     assert model.lfs_xception.conv1.stride == (1, 1)
-    fad_only = build_detector("f3net", input_size=32, mode="fad")
+    fad_only = build_detector("f3net", input_size=32, mode="fad", variant="paper")
     assert not hasattr(fad_only, "lfs") and fad_only.head.in_features == 2048
     assert fad_only({"image": torch.rand(2, 3, 32, 32)})["feat"].shape == (2, 2048)
     with pytest.raises(ValueError, match="32x32"):
         model({"image": torch.rand(1, 3, 64, 64)})
     for size in (256, 299, 64):  # the two streams meet at every usual size
-        assert F3NetConfig(input_size=size).input_size == size
+        assert F3NetConfig(input_size=size, variant="paper").input_size == size
     with pytest.raises(ValueError, match="MixBlock"):
-        F3NetConfig(input_size=24)  # 2x2 FAD maps vs 1x1 LFS maps
+        F3NetConfig(input_size=24, variant="paper")  # 2x2 FAD maps vs 1x1 LFS maps
+    dfb = F3NetConfig()  # DeepfakeBench's: FAD-only, dropout 0.5
+    assert (dfb.mode, dfb.dropout) == ("fad", 0.5)
+    with pytest.raises(ValueError, match="mode 'mix' needs variant 'paper'"):
+        F3NetConfig(mode="mix")
 
 
 def test_srm_filters_are_high_pass_and_truncated() -> None:
@@ -363,13 +373,19 @@ def test_dual_cross_modal_attention_identity_at_init_and_size_check() -> None:
 
 
 def test_srm_losses() -> None:
-    model = build_detector("srm", input_size=32).eval()
+    model = build_detector("srm", input_size=32, variant="paper").eval()
     batch = {"image": torch.rand(2, 3, 32, 32), "label": torch.tensor([0, 1])}
     with torch.no_grad():
         out = model(batch)
         losses = model.loss(batch, out)
     assert set(losses) == {"total", "am_softmax"}
     torch.testing.assert_close(out["logits"], 30.0 * out["cos"])
+    dfb = build_detector("srm", input_size=32).eval()  # DeepfakeBench: margin on raw outputs
+    assert isinstance(dfb.head, torch.nn.Linear)
+    with torch.no_grad():
+        out = dfb(batch)
+    expected = am_softmax_loss(out["logits"], batch["label"], 0.45, 30.0)
+    torch.testing.assert_close(dfb.loss(batch, out)["total"], expected)
     ce = build_detector("srm", input_size=32, loss="ce")
     assert isinstance(ce.head, torch.nn.Linear)
     with pytest.raises(Exception, match="loss"):
@@ -399,6 +415,8 @@ def test_detector_yaml_carries_paper_training_settings(name: str) -> None:
     training_config = pytest.importorskip("training.config")
     cfg = training_config.load_train_config(name)
     assert cfg.train.optimizer.name == "adam" and cfg.train.optimizer.lr == pytest.approx(2e-4)
+    if name == "cnn_aug":
+        cfg = training_config.load_train_config(name, variant="paper")
     assert (cfg.train.batch_size, cfg.train.resolution, cfg.train.frame_num) == (32, 256, 32)
     assert cfg.model["pretrained"] is False and cfg.model["input_size"] == 256
     if name == "cnn_aug":  # Wang et al.: blur and JPEG (quality 30-100), each with p 0.5
@@ -419,7 +437,7 @@ def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
     image = torch.from_numpy(np.stack(real + fake)).permute(0, 3, 1, 2).contiguous().float() / 255.0
     batch = {"image": image, "label": torch.tensor([0] * 8 + [1] * 8)}
     torch.manual_seed(0)
-    model = build_detector("meso_inception4", input_size=32, dropout=0.0)
+    model = build_detector("meso_inception4", input_size=32, dropout=0.0, variant="paper")
     optimiser = torch.optim.Adam(model.parameters(), lr=1e-3)
     losses = []
     for _ in range(25):
@@ -429,3 +447,27 @@ def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
         optimiser.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_efficientnet_deepfakebench_numerics() -> None:
+    """efficientnet_pytorch at 380x380: stem unpadded, static pads, eps 1e-3, drop-connect 0.2."""
+    from detectors.efficientnet import StaticPadConv2d
+
+    with torch.device("meta"):
+        dfb = build_detector("efficientnet_b4", pretrained=False).backbone
+        paper = build_detector("efficientnet_b4", pretrained=False, variant="paper").backbone
+    assert dfb.conv_stem.padding == (0, 0) and paper.conv_stem.padding == (1, 1)
+    pads = [b.conv_dw.static_pad for stage in dfb.blocks for b in stage[:1]]
+    # stride-2 stages at 190, 95, 48, 24 (3x3, 5x5, 3x3, 5x5); stride-1 stages pad k // 2
+    assert pads == [
+        (1,) * 4,
+        (0, 1, 0, 1),
+        (2,) * 4,
+        (0, 1, 0, 1),
+        (2,) * 4,
+        (1, 2, 1, 2),
+        (1,) * 4,
+    ]
+    assert all(isinstance(b.conv_dw, StaticPadConv2d) for stage in dfb.blocks for b in stage)
+    assert dfb.bn1.eps == 1e-3 and paper.bn1.eps == 1e-5
+    assert dfb.blocks[-1][-1].drop_path.drop_prob == pytest.approx(0.2 * 31 / 32)

@@ -104,7 +104,7 @@ def test_capsule_routing_matches_the_authors_matmul_form():
 
 
 def test_capsule_prediction_is_mean_of_capsule_softmaxes_and_loss_is_authors():
-    model = build_detector("capsule", pretrained=False, input_size=64).eval()
+    model = build_detector("capsule", pretrained=False, input_size=64, variant="paper").eval()
     batch = make_batch(model, 64)
     with torch.no_grad():
         out = model(batch)
@@ -113,6 +113,12 @@ def test_capsule_prediction_is_mean_of_capsule_softmaxes_and_loss_is_authors():
     torch.testing.assert_close(out["prob"], classes.mean(dim=1)[:, 1])
     expected = sum(F.cross_entropy(classes[:, i], batch["label"]) for i in range(4))
     torch.testing.assert_close(model.loss(batch, out)["total"], expected)
+    # DeepfakeBench's variant: same network, prob = softmax of the mean class probabilities.
+    dfb = build_detector("capsule", pretrained=False, input_size=64).eval()
+    dfb.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        out_dfb = dfb(batch)
+    torch.testing.assert_close(out_dfb["prob"], torch.softmax(classes.mean(dim=1), 1)[:, 1])
 
 
 # ----------------------------------------------------------------------------- FWA / iFWA

@@ -121,9 +121,9 @@ def test_tsne_separates_clusters_and_draws(tmp_path: Path) -> None:
 
 def test_extract_features_meso4_real_faces() -> None:
     torch.manual_seed(0)
-    model = build_detector("meso4", input_size=64)
+    model = build_detector("meso4", input_size=64)  # DeepfakeBench's: feat = flat 16 x 2 x 2 map
     feats = extract_features(model, faces(5), batch_size=2)
-    assert feats.shape == (5, 16) and np.isfinite(feats).all()
+    assert feats.shape == (5, 64) and np.isfinite(feats).all()
     with pytest.raises(ValueError):
         extract_features(model, [])
     with pytest.raises(ValueError, match="uint8"):

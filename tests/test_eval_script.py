@@ -207,3 +207,19 @@ def test_compare_mode(setup, tmp_path, capsys) -> None:
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"frame", "video"}
     assert out["frame"]["diff"] == 0 and out["frame"]["p_value"] == 1.0
+
+
+def test_deepfakebench_checkpoint_through_weights(setup, tmp_path) -> None:
+    """A DeepfakeBench checkpoint (raw state dict, DDP prefixes) predicts like ours."""
+    root, data, run, model = setup
+    dfb = tmp_path / "meso4_best.pth"
+    torch.save({f"module.{k}": v for k, v in model.state_dict().items()}, dfb)
+    model_yaml = tmp_path / "meso4_small.yaml"
+    model_yaml.write_text("detector: meso4\nmodel:\n  input_size: 64\n")
+    common = ["--detector", "meso4", "--model-config", str(model_yaml), "--data-root", str(data)]
+    common += ["--test-data", "tiny", "--set", "n_boot=0", "--set", "plots=false"]
+    ours = run / "checkpoints" / "best.pt"
+    for weights, out in ((ours, tmp_path / "ours"), (dfb, tmp_path / "dfb")):
+        script().main([*common, "--weights", str(weights), "--out", str(out)])
+    a = (tmp_path / "ours" / "predictions" / "tiny.csv").read_text()
+    assert (tmp_path / "dfb" / "predictions" / "tiny.csv").read_text() == a

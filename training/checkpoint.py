@@ -17,6 +17,12 @@ import yaml
 
 from configs import ConfigError
 from detectors import Detector, build_detector
+from detectors.deepfakebench import (
+    WeightsError,
+    checkpoint_state_dict,
+    load_weights,
+    read_weights_file,
+)
 from preprocessing.index import file_mode
 
 
@@ -60,19 +66,17 @@ def load_detector_file(
 ) -> Detector:
     """Build detector ``name`` and load ``weights_file`` (strictly).
 
-    ``model_cfg`` defaults to the ``model`` config stored in the checkpoint's meta, else to
-    ``configs/detectors/<name>.yaml``.
+    The file is our checkpoint or a DeepfakeBench one (raw state dict, ``module.`` prefixes and
+    its key names; see :mod:`detectors.deepfakebench`). ``model_cfg`` defaults to the ``model``
+    config stored in the checkpoint's meta, else to ``configs/detectors/<name>.yaml``.
     """
-    ckpt = read_checkpoint(weights_file)
-    if model_cfg is None:
-        model_cfg = (ckpt.get("meta") or {}).get("model")
-    detector = build_detector(name, model_cfg)
+    source = str(weights_file)
     try:
-        detector.load_state_dict(ckpt["model"], strict=True)
-    except RuntimeError as exc:
-        raise CheckpointError(
-            f"{weights_file}: weights do not fit detector {name!r}: {exc}"
-        ) from None
+        state, meta = checkpoint_state_dict(read_weights_file(weights_file), name, source)
+        detector = build_detector(name, model_cfg if model_cfg is not None else meta.get("model"))
+        load_weights(detector, state, source)
+    except WeightsError as exc:
+        raise CheckpointError(str(exc)) from None
     detector.eval()
     return detector
 

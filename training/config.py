@@ -279,6 +279,7 @@ def load_train_config(
     *yaml_paths: str | Path | None,
     overrides: Iterable[str] | Mapping[str, Any] = (),
     detector_yaml: str | Path | None = None,
+    variant: str | None = None,
 ) -> TrainConfig:
     """Resolve a :class:`TrainConfig`.
 
@@ -286,9 +287,10 @@ def load_train_config(
     each file of ``yaml_paths`` (same shape as :class:`TrainConfig`) < ``overrides``
     (``"train.lr=1e-4"`` strings or a nested mapping). ``detector`` may also come from a file
     or an override (precedence: ``--set detector=`` > argument > files); the detector YAML of
-    the final name is used.
+    the final name is used: ``detector_yaml`` if given, else ``configs/detectors/paper/<name>.yaml``
+    for ``variant="paper"``, else ``configs/detectors/<name>.yaml``.
     """
-    from_files = None
+    from_files = load_yaml(detector_yaml).get("detector") if detector_yaml is not None else None
     for path in yaml_paths:
         if path is not None:
             from_files = load_yaml(path).get("detector", from_files)
@@ -301,7 +303,7 @@ def load_train_config(
     except KeyError as exc:
         raise ConfigError(str(exc.args[0])) from None
     over["detector"] = name
-    det_yaml = load_detector_yaml(name, detector_yaml)
+    det_yaml = load_detector_yaml(name, detector_yaml, variant)
     base = {
         "detector": name,
         "model": dict(det_yaml.get("model") or {}),

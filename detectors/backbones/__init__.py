@@ -1,8 +1,19 @@
-"""Backbone construction shared by detectors: timm models and pretrained-weight loading."""
+"""Backbone construction shared by detectors: timm models and pretrained-weight loading.
+
+A ``pretrained:`` file must cover the backbone: missing, unexpected or shape-mismatched tensors
+are one error naming them, except a classifier (``fc``, ``last_linear``, ``classifier``, ``head``)
+that the backbone does not have or has in another shape. ``pretrained_strict: false`` in the
+detector config loads what fits instead (and logs what did not). Both timm's names and
+DeepfakeBench's Xception ImageNet layout (pointwise convolutions stored as 2-D ``[out, in]``
+tensors, a ``module.`` prefix) load fully.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 import torch
@@ -21,36 +32,111 @@ _HOW = (
 )
 
 
-def load_state_dict_file(module: nn.Module, path: str | Path, strict: bool = False) -> None:
-    """Load a local state-dict file (``weights_only``), ignoring a classifier of another shape."""
-    path = Path(path).expanduser()
+#: Whether ``pretrained:`` files must cover the backbone; ``build_detector`` sets it from the
+#: config's ``pretrained_strict`` while the detector is built.
+PRETRAINED_STRICT: ContextVar[bool] = ContextVar("PRETRAINED_STRICT", default=True)
+CLASSIFIER_NAMES = ("fc", "last_linear", "classifier", "head")
+_LIST = 8
+
+
+@contextlib.contextmanager
+def pretrained_strictness(strict: bool) -> Iterator[None]:
+    """Within the block, ``pretrained:`` files load strictly (True) or partially (False)."""
+    token = PRETRAINED_STRICT.set(strict)
+    try:
+        yield
+    finally:
+        PRETRAINED_STRICT.reset(token)
+
+
+def _read_state_file(path: Path) -> dict[str, torch.Tensor]:
     if not path.is_file():
         raise PretrainedWeightsError(f"pretrained weights file {path} does not exist; {_HOW}")
+    if path.stat().st_size == 0:
+        raise PretrainedWeightsError(f"pretrained weights file {path} is empty (0 bytes); {_HOW}")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same clear message
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise PretrainedWeightsError(
-            f"cannot read pretrained weights {path}: {exc}; {_HOW}"
+            f"cannot read pretrained weights {path}: {first}; {_HOW}"
         ) from None
-    if isinstance(state, dict) and "state_dict" in state and isinstance(state["state_dict"], dict):
-        state = state["state_dict"]
+    for key in ("state_dict", "model"):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+    if not isinstance(state, dict):
+        raise PretrainedWeightsError(f"{path}: expected a state dict, got {type(state).__name__}")
+    if state and all(k.startswith("module.") for k in state):
+        state = {k[len("module.") :]: v for k, v in state.items()}
+    return state
+
+
+def _adapt_layout(
+    state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]
+) -> dict[str, torch.Tensor]:
+    """Reshape 2-D ``[out, in]`` pointwise weights (DeepfakeBench's Xception file) to 1x1 convs."""
+    out = {}
+    for k, v in state.items():
+        ref = own.get(k)
+        if (
+            ref is not None
+            and v.dim() == 2
+            and ref.dim() == 4
+            and tuple(ref.shape) == (*v.shape, 1, 1)
+        ):
+            v = v[:, :, None, None]
+        out[k] = v
+    return out
+
+
+def _names(keys: list[str]) -> str:
+    more = f" (+{len(keys) - _LIST} more)" if len(keys) > _LIST else ""
+    return ", ".join(keys[:_LIST]) + more
+
+
+def load_state_dict_file(module: nn.Module, path: str | Path, strict: bool | None = None) -> None:
+    """Load a local state-dict file (``weights_only``) onto ``module``.
+
+    ``strict`` (default: the config's ``pretrained_strict``, see :data:`PRETRAINED_STRICT`):
+    every tensor of ``module`` must come from the file, and every tensor of the file must fit,
+    except a classifier (:data:`CLASSIFIER_NAMES`) the module lacks or has in another shape.
+    """
+    strict = PRETRAINED_STRICT.get() if strict is None else strict
+    path = Path(path).expanduser()
     own = module.state_dict()
+    state = _adapt_layout(_read_state_file(path), own)
+
+    def is_classifier(key: str) -> bool:
+        return key.split(".", 1)[0] in CLASSIFIER_NAMES
+
     kept = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
-    dropped = sorted(set(state) - set(kept))
+    unexpected = sorted(k for k in state if k not in own and not is_classifier(k))
+    shapes = sorted(
+        f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}"
+        for k, v in state.items()
+        if k in own and own[k].shape != v.shape and not is_classifier(k)
+    )
     missing = sorted(set(own) - set(kept))
-    if strict and (dropped or missing):
+    problems = [
+        f"{what} {len(keys)}: {_names(keys)}"
+        for what, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
+        if keys
+    ]
+    if strict and problems:
         raise PretrainedWeightsError(
-            f"{path}: keys do not match: unexpected {dropped[:5]}, missing {missing[:5]}"
+            f"{path} does not cover the backbone ({len(kept)} of {len(own)} tensors fit): "
+            + "; ".join(problems)
+            + "; pass a complete file, or set 'pretrained_strict: false' to load only what fits"
         )
     if not kept:
         raise PretrainedWeightsError(f"{path}: no tensor in the file matches the model; {_HOW}")
     module.load_state_dict(kept, strict=False)
     log.info(
-        "loaded %d tensors from %s (%d skipped, %d left at init)",
+        "loaded %d of %d tensors from %s%s",
         len(kept),
+        len(own),
         path,
-        len(dropped),
-        len(missing),
+        f" (pretrained_strict: false; {'; '.join(problems)})" if problems else "",
     )
 
 
@@ -71,6 +157,18 @@ def create_timm_backbone(name: str, pretrained: bool | str = False, **kwargs) ->
             raise PretrainedWeightsError(
                 f"could not fetch timm hub weights for {name!r} ({type(exc).__name__}: {exc}); {_HOW}"
             ) from None
+    if kwargs.get("features_only") or kwargs.get("in_chans", 3) != 3:
+        # timm itself adapts the stem to in_chans and drops the head of a features-only model.
+        path = Path(pretrained).expanduser()
+        _read_state_file(path)  # a clear error for a missing, empty or unreadable file
+        overlay = {"file": str(path), "url": "", "hf_hub_id": None}
+        try:
+            return timm.create_model(
+                name, pretrained=True, pretrained_cfg_overlay=overlay, **kwargs
+            )
+        except RuntimeError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise PretrainedWeightsError(f"{path} does not fit {name}: {first}") from None
     model = timm.create_model(name, pretrained=False, **kwargs)
     load_state_dict_file(model, pretrained)
     return model
