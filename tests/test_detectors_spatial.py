@@ -170,7 +170,11 @@ def test_fwa_and_ifwa_on_real_faces_and_their_warped_fakes():
 def small_xray():
     torch.manual_seed(0)
     return build_detector(
-        "xray", pretrained=False, input_size=64, backbone="hrnet_w18_small", variant="paper"
+        "xray",
+        Path(__file__).resolve().parents[1] / "configs/detectors/paper/xray.yaml",
+        pretrained=False,
+        input_size=64,
+        backbone="hrnet_w18_small",
     )
 
 
