@@ -65,7 +65,9 @@ def test_detector_names_and_weights_dir(tmp_path: Path) -> None:
     s = sw.Sweep(["xray"], tmp_path / "out", weights_dir=tmp_path, test_data=["CDFv2"])
     calls: list[list[str]] = []
     sw.run_one(s, "xray", _recorder(calls))
-    assert len(calls) == 1 and calls[0][calls[0].index("--weights") + 1].endswith("facexray_best.pth")
+    assert len(calls) == 1 and calls[0][calls[0].index("--weights") + 1].endswith(
+        "facexray_best.pth"
+    )
 
 
 def _run(*args: str) -> None:
