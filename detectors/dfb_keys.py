@@ -28,7 +28,7 @@ def remap(
     out: dict[str, torch.Tensor] = {}
     unmapped: list[str] = []
     for key, value in state_dict.items():
-        if key.startswith(drop) if drop else False:
+        if drop and key.startswith(drop):
             continue
         for src, dst in rules:
             if key.startswith(src):

@@ -173,3 +173,21 @@ def test_xray_deepfakebench_heads_and_mse_loss() -> None:
     )
     with pytest.raises(ValueError, match="'xray' has shape"):
         model.loss(dict(batch, xray=batch["xray"][:, :, :32]), out)
+
+
+def test_remap_renames_drops_and_names_unmapped_keys() -> None:
+    from detectors.dfb_keys import remap, xception_rules
+
+    t = torch.zeros(1)
+    sd = {
+        "backbone.conv1.weight": t,
+        "backbone.last_linear.bias": t,
+        "backbone.adjust_channel.0": t,
+    }
+    rules = xception_rules("backbone.", "net.", head="head.")
+    assert remap(sd, rules, drop=["backbone.adjust_channel."]) == {
+        "net.conv1.weight": t,
+        "head.bias": t,
+    }
+    with pytest.raises(KeyError, match=r"1 DeepfakeBench keys .*'decoder.weight'"):
+        remap({**sd, "decoder.weight": t}, rules, drop=["backbone.adjust_channel."])
