@@ -6,12 +6,18 @@ through the network; the loss (Sec. 3, Eq. 3-4) is the cross-entropy on both vie
 ``consistency_rate`` times the consistency regulariser: the representations (pooled features)
 are L2-normalised and the squared distance of their cosine similarity to 1 is averaged,
 ``mean((1 - cos(f1, f2))^2)``. At evaluation the plain ``image`` is classified.
+
+Variants (``model.variant``; the network and its eval function are the same in both):
+``paper`` trains on the two views as above. ``deepfakebench`` (default) is DeepfakeBench's
+``core_detector.py`` + ``ConsistencyCos``: no second view; the consistency term compares the first
+half of each batch with the second half, ``mean((cos(f[:n/2], f[n/2:2*(n/2)]) - 1)^2)``, plus CE
+on the batch. DeepfakeBench checkpoints load through :meth:`CORE.map_deepfakebench_state_dict`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -19,6 +25,7 @@ from torch.nn import functional as F
 
 from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
 from detectors.registry import register_detector
 
 
@@ -27,6 +34,7 @@ class COREConfig(DetectorConfig):
     """``consistency_rate``: weight of the consistency loss (paper and DeepfakeBench: 1.0)."""
 
     consistency_rate: float = 1.0
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
 
     def __post_init__(self) -> None:
         if self.consistency_rate < 0:
@@ -45,9 +53,12 @@ class CORE(Detector):
 
     Config = COREConfig
     requires = frozenset({"views"})
+    deepfakebench_name = "core"
 
     def __init__(self, cfg: COREConfig) -> None:
         super().__init__(cfg)
+        if cfg.variant == "deepfakebench":
+            self.requires = frozenset()
         self.backbone = create_xception(cfg.pretrained)
         self.head = nn.Linear(FEATURES, 2)
 
@@ -67,7 +78,17 @@ class CORE(Detector):
         return self.outputs(logits[:n], feat[:n], view_logits=logits, view_feat=feat)
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """CE on both views + ``consistency_rate`` * consistency; plain CE without views."""
+        """CE on both views + ``consistency_rate`` * consistency; plain CE without views.
+
+        ``deepfakebench``: CE + ``consistency_rate`` * consistency between the batch halves."""
+        if self.cfg.variant == "deepfakebench":
+            ce = F.cross_entropy(out["logits"], batch["label"])
+            half = out["feat"].shape[0] // 2
+            if half == 0:
+                return {"total": ce, "ce": ce}
+            feat = out["feat"]
+            cons = consistency_loss(feat[:half], feat[half : 2 * half])
+            return {"total": ce + self.cfg.consistency_rate * cons, "ce": ce, "consistency": cons}
         if "view_logits" not in out:
             return super().loss(batch, out)
         label = batch["label"]
@@ -75,3 +96,12 @@ class CORE(Detector):
         n = label.shape[0]
         cons = consistency_loss(out["view_feat"][:n], out["view_feat"][n:])
         return {"total": ce + self.cfg.consistency_rate * cons, "ce": ce, "consistency": cons}
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        return remap(
+            state_dict,
+            xception_rules("backbone.", "backbone.", head="head."),
+            drop=["backbone." + XCEPTION_UNUSED],
+        )

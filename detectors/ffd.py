@@ -12,13 +12,18 @@ cross-entropy plus ``map_weight`` times the map loss:
   ``|max(M_att) - 1|``.
 
 So FFD trains on datasets with or without masks (then real faces still get zero maps).
+
+Variants (``model.variant``): ``paper`` is the above. ``deepfakebench`` (default) is DeepfakeBench's
+``ffd_detector.py``: the same layer after block 7 (its YAML sets ``map_after: 7``) and a plain
+cross-entropy loss (the map gets no supervision and no mask is read). Its checkpoints load through
+:meth:`FFD.map_deepfakebench_state_dict`.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -26,6 +31,7 @@ from torch.nn import functional as F
 
 from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
 from detectors.registry import register_detector
 
 _STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")  # timm legacy_xception layer names
@@ -39,6 +45,7 @@ class FFDConfig(DetectorConfig):
 
     map_after: int = 4
     map_weight: float = 1.0
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
 
     def __post_init__(self) -> None:
         if not 3 <= self.map_after <= 11:
@@ -67,9 +74,12 @@ class FFD(Detector):
 
     Config = FFDConfig
     requires = frozenset({"mask"})
+    deepfakebench_name = "ffd"
 
     def __init__(self, cfg: FFDConfig) -> None:
         super().__init__(cfg)
+        if cfg.variant == "deepfakebench":
+            self.requires = frozenset()
         self.backbone = create_xception(cfg.pretrained)
         self.map = RegressionMap(728)
         self.head = nn.Linear(FEATURES, 2)
@@ -88,9 +98,12 @@ class FFD(Detector):
         return self.outputs(self.head(feat), feat, map=att)
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """CE + ``map_weight`` * (L1 to the mask where there is one, weak loss for maskless fakes)."""
+        """CE + ``map_weight`` * (L1 to the mask where there is one, weak loss for maskless fakes);
+        CE alone for the ``deepfakebench`` variant."""
         label = batch["label"]
         ce = F.cross_entropy(out["logits"], label)
+        if self.cfg.variant == "deepfakebench":
+            return {"total": ce, "ce": ce}
         att = out["map"].float()
         n = att.shape[0]
         mask = batch.get("mask")
@@ -119,3 +132,12 @@ class FFD(Detector):
             per_sample = torch.where(weak, (att.amax(dim=(1, 2, 3)) - 1.0).abs(), per_sample)
         map_loss = per_sample.mean()
         return {"total": ce + self.cfg.map_weight * map_loss, "ce": ce, "map": map_loss}
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        return remap(
+            state_dict,
+            [*xception_rules("backbone.", "backbone.", head="head."), ("map.c.", "map.conv.")],
+            drop=["backbone." + XCEPTION_UNUSED],
+        )

@@ -10,27 +10,35 @@ ResNet-50 with dual spatial pyramid pooling) so that detectors share one backbon
 
 iFWA adds the SPSL phase spectrum (:func:`detectors.frequency.phase_spectrum`) as a fourth input
 channel; Xception's first convolution is widened to 4 inputs from the RGB-averaged kernel.
+
+Variants (``model.variant``): the network is the same in both; they differ in training data.
+``paper`` blends real faces only (the paper's Sec. 3). ``deepfakebench`` (default) does what
+DeepfakeBench's ``FWABlendDataset`` does: every training frame, real or fake, comes with its FWA
+blend labelled 1 (batch key ``blend_all``). DeepfakeBench checkpoints (``fwa``, ``last_linear`` as
+the head) load through :meth:`FWA.map_deepfakebench_state_dict`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
 
 from detectors.backbones.xception import FEATURES, create_xception, widen_first_conv
 from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
 from detectors.frequency import phase_spectrum
 from detectors.registry import register_detector
 
 
 @dataclass
 class FWAConfig(DetectorConfig):
-    """``dropout``: dropout before the 2-way linear head."""
+    """``dropout``: dropout before the 2-way linear head; ``variant``: see the module docstring."""
 
     dropout: float = 0.0
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.dropout < 1.0:
@@ -43,10 +51,13 @@ class FWA(Detector):
 
     Config = FWAConfig
     requires = frozenset({"blend:fwa"})
+    deepfakebench_name = "fwa"
     in_chans = 3
 
     def __init__(self, cfg: FWAConfig) -> None:
         super().__init__(cfg)
+        if cfg.variant == "deepfakebench":
+            self.requires = type(self).requires | {"blend_all"}
         self.backbone = create_xception(cfg.pretrained)
         if self.in_chans != 3:
             widen_first_conv(self.backbone, self.in_chans, stride=2, mode="mean")
@@ -61,11 +72,21 @@ class FWA(Detector):
         feat = self.backbone(self.inputs(batch["image"]))
         return self.outputs(self.head(self.drop(feat)), feat)
 
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        return remap(
+            state_dict,
+            xception_rules("backbone.", "backbone.", head="head."),
+            drop=["backbone." + XCEPTION_UNUSED],
+        )
+
 
 @register_detector("ifwa")
 class IFWA(FWA):
     """FWA with the phase spectrum as a fourth input channel (paper 002, Appendix A.4)."""
 
+    deepfakebench_name = None
     in_chans = 4
 
     def inputs(self, image: torch.Tensor) -> torch.Tensor:

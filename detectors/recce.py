@@ -15,13 +15,19 @@ Detection", CVPR 2022), following the authors' code (VISION-SJTU/RECCE).
   ``lambda_2`` * metric-learning loss on the batch cosine-similarity matrices of the pooled encoder
   and decoder embeddings (real-real pairs pulled together, real-fake pairs pushed apart);
   ``lambda_1 = lambda_2 = 0.1``.
+
+Variants (``model.variant``; the network and its eval function are the same in both): ``paper``
+trains with the loss above; ``deepfakebench`` (default) with DeepfakeBench's ``recce_detector.py``
+loss, plain cross-entropy. DeepfakeBench checkpoints (the network under ``model.``; the detector's
+unused second Xception ``backbone.*`` and the encoder's ImageNet ``fc`` are dropped) load through
+:meth:`RECCE.map_deepfakebench_state_dict`.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -29,6 +35,7 @@ from torch.nn import functional as F
 
 from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap
 from detectors.registry import register_detector
 
 _timm_xception = importlib.import_module("timm.models.xception")
@@ -44,6 +51,7 @@ class RECCEConfig(DetectorConfig):
     lambda_1: float = 0.1
     lambda_2: float = 0.1
     flood: float = 0.04
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
 
     def __post_init__(self) -> None:
         if not 0 <= self.drop_rate < 1:
@@ -196,6 +204,7 @@ class RECCE(Detector):
     """Xception encoder + decoder, graph reasoning and reconstruction-guided attention."""
 
     Config = RECCEConfig
+    deepfakebench_name = "recce"
 
     def __init__(self, cfg: RECCEConfig) -> None:
         super().__init__(cfg)
@@ -242,11 +251,32 @@ class RECCE(Detector):
         )
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Flooded CE + lambda_1 * L1 reconstruction of reals + lambda_2 * metric learning."""
+        """``paper``: flooded CE + lambda_1 * L1 reconstruction of reals + lambda_2 * metric learning."""
         label = batch["label"]
         ce = F.cross_entropy(out["logits"], label)
+        if self.cfg.variant == "deepfakebench":
+            return {"total": ce, "ce": ce}
         flooded = (ce - self.cfg.flood).abs() + self.cfg.flood
         rec = reconstruction_loss(out["recons"], batch["image"], label)
         ml = metric_learning_loss([out["sim_encoder"], out["sim_d2"], out["sim_d4"]], label)
         total = flooded + self.cfg.lambda_1 * rec + self.cfg.lambda_2 * ml
         return {"total": total, "ce": ce, "reconstruction": rec, "metric": ml}
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        rules = [("model.encoder.", "encoder.")]
+        rules += [(f"model.{n}.", f"{n}.") for n in ("fc", "attention")]
+        rules += [(f"model.decoder{i}.", f"decoder{i}.") for i in range(1, 7)]
+        names = {
+            "va_embedding": "a_embed",
+            "va_gated_b": "gate_b",
+            "va_gated_c": "gate_c",
+            "vb_embedding": "b_embed",
+            "vc_embedding": "c_embed",
+            "reweight_ab": "reweight_b",
+            "reweight_ac": "reweight_c",
+            "reproject": "reproject",
+        }
+        rules += [(f"model.reasoning.{a}.", f"reasoning.{b}.") for a, b in names.items()]
+        return remap(state_dict, rules, drop=["backbone.", "model.encoder.fc."])

@@ -17,12 +17,21 @@ ICCV 2023), following DeepfakeBench's reference implementation (paper 002, Table
   of the same label together and pushes the other label away, and likewise for specific
   features grouped by method. With probability ``shuffle_p`` the common features are permuted
   within each label during training (DeepfakeBench's index augmentation).
+
+Variants (``model.variant``): ``deepfakebench`` (default) is DeepfakeBench's ``ucf_detector.py``
+exactly: its Xception in mode ``adjust_channel`` feeds ``bn4``'s output to the 1x1 adjust
+convolution without the ReLU in between, and its contrastive term (``ContrastiveLoss``) is the sum
+of four half-batch means (common and specific features of each half against anchors permuted
+within the halves; the specific anchors within each method), twice the ``paper`` variant's
+whole-batch form. ``paper`` keeps Xception's ReLU (the UCF paper's Fig. 2 uses the encoder's
+activated features) and the whole-batch triplet means. DeepfakeBench checkpoints load through
+:meth:`UCF.map_deepfakebench_state_dict`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -30,6 +39,7 @@ from torch.nn import functional as F
 
 from detectors.backbones.xception import create_xception
 from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import XCEPTION_HEAD, remap
 from detectors.registry import register_detector
 
 
@@ -44,6 +54,7 @@ class UCFConfig(DetectorConfig):
     con_weight: float = 0.05
     margin: float = 3.0
     shuffle_p: float = 0.7
+    variant: Literal["deepfakebench", "paper"] = "deepfakebench"
 
     def __post_init__(self) -> None:
         if self.num_methods < 1:
@@ -55,11 +66,14 @@ class UCFConfig(DetectorConfig):
 
 
 class _Encoder(nn.Module):
-    """Xception features (no pooling) + 1x1 conv to ``dim`` channels, BN, ReLU."""
+    """Xception features (no pooling; ``relu``: with the final ReLU after ``bn4``) + 1x1 conv to
+    ``dim`` channels, BN, ReLU."""
 
-    def __init__(self, pretrained: bool | str, dim: int) -> None:
+    def __init__(self, pretrained: bool | str, dim: int, relu: bool = True) -> None:
         super().__init__()
         self.xception = create_xception(pretrained)
+        if not relu:
+            self.xception.act4 = nn.Identity()
         self.adjust = nn.Sequential(nn.Conv2d(2048, dim, 1, 1), nn.BatchNorm2d(dim), nn.ReLU())
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -161,18 +175,51 @@ def triplet_loss(
     ).mean()
 
 
+def _margin_loss(
+    anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, margin: float
+) -> torch.Tensor:
+    return torch.clamp(
+        F.pairwise_distance(anchor, positive) - F.pairwise_distance(anchor, negative) + margin,
+        min=0.0,
+    ).mean()
+
+
+def half_batch_contrastive(
+    common: torch.Tensor, specific: torch.Tensor, method: torch.Tensor, margin: float
+) -> torch.Tensor:
+    """DeepfakeBench's UCF ``ContrastiveLoss``: four half-batch triplet means.
+
+    The batch is two halves (fakes, reals). Common features of each half are pulled towards a
+    permutation of their own half and pushed from a permutation of the other; specific features
+    likewise, with anchors permuted within each ``method``.
+    """
+    n = common.shape[0] // 2
+    if n == 0:
+        return common.sum() * 0.0
+    dev = common.device
+    anchor_1 = common[torch.randperm(n, device=dev)]
+    anchor_2 = common[n + torch.randperm(n, device=dev)]
+    loss = _margin_loss(common[:n], anchor_1, anchor_2, margin)
+    loss = loss + _margin_loss(common[n : 2 * n], anchor_2, anchor_1, margin)
+    spe_anchor = specific[_permute_within(method)]
+    loss = loss + _margin_loss(specific[:n], spe_anchor[:n], spe_anchor[n : 2 * n], margin)
+    return loss + _margin_loss(specific[n : 2 * n], spe_anchor[n : 2 * n], spe_anchor[:n], margin)
+
+
 @register_detector("ucf")
 class UCF(Detector):
     """Forgery/content encoders, common/specific heads and the conditional decoder."""
 
     Config = UCFConfig
     requires = frozenset({"pairs", "method_label"})
+    deepfakebench_name = "ucf"
 
     def __init__(self, cfg: UCFConfig) -> None:
         super().__init__(cfg)
         half = cfg.feat_dim // 2
-        self.encoder_f = _Encoder(cfg.pretrained, cfg.feat_dim)
-        self.encoder_c = _Encoder(cfg.pretrained, cfg.feat_dim)
+        relu = cfg.variant == "paper"
+        self.encoder_f = _Encoder(cfg.pretrained, cfg.feat_dim, relu)
+        self.encoder_c = _Encoder(cfg.pretrained, cfg.feat_dim, relu)
         self.block_spe = _conv1x1_stack(cfg.feat_dim, half, half)
         self.block_sha = _conv1x1_stack(cfg.feat_dim, half, half)
         self.head_spe = _Head(half, cfg.feat_dim, cfg.num_methods + 1)
@@ -238,9 +285,12 @@ class UCF(Detector):
             (out["recon_self"].float() - image).abs().mean()
             + (out["recon_cross"].float() - image).abs().mean()
         )
-        con = triplet_loss(out["feat"], label, label, self.cfg.margin) + triplet_loss(
-            out["feat_spe"], method, label, self.cfg.margin
-        )
+        if self.cfg.variant == "deepfakebench":
+            con = half_batch_contrastive(out["feat"], out["feat_spe"], method, self.cfg.margin)
+        else:
+            con = triplet_loss(out["feat"], label, label, self.cfg.margin) + triplet_loss(
+                out["feat_spe"], method, label, self.cfg.margin
+            )
         total = (
             ce + self.cfg.spe_weight * spe + self.cfg.rec_weight * rec + self.cfg.con_weight * con
         )
@@ -251,3 +301,16 @@ class UCF(Detector):
             "reconstruction": rec,
             "contrastive": con,
         }
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        rules: list[tuple[str, str]] = []
+        for enc in ("encoder_f", "encoder_c"):
+            rules += [(f"{enc}.adjust_channel.", f"{enc}.adjust."), (f"{enc}.", f"{enc}.xception.")]
+        rules += [(f"{b}.conv2d.", f"{b}.") for b in ("block_spe", "block_sha")]
+        rules += [(f"{h}.mlp.", f"{h}.mlp.") for h in ("head_spe", "head_sha")]
+        rules += [(f"con_gan.dconv_up{i}.", f"decoder.conv{i}.") for i in (1, 2, 3)]
+        rules += [("con_gan.conv_last.", "decoder.last.")]
+        drop = [f"{enc}.{XCEPTION_HEAD}" for enc in ("encoder_f", "encoder_c")]
+        return remap(state_dict, rules, drop=drop)

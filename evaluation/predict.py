@@ -24,7 +24,7 @@ from preprocessing.index import DatasetIndex, read_index
 
 log = logging.getLogger(__name__)
 
-TRAIN_ONLY_KEYS = ("pairs",)
+TRAIN_ONLY_KEYS = ("pairs", "blend_all")
 
 
 def eval_requires(requires: frozenset[str]) -> frozenset[str]:
@@ -155,7 +155,7 @@ def predict_index(
         split,
         frame_num=frame_num or max(len(v.frames) for v in index.split(split) or index.videos),
         resolution=cfg.input_size,
-        requires=eval_requires(type(detector).requires),
+        requires=eval_requires(detector.requires),
     )
     dev = torch.device(device)
     detector.to(dev)

@@ -51,7 +51,7 @@ def test_yaml_is_valid_for_model_and_trainer(name):
     assert data["detector"] == name and data["model"]["input_size"] == 256
     cfg = load_train_config(name)
     assert cfg.train.resolution == 256
-    assert cfg.train.batch_size == (16 if name in ("fwa", "ifwa", "xray") else 32)
+    assert cfg.train.batch_size == (16 if name in ("fwa", "ifwa", "xray", "ucf") else 32)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,13 @@ def test_fwa_and_ifwa_on_real_faces_and_their_warped_fakes():
 @pytest.fixture(scope="module")
 def small_xray():
     torch.manual_seed(0)
-    return build_detector("xray", pretrained=False, input_size=64, backbone="hrnet_w18_small")
+    return build_detector(
+        "xray",
+        Path(__file__).resolve().parents[1] / "configs/detectors/paper/xray.yaml",
+        pretrained=False,
+        input_size=64,
+        backbone="hrnet_w18_small",
+    )
 
 
 def test_xray_outputs_and_loss_on_blended_real_faces(small_xray):
@@ -195,9 +201,10 @@ def test_xray_outputs_and_loss_on_blended_real_faces(small_xray):
 
 
 def test_xray_default_backbone_is_hrnet_w48():
-    model = build_detector("xray", pretrained=False)
+    model = build_detector("xray", pretrained=False, variant="paper")
     assert model.xray_head.in_channels == 48 + 96 + 192 + 384
     assert _params(model) == 65_327_283
+    assert _params(build_detector("xray", pretrained=False)) == 84_192_195  # DeepfakeBench's heads
 
 
 # ----------------------------------------------------------------------------- FFD
@@ -206,7 +213,7 @@ def test_xray_default_backbone_is_hrnet_w48():
 @pytest.fixture(scope="module")
 def ffd():
     torch.manual_seed(0)
-    return build_detector("ffd", pretrained=False, input_size=64)
+    return build_detector("ffd", pretrained=False, input_size=64, variant="paper", map_after=4)
 
 
 def test_ffd_map_loss_with_masks(ffd):
@@ -248,7 +255,7 @@ def test_core_consistency_loss_hand_computed():
 
 def test_core_loss_falls_and_eval_uses_the_image():
     torch.manual_seed(0)
-    model = build_detector("core", pretrained=False, input_size=64)
+    model = build_detector("core", pretrained=False, input_size=64, variant="paper")
     _freeze_xception_to_block11(model.backbone)
     batch = make_batch(model, 64)
     out = model(batch)
@@ -326,7 +333,7 @@ def test_recce_reconstruction_loss_uses_real_faces_only():
 
 def test_recce_forward_outputs():
     torch.manual_seed(0)
-    model = build_detector("recce", pretrained=False, input_size=64).eval()
+    model = build_detector("recce", pretrained=False, input_size=64, variant="paper").eval()
     batch = make_batch(model, 64)
     with torch.no_grad():
         out = model(batch)

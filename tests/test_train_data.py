@@ -379,3 +379,14 @@ def test_fancy_pca_is_krizhevskys_per_image_shift() -> None:
         expected = np.clip(np.rint(img + 255 * (vecs @ (a * vals))), 0, 255).astype(np.uint8)
         np.testing.assert_array_equal(t.apply(img, a), expected)
     assert any(isinstance(tr, FancyPCA) for tr in build_augment(AugmentConfig(), 32)[5].transforms)
+
+
+def test_blend_all_blends_fake_frames_too(index) -> None:
+    """DeepfakeBench's FWA: every frame, real or fake, also gives a blend labelled 1."""
+    reals_only = _ds(index, {"blend:fwa"}, train=True)
+    every = _ds(index, {"blend:fwa", "blend_all"}, train=True)
+    assert set(reals_only.labels) == {0}
+    assert sorted(set(every.labels)) == [0, 1] and len(every) == 2 * len(reals_only)
+    fake_item = int(np.flatnonzero(every.labels == 1)[0])
+    group = every[fake_item]
+    assert isinstance(group, list) and all(s["label"] == 1 for s in group)

@@ -146,7 +146,7 @@ def bench_train(
     try:
         idx = read_index(index)
         model = build_detector(detector, input_size=resolution).to(dev)
-        requires = type(model).requires
+        requires = model.requires
         aug = build_augment(AugmentConfig(), resolution, keypoints="landmarks" in requires)
         ref_aug = stock_pipeline(AugmentConfig(), resolution)
         ds = FrameDataset(

@@ -8,7 +8,9 @@ normalises it with the detector's mean/std there, which keeps workers cheap.
 
 The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
 ``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``,
-``blend:<name>`` (with ``xray`` when the generator makes one) and ``pixel_map``. A frame that
+``blend:<name>`` (with ``xray`` when the generator makes one; blends are made from real frames
+only, or from every frame, real or fake, when ``blend_all`` is also required: DeepfakeBench's
+FWA) and ``pixel_map``. A frame that
 cannot be read is logged and replaced by the nearest readable frame of the same video; when no
 frame of the video can be read the sample is skipped. Both are reported through the batch keys
 ``_replaced`` and ``_skipped`` so the trainer can count them per epoch.
@@ -31,7 +33,9 @@ from training.augment import apply_augment
 
 log = logging.getLogger(__name__)
 
-SAMPLE_KEYS = frozenset({"mask", "landmarks", "method_label", "views", "pairs", "pixel_map"})
+SAMPLE_KEYS = frozenset(
+    {"mask", "landmarks", "method_label", "views", "pairs", "pixel_map", "blend_all"}
+)
 
 
 class TrainDataError(ValueError):
@@ -128,7 +132,7 @@ class FrameDataset(Dataset):
             names = ", ".join(i.dataset for i in indexes)
             raise TrainDataError(f"split {split!r} of dataset(s) {names} has no videos")
         keep = range(len(self.videos))
-        if train and self.blend:
+        if train and self.blend and "blend_all" not in self.requires:
             keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
         elif self.pairs:
             keep = [i for i in keep if self.videos[i][1].label == 1]  # each fake brings its real

@@ -207,7 +207,7 @@ class Trainer:
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
         self.model_cfg = config_to_dict(self.detector.cfg)
-        requires = type(self.detector).requires
+        requires = self.detector.requires
 
         if t.precision == "auto":
             self.amp_dtype = (

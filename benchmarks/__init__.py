@@ -1,0 +1,1 @@
+"""Benchmark sweeps composed above training and evaluation (DeepfakeBench's Table 3)."""

@@ -1,0 +1,190 @@
+"""The Table-3 sweep (paper 002, Sec. 4 and Table 3): train and test many detectors, resumably.
+
+For each detector the sweep launches ``scripts/train.py`` and then ``scripts/test.py`` as
+subprocesses (training under ``torchrun --standalone --nproc_per_node N`` when ``gpus`` is N >= 1,
+plain Python otherwise), all in ``<out>/<detector>/``:
+
+* ``run/``: the training run directory (``output_dir=<out>/<detector>``, ``run_name=run``);
+* ``eval/``: the evaluation folder of ``scripts/test.py`` (predictions, metrics, tables);
+* ``done.json``: the completion record, written atomically after testing.
+
+A detector with a completion record is skipped; one without it (a sweep killed while it ran) is
+redone from scratch, so a killed sweep resumes where it stopped. At the end the evaluation
+folders are joined into the cross-dataset leaderboards with Top-3 counts by
+:func:`evaluation.testing.build_leaderboard` (what ``scripts/test.py --leaderboard`` does), in
+``<out>/leaderboard/``.
+
+With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
+checkpoint :func:`deepfakebench_weights` finds there, through ``scripts/test.py --detector NAME
+--weights FILE``, so Table 3's test half comes with our video grouping and fairness columns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from detectors import get_detector_class, list_detectors
+from evaluation import testing
+from preprocessing.index import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_RECIPE = REPO / "configs" / "train" / "deepfakebench.yaml"
+DONE = "done.json"
+#: file names tried in ``weights_dir`` for a detector, ``{dfb}`` = its DeepfakeBench config name
+WEIGHT_NAMES = ("{dfb}_best.pth", "{dfb}.pth", "{dfb}/ckpt_best.pth", "{dfb}_best.pt")
+
+Runner = Callable[[list[str]], None]
+
+
+class SweepError(RuntimeError):
+    """A sweep cannot start or one of its runs failed (the message names the detector)."""
+
+
+@dataclass
+class Sweep:
+    """What to run: detectors, data, recipe and how to launch."""
+
+    detectors: list[str]
+    out: Path
+    train_data: list[str] = field(default_factory=lambda: ["FF-c23"])
+    test_data: list[str] = field(default_factory=list)
+    val_data: list[str] = field(default_factory=list)
+    data_root: str | None = None
+    recipe: Path | None = DEFAULT_RECIPE
+    gpus: int = 0
+    weights_dir: Path | None = None
+    overrides: list[str] = field(default_factory=list)
+    within: list[str] | None = None
+
+
+def resolve_detectors(names: Sequence[str]) -> list[str]:
+    """``["all"]`` -> every detector with a DeepfakeBench counterpart; otherwise checked names."""
+    if list(names) == ["all"]:
+        return [n for n in list_detectors() if get_detector_class(n).deepfakebench_name]
+    known = set(list_detectors())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SweepError(f"unknown detectors {unknown}; choose from {sorted(known)} or 'all'")
+    return list(names)
+
+
+def deepfakebench_weights(weights_dir: Path, detector: str) -> Path:
+    """DeepfakeBench's checkpoint of ``detector`` in ``weights_dir`` (see :data:`WEIGHT_NAMES`)."""
+    dfb = get_detector_class(detector).deepfakebench_name
+    if not dfb:
+        raise SweepError(f"{detector}: has no DeepfakeBench counterpart, so no --weights-dir file")
+    tried = [weights_dir / pattern.format(dfb=dfb) for pattern in WEIGHT_NAMES]
+    for path in tried:
+        if path.is_file():
+            return path
+    raise SweepError(f"{detector}: no DeepfakeBench checkpoint, tried {[str(p) for p in tried]}")
+
+
+def launcher(gpus: int) -> list[str]:
+    """The command prefix of a training run: torchrun on ``gpus`` GPUs, else this Python."""
+    if gpus < 0:
+        raise SweepError(f"gpus must be >= 0, got {gpus}")
+    if gpus == 0:
+        return [sys.executable]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={gpus}",
+    ]
+
+
+def train_command(sweep: Sweep, detector: str) -> list[str]:
+    cmd = [*launcher(sweep.gpus), str(REPO / "scripts" / "train.py"), "--detector", detector]
+    if sweep.recipe is not None:
+        cmd += ["--config", str(sweep.recipe)]
+    cmd += ["--train-data", *sweep.train_data]
+    if sweep.val_data:
+        cmd += ["--val-data", *sweep.val_data]
+    if sweep.test_data:
+        cmd += ["--test-data", *sweep.test_data]
+    if sweep.data_root:
+        cmd += ["--data-root", sweep.data_root]
+    cmd += ["--output-dir", str(sweep.out / detector), "--set", "run_name=run"]
+    for item in sweep.overrides:
+        cmd += ["--set", item]
+    return cmd
+
+
+def eval_command(sweep: Sweep, detector: str) -> list[str]:
+    cmd = [sys.executable, str(REPO / "scripts" / "test.py")]
+    if sweep.weights_dir is not None:
+        weights = deepfakebench_weights(sweep.weights_dir, detector)
+        cmd += ["--detector", detector, "--weights", str(weights)]
+        cmd += ["--train-data", ",".join(sweep.train_data)]
+    else:
+        cmd += ["--run", str(sweep.out / detector / "run")]
+    cmd += ["--test-data", *(sweep.test_data or sweep.train_data)]
+    if sweep.data_root:
+        cmd += ["--data-root", sweep.data_root]
+    return [*cmd, "--out", str(sweep.out / detector / "eval")]
+
+
+def _subprocess_runner(cmd: list[str]) -> None:
+    log.info("running %s", " ".join(cmd))
+    done = subprocess.run(cmd, cwd=REPO, check=False)
+    if done.returncode != 0:
+        raise SweepError(f"command failed with exit code {done.returncode}: {' '.join(cmd)}")
+
+
+def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) -> bool:
+    """Train (unless ``weights_dir``) and test ``detector``; False if it had already finished."""
+    folder = sweep.out / detector
+    if (folder / DONE).is_file():
+        log.info("%s: finished earlier (%s), skipped", detector, folder / DONE)
+        return False
+    if folder.exists():
+        log.warning("%s: %s has no completion record (killed run?); redoing it", detector, folder)
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    commands = [] if sweep.weights_dir is not None else [train_command(sweep, detector)]
+    commands.append(eval_command(sweep, detector))
+    started = time.time()
+    for cmd in commands:
+        try:
+            runner(cmd)
+        except SweepError as exc:
+            raise SweepError(f"{detector}: {exc}") from None
+    record = {"detector": detector, "commands": commands, "seconds": time.time() - started}
+    atomic_write_text(folder / DONE, json.dumps(record, indent=2))
+    return True
+
+
+def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
+    """Run every detector of ``sweep`` (skipping finished ones), then write the leaderboards;
+    returns the leaderboard folder."""
+    if sweep.recipe is not None and not Path(sweep.recipe).is_file():
+        raise SweepError(f"recipe {sweep.recipe} not found; pass --recipe FILE")
+    if sweep.weights_dir is not None and not sweep.weights_dir.is_dir():
+        raise SweepError(f"--weights-dir {sweep.weights_dir} is not a folder")
+    detectors = resolve_detectors(sweep.detectors)
+    for detector in detectors:
+        run_one(sweep, detector, runner)
+    cfg = testing.load_test_config()
+    out = sweep.out / "leaderboard"
+    testing.build_leaderboard(
+        [sweep.out / d / "eval" for d in detectors],
+        out,
+        cfg.metrics,
+        cfg.levels[0],
+        reduce=cfg.reduce,
+        threshold=cfg.threshold,
+        within=sweep.within,
+    )
+    return out

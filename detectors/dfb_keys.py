@@ -1,0 +1,51 @@
+"""Renaming DeepfakeBench state dicts onto our modules (used by ``map_deepfakebench_state_dict``).
+
+A map is an ordered list of ``(DeepfakeBench prefix, our prefix)`` rules plus the prefixes of
+tensors that DeepfakeBench builds but never uses in its forward pass. The first matching rule
+renames a key; a dropped key disappears; a key that matches neither raises ``KeyError`` naming
+every such key, so nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import torch
+
+#: DeepfakeBench's Xception (``training/networks/xception.py``) has timm ``legacy_xception``'s
+#: layer names; ``last_linear`` is its 2-way head and ``adjust_channel`` is built in every mode.
+XCEPTION_HEAD = "last_linear."
+XCEPTION_UNUSED = "adjust_channel."
+
+
+def remap(
+    state_dict: dict[str, torch.Tensor],
+    rules: Sequence[tuple[str, str]],
+    drop: Iterable[str] = (),
+) -> dict[str, torch.Tensor]:
+    """``state_dict`` with each key renamed by the first matching prefix rule; ``drop`` removed."""
+    drop = tuple(drop)
+    out: dict[str, torch.Tensor] = {}
+    unmapped: list[str] = []
+    for key, value in state_dict.items():
+        if drop and key.startswith(drop):
+            continue
+        for src, dst in rules:
+            if key.startswith(src):
+                out[dst + key[len(src) :]] = value
+                break
+        else:
+            unmapped.append(key)
+    if unmapped:
+        raise KeyError(
+            f"{len(unmapped)} DeepfakeBench keys have no counterpart in this model: "
+            f"{unmapped[:20]}{' ...' if len(unmapped) > 20 else ''}"
+        )
+    return out
+
+
+def xception_rules(src: str, dst: str, head: str | None = None) -> list[tuple[str, str]]:
+    """Rules for a DeepfakeBench Xception under ``src`` onto a timm ``legacy_xception`` under
+    ``dst``; its ``last_linear`` goes to ``head`` (a prefix ending in '.'), if given."""
+    rules = [(src + XCEPTION_HEAD, head)] if head is not None else []
+    return [*rules, (src, dst)]

@@ -1,0 +1,124 @@
+"""The Table-3 sweep runner (benchmarks.sweep, scripts/benchmark.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import sweep as sw
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _recorder(calls: list[list[str]]):
+    def runner(cmd: list[str]) -> None:
+        calls.append(cmd)
+        if "--out" in cmd:  # scripts/test.py: leave an evaluation folder behind
+            Path(cmd[cmd.index("--out") + 1]).mkdir(parents=True, exist_ok=True)
+
+    return runner
+
+
+def test_commands_launchers_and_resume_without_running(tmp_path: Path) -> None:
+    s = sw.Sweep(["meso4", "xception"], tmp_path, train_data=["demo"], test_data=["a", "b"], gpus=2)
+    train = sw.train_command(s, "meso4")
+    assert train[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    assert train[train.index("--output-dir") + 1] == str(tmp_path / "meso4")
+    assert "run_name=run" in train and "--config" in train
+    assert sw.launcher(0) == [sys.executable]
+    assert sw.eval_command(s, "meso4")[-2:] == ["--out", str(tmp_path / "meso4" / "eval")]
+    calls: list[list[str]] = []
+    assert sw.run_one(s, "meso4", _recorder(calls)) and len(calls) == 2
+    record = json.loads((tmp_path / "meso4" / sw.DONE).read_text())
+    assert record["commands"] == calls
+    assert not sw.run_one(s, "meso4", _recorder(calls)) and len(calls) == 2  # finished: skipped
+    (tmp_path / "xception" / "run").mkdir(parents=True)  # killed mid-run: no completion record
+    (tmp_path / "xception" / "run" / "stale").write_text("x")
+    assert sw.run_one(s, "xception", _recorder(calls)) and len(calls) == 4
+    assert not (tmp_path / "xception" / "run" / "stale").exists()
+
+
+def test_failed_run_leaves_no_completion_record(tmp_path: Path) -> None:
+    s = sw.Sweep(["meso4"], tmp_path, train_data=["demo"])
+
+    def failing(cmd: list[str]) -> None:
+        raise sw.SweepError("command failed with exit code 1")
+
+    with pytest.raises(sw.SweepError, match="meso4: command failed"):
+        sw.run_one(s, "meso4", failing)
+    assert not (tmp_path / "meso4" / sw.DONE).exists()
+
+
+def test_detector_names_and_weights_dir(tmp_path: Path) -> None:
+    every = sw.resolve_detectors(["all"])
+    assert {"ucf", "xray", "fwa"} <= set(every) and "lbp_mlp" not in every
+    with pytest.raises(sw.SweepError, match="unknown detectors \\['nope'\\]"):
+        sw.resolve_detectors(["meso4", "nope"])
+    with pytest.raises(sw.SweepError, match="no DeepfakeBench checkpoint, tried"):
+        sw.deepfakebench_weights(tmp_path, "ucf")
+    (tmp_path / "facexray_best.pth").write_bytes(b"")
+    assert sw.deepfakebench_weights(tmp_path, "xray") == tmp_path / "facexray_best.pth"
+    s = sw.Sweep(["xray"], tmp_path / "out", weights_dir=tmp_path, test_data=["CDFv2"])
+    calls: list[list[str]] = []
+    sw.run_one(s, "xray", _recorder(calls))
+    assert len(calls) == 1 and calls[0][calls[0].index("--weights") + 1].endswith(
+        "facexray_best.pth"
+    )
+
+
+def _run(*args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+
+@pytest.mark.slow
+def test_sweep_on_demo_data_end_to_end_and_resume(tmp_path: Path) -> None:
+    """3 detectors trained and tested on a tiny demo; a killed run is redone, finished ones not."""
+    raw, processed, out = tmp_path / "raw", tmp_path / "processed", tmp_path / "sweep"
+    _run("scripts/make_demo_data.py", "--out", str(raw), "--videos", "10", "--frames", "4")
+    _run(
+        "scripts/preprocess.py",
+        "--config",
+        "configs/preprocess/demo.yaml",
+        "--set",
+        f"dataset.root={raw}",
+        "--set",
+        f"dataset.attributes.csv={raw / 'attributes.csv'}",
+        "--set",
+        f"output.root={processed}",
+        "--set",
+        "sampling.num_frames=3",
+        "--workers",
+        "1",
+        "--no-progress",
+    )
+    tiny = [
+        "train.epochs=1",
+        "train.batch_size=8",
+        "train.frame_num=2",
+        "train.test_frame_num=2",
+        "train.resolution=64",
+        "data.num_workers=0",
+        "device=cpu",
+    ]
+    args = ["scripts/benchmark.py", "--detectors", "meso4", "meso_inception4", "xception"]
+    args += ["--train-data", "demo", "--val-data", "demo", "--test-data", "demo"]
+    args += ["--data-root", str(processed), "--out", str(out)]
+    args += [x for item in tiny for x in ("--set", item)]
+    _run(*args)
+    board = (out / "leaderboard" / "leaderboard_frame_auc.md").read_text()
+    for name in ("meso4", "meso_inception4", "xception"):
+        assert name in board and (out / name / sw.DONE).is_file()
+    assert "top" in board.lower()
+    finished = {n: (out / n / sw.DONE).stat().st_mtime_ns for n in ("meso_inception4", "xception")}
+    (out / "meso4" / sw.DONE).unlink()  # simulated kill of meso4 before its record was written
+    _run(*args)
+    assert (out / "meso4" / sw.DONE).is_file()
+    for name, mtime in finished.items():
+        assert (out / name / sw.DONE).stat().st_mtime_ns == mtime  # skipped, not redone
