@@ -8,13 +8,18 @@ from detectors.registry import (
     load_detector_yaml,
     register_detector,
 )
+from detectors.weights import CheckpointError, load_detector_file, read_checkpoint, save_checkpoint
 
 __all__ = [
+    "CheckpointError",
     "Detector",
     "DetectorConfig",
     "build_detector",
     "get_detector_class",
     "list_detectors",
+    "load_detector_file",
     "load_detector_yaml",
+    "read_checkpoint",
     "register_detector",
+    "save_checkpoint",
 ]

@@ -22,7 +22,7 @@ Batch keys. Always present: ``image`` float [B, 3, H, W], already normalised wit
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
-``blend:<name>``   online self-blended fakes made from real faces by ``training.blending``
+``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
                    generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
                    ``xray`` float [B, 1, H, W] where the generator makes one
 ``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)

@@ -2,7 +2,7 @@
 and iFWA (DeepfakeBench, paper 002, Appendix A.4, Tables 6-7).
 
 FWA trains on real faces only: the data pipeline turns each real face into a fake with the
-face-warping-artifact generator :func:`training.blending.face_warp` (align, shrink to a random
+face-warping-artifact generator :func:`preprocessing.blending.face_warp` (align, shrink to a random
 scale in {0.2, ..., 0.8}, Gaussian blur, resize back, blend into the landmark hull with a smoothed
 mask; Sec. 3 of the paper) and collates real + fake into a batch of 2B (``blend:fwa``). As in
 DeepfakeBench (Table 1 and Appendix A.2 item 7), the classifier is Xception (the original used

@@ -9,7 +9,7 @@ the same 720-channel representation. Loss (Eq. 4): ``L = L_c + lambda * L_b`` wi
 target X-ray ``B = 4 * M * (1 - M)`` (zeros for real faces).
 
 Training uses real faces only: the pipeline blends each with a nearest-landmark partner
-(``blend:xray``, :func:`training.blending.xray_blend`) and provides the target as ``xray``.
+(``blend:xray``, :func:`preprocessing.blending.xray_blend`) and provides the target as ``xray``.
 """
 
 from __future__ import annotations

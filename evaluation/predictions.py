@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocessing.index import atomic_write_text
+from preprocessing.files import atomic_write_text
 
 BASE_COLUMNS = ("dataset", "video_id", "frame", "label", "score", "method")
 

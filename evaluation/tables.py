@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from preprocessing.index import atomic_write_text
+from preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -28,12 +28,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from configs import CONFIG_DIR, ConfigError, config_to_dict, load_config
+from detectors import load_detector_file
 from evaluation import plots
+from evaluation.metrics import choose_threshold, video_scores
+from evaluation.predict import predict_index
 from evaluation.predictions import PredictionsError, read_predictions, write_predictions
 from evaluation.report import Section, write_report
-from evaluation.scoring import evaluate_levels
+from evaluation.runs import load_run
+from evaluation.scoring import evaluate_levels, evaluate_predictions, video_codes
 from evaluation.tables import Result, Table, cross_manipulation, leaderboard, metric_table
-from preprocessing.index import atomic_write_text
+from preprocessing.device import resolve_device
+from preprocessing.files import write_json
+from preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 
@@ -100,11 +106,6 @@ def load_test_config(
 
 def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-
-
-def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(data, indent=2, allow_nan=True) + "\n")
 
 
 def _summary_table(
@@ -175,9 +176,10 @@ def evaluate_prediction_files(
         if Path(path).resolve() != own.resolve():  # the folder keeps its inputs, for leaderboards
             own.parent.mkdir(parents=True, exist_ok=True)
             write_predictions(own, pred)
-        _write_json(
+        write_json(
             out / "metrics" / f"{_slug(name)}.json",
             {"test_data": name, "detector": detector, **per_set[name]},
+            indent=2,
         )
     info = {
         "detector": detector,
@@ -186,8 +188,8 @@ def evaluate_prediction_files(
         **(meta or {}),
     }
     info["settings"] = config_to_dict(cfg)
-    _write_json(out / "eval.json", info)
-    _write_json(out / "manifest.json", {"skipped": skipped})
+    write_json(out / "eval.json", info, indent=2)
+    write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if not per_set:
         raise ValueError("no test set could be evaluated; see manifest.json")
     sections: list[Section] = []
@@ -228,9 +230,6 @@ def evaluate_prediction_files(
 
 def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[Path]:
     """ROC/PR curves of all test sets per level and a score histogram per test set (PNG paths)."""
-    from evaluation.metrics import video_scores
-    from evaluation.scoring import video_codes
-
     pngs: list[Path] = []
     for level in cfg.levels:
         curves = {}
@@ -270,16 +269,10 @@ def run_test(
     skipped. Predictions already in ``out_dir`` are reused unless ``overwrite`` (a killed run
     resumes where it stopped).
     """
-    import torch
-
-    from evaluation.predict import predict_index
-
     if not cfg.test_data:
         raise ConfigError("no test sets: pass --test-data NAME ... or set test_data")
     out = Path(out_dir)
-    device = (
-        cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    )
+    device = str(resolve_device(cfg.device))
     root = Path(cfg.data_root or "datasets")
     files: dict[str, Path] = {}
     skipped: list[dict[str, str]] = []
@@ -293,13 +286,13 @@ def run_test(
         try:
             pred = predict_index(
                 detector,
-                index_path,
+                resolve_index(name, root),
                 cfg.split,
                 frame_num=cfg.frame_num,
                 batch_size=cfg.batch_size,
                 num_workers=cfg.num_workers,
                 device=device,
-                amp=cfg.amp and device.startswith("cuda"),
+                amp=cfg.amp,
             )
             if len(pred) == 0:
                 raise ValueError(f"split {cfg.split!r} gave no frames")
@@ -350,8 +343,6 @@ def collect_results(
 ) -> list[Result]:
     """One :class:`Result` per test set of each evaluation folder, recomputed from its
     predictions files (detector and training data come from ``eval.json``)."""
-    from evaluation.scoring import evaluate_predictions
-
     results = []
     for d in map(Path, eval_dirs):
         info_path = d / "eval.json"
@@ -436,15 +427,7 @@ def validation_threshold(
 ) -> float:
     """Decision threshold chosen on the ``val`` split of an index (``rule``: ``eer`` or ``youden``)
     at the first of ``cfg.levels``, so ACC/precision/recall/F1 do not use test labels."""
-    import torch
-
-    from evaluation.metrics import choose_threshold, video_scores
-    from evaluation.predict import predict_index
-    from evaluation.scoring import video_codes
-
-    device = (
-        cfg.device if cfg.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
-    )
+    device = str(resolve_device(cfg.device))
     pred = predict_index(
         detector,
         index_path,
@@ -453,7 +436,7 @@ def validation_threshold(
         batch_size=cfg.batch_size,
         num_workers=cfg.num_workers,
         device=device,
-        amp=cfg.amp and device.startswith("cuda"),
+        amp=cfg.amp,
     )
     if out_dir is not None:
         write_predictions(Path(out_dir) / "predictions_val.csv", pred)
@@ -479,8 +462,6 @@ def load_for_test(
     With a run, unset ``cfg.data_root`` / ``cfg.frame_num`` take the run's ``data.data_root`` and
     ``train.test_frame_num``.
     """
-    from training.checkpoint import load_detector_file, load_run
-
     if run is not None:
         model, run_cfg = load_run(run, weights=weights)
         name = str(run_cfg.get("detector", type(model).name))

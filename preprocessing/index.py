@@ -31,11 +31,11 @@ Use :func:`read_index` / :func:`write_index` (atomic) and :func:`validate_index`
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from preprocessing.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -258,20 +258,6 @@ def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
                 "dataset index points to missing files:\n  " + "\n  ".join(errors[:20])
             )
     return index
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_index(index: DatasetIndex, path: str | Path) -> None:

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -18,7 +19,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
 from evaluation.predictions import PredictionsError, read_predictions  # noqa: E402
+from fairness.fairswap import fairswap_transforms  # noqa: E402
+from fairness.protocols import load_protocol, run_protocol, train_and_predict  # noqa: E402
 from fairness.report import fairness_report, format_summary, load_report_config, write_report  # noqa: E402
+from training.config import load_train_config  # noqa: E402
+from training.trainer import Trainer  # noqa: E402
+
+
+def train_run(detector: str, train_configs: list, overrides: dict) -> Path:
+    """One training of a fairness protocol (with FairSWAP when its config enables it)."""
+    cfg = load_train_config(detector, *train_configs, overrides=overrides)
+    return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
 
 
 def evaluation_threshold(path: str) -> float:
@@ -75,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
             overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
-            from fairness.protocols import load_protocol, run_protocol
-
             protocol = load_protocol(args.protocol)
             if not (args.data_root and args.dataset):
                 parser.error("--protocol needs --data-root and --dataset")
@@ -88,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                 detectors=args.detectors,
                 train_configs=[args.train_config] if args.train_config else [],
                 report_cfg=cfg,
+                train_fn=functools.partial(train_and_predict, train_run),
             )
             for name, path in tables.items():
                 print(f"{name}: {path}")

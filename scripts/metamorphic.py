@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from detectors import CheckpointError  # noqa: E402
 from fairness.metamorphic.pipeline import evaluate_run  # noqa: E402
 from fairness.metamorphic.relations import DEFAULT_RELATIONS  # noqa: E402
-from training.checkpoint import CheckpointError  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

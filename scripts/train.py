@@ -20,11 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from detectors import CheckpointError  # noqa: E402
+from fairness.fairswap import fairswap_transforms  # noqa: E402
 from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
+from preprocessing.frames import TrainDataError  # noqa: E402
 from preprocessing.index import DatasetIndexError  # noqa: E402
-from training.checkpoint import CheckpointError  # noqa: E402
-from training.config import load_train_config  # noqa: E402
-from training.data import TrainDataError  # noqa: E402
+from training.config import load_train_config, read_run_config  # noqa: E402
 from training.distributed import teardown  # noqa: E402
 from training.trainer import NonFiniteLossError, Trainer  # noqa: E402
 
@@ -61,7 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     log = logging.getLogger("train")
     try:
         if args.resume:
-            trainer = Trainer.from_run(args.resume)
+            cfg = read_run_config(args.resume)
+            trainer = Trainer(
+                cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train)
+            )
         else:
             overrides = list(args.overrides)
             for key, value in (
@@ -76,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.output_dir:
                 overrides.append(f"output_dir={args.output_dir}")
             cfg = load_train_config(args.detector, *args.config, overrides=overrides)
-            trainer = Trainer(cfg)
+            trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
         run_dir = trainer.fit()
         rank = trainer.dist.rank
         teardown()

@@ -9,8 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
-from training import blending
-from training.blending import (
+from preprocessing.blending import (
     BlendingError,
     NearestLandmarks,
     Partner,
@@ -19,6 +18,7 @@ from training.blending import (
     needs_partner,
     self_blend,
 )
+from training import blending
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FACES = DATA / "faces" / "face_recognition"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, write_index
-from training.trainer import resolve_datasets
+from preprocessing.resolve import resolve_datasets
 
 
 def test_names_resolve_to_our_index_and_to_deepfakebench_json(tmp_path) -> None:

@@ -15,11 +15,19 @@ import yaml
 from torch import nn
 from torch.nn import functional as F
 
-from detectors import Detector, build_detector, register_detector
+from configs import ConfigError
+from detectors import (
+    Detector,
+    build_detector,
+    load_detector_file,
+    read_checkpoint,
+    register_detector,
+)
 from evaluation.predict import predict_images, predict_index
 from evaluation.predictions import read_predictions
+from evaluation.runs import load_run
+from fairness.fairswap import fairswap_transforms
 from tests.test_train_utils import face, make_index
-from training.checkpoint import load_detector_file, load_run, read_checkpoint
 from training.config import load_train_config
 from training.trainer import NonFiniteLossError, Trainer
 
@@ -245,7 +253,9 @@ def test_fairswap_and_class_balanced_sampler(data_root: Path, tmp_path: Path) ->
             "train.selection": "test-top3",
         },
     )
-    trainer = Trainer(cfg)
+    with pytest.raises(ConfigError, match="fairswap_transforms"):
+        Trainer(cfg)
+    trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
     run = trainer.fit()
     assert type(trainer.batch_transforms[-1]).__name__ == "FairSwap"
     summary = json.loads((run / "metrics" / "summary.json").read_text())

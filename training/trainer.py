@@ -25,8 +25,14 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
-from configs import ConfigError, build_config, config_to_dict, load_yaml
-from detectors import build_detector, get_detector_class
+from configs import ConfigError, config_to_dict
+from detectors import (
+    CheckpointError,
+    build_detector,
+    get_detector_class,
+    read_checkpoint,
+    save_checkpoint,
+)
 from evaluation.predict import (
     eval_requires,
     make_eval_loader,
@@ -34,16 +40,17 @@ from evaluation.predict import (
     rows_to_predictions,
 )
 from evaluation.predictions import write_predictions
-from preprocessing.index import DatasetIndex, DatasetIndexError
+from preprocessing.device import amp_dtype, resolve_device
+from preprocessing.files import write_json, write_yaml
+from preprocessing.frames import FrameDataset, collate, method_names_of
+from preprocessing.resolve import resolve_datasets
+from preprocessing.rundir import new_run_dir, run_meta
 from training import distributed as D
 from training.augment import build_augment
 from training.cache import PackedCache
-from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
-from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
-from training.data import FrameDataset, collate, method_names_of
+from training.config import OptimizerConfig, SchedulerConfig, TrainConfig, read_run_config
 from training.evaluate import detection_metrics
 from training.host_memory import keep_freed_host_memory
-from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
 from training.selection import Selector
 from training.step import NonFiniteLossError, TrainStep
@@ -51,22 +58,6 @@ from training.step import NonFiniteLossError, TrainStep
 log = logging.getLogger(__name__)
 
 BatchTransform = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[DatasetIndex]:
-    """``<data_root>/<name>.json`` for every name (errors name the missing file).
-
-    A DeepfakeBench JSON there is imported on the fly, its frame paths read from ``data_root``.
-    """
-    from preprocessing.datasets.deepfakebench import read_any_index
-
-    found = []
-    for name in names:
-        path = Path(data_root) / f"{name}.json"
-        if not path.is_file():
-            raise DatasetIndexError(f"{path}: dataset index not found (dataset {name!r})")
-        found.append(read_any_index(path, data_root))
-    return found
 
 
 def build_optimizer(params: Any, cfg: OptimizerConfig) -> torch.optim.Optimizer:
@@ -131,8 +122,9 @@ class Trainer:
     """Train ``cfg.detector``; ``fit()`` returns the run directory.
 
     ``batch_transforms`` are applied, in order, to every collated training batch before it goes
-    to the device (images are uint8 ``[B, 3, H, W]`` there); FairSWAP is appended when
-    ``train.fairswap.enabled``. ``resume`` continues the run in that directory exactly.
+    to the device (images are uint8 ``[B, 3, H, W]`` there). FairSWAP is one, given by the caller
+    (``fairness.fairswap.fairswap_transforms(cfg.train)``); ``train.fairswap.enabled`` without a
+    batch transform is an error. ``resume`` continues the run in that directory exactly.
     """
 
     def __init__(
@@ -144,6 +136,12 @@ class Trainer:
     ) -> None:
         self.cfg = cfg
         self.batch_transforms = list(batch_transforms)
+        if cfg.train.fairswap.enabled and not self.batch_transforms:
+            raise ConfigError(
+                "train.fairswap.enabled needs the FairSWAP batch transform: pass "
+                "batch_transforms=fairness.fairswap.fairswap_transforms(cfg.train) "
+                "(scripts/train.py does)"
+            )
         self.resume_dir = Path(resume) if resume is not None else None
         if not cfg.data.train_data:
             raise ConfigError("data.train_data is empty: name at least one dataset (--train-data)")
@@ -159,12 +157,7 @@ class Trainer:
     @classmethod
     def from_run(cls, run_dir: str | Path, **kwargs: Any) -> Trainer:
         """A trainer that resumes ``run_dir`` with its saved, resolved config."""
-        cfg = build_config(
-            TrainConfig,
-            load_yaml(Path(run_dir) / "config.yaml"),
-            str(Path(run_dir) / "config.yaml"),
-        )
-        return cls(cfg, resume=run_dir, **kwargs)
+        return cls(read_run_config(run_dir), resume=run_dir, **kwargs)
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
@@ -173,12 +166,7 @@ class Trainer:
             cfg.device == "auto" and torch.cuda.is_available()
         )
         self.dist = D.setup("cuda" if want_cuda else "cpu")
-        if want_cuda:
-            self.device = torch.device(
-                cfg.device if cfg.device != "auto" else f"cuda:{self.dist.local_rank}"
-            )
-        else:
-            self.device = torch.device("cpu" if cfg.device == "auto" else cfg.device)
+        self.device = resolve_device(cfg.device, self.dist.local_rank)
         cuda = self.device.type == "cuda"
         if cuda:
             torch.backends.cudnn.benchmark = True
@@ -208,16 +196,7 @@ class Trainer:
         self.model_cfg = config_to_dict(self.detector.cfg)
         requires = type(self.detector).requires
 
-        if t.precision == "auto":
-            self.amp_dtype = (
-                (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
-                if cuda
-                else None
-            )
-        else:
-            self.amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[
-                t.precision
-            ]
+        self.amp_dtype = amp_dtype(t.precision, self.device)
         self.channels_last = t.channels_last
         if self.channels_last:
             self.detector = self.detector.to(memory_format=torch.channels_last)
@@ -310,21 +289,6 @@ class Trainer:
             scheduler=self.scheduler,
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
-        if t.fairswap.enabled:
-            from fairness.fairswap import FairSwap
-
-            f = t.fairswap
-            self.batch_transforms.append(
-                FairSwap(
-                    p1=f.p1,
-                    p2=f.p2,
-                    p3=f.p3,
-                    p4=f.p4,
-                    patch=f.patch,
-                    group_key=f.group_key,
-                    seed=t.seed,
-                )
-            )
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
         self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
         self._setup_run_dir()

@@ -39,7 +39,7 @@ from fairness.metamorphic.tables import (  # noqa: E402
     table_markdown,
 )
 from fairness.plots import save_figure  # noqa: E402
-from preprocessing.index import atomic_write_text  # noqa: E402
+from preprocessing.files import atomic_write_text  # noqa: E402
 
 SUMMARY_COLUMNS = (
     "case",

@@ -1,0 +1,68 @@
+"""Every package imports only packages below it (DESIGN.md "Layers"), at module level and inside
+functions alike."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# configs < preprocessing, detectors < evaluation < training, fairness < scripts, benchmarks
+LEVELS = {
+    "configs": 0,
+    "preprocessing": 1,
+    "detectors": 1,
+    "evaluation": 2,
+    "training": 3,
+    "fairness": 3,
+    "scripts": 4,
+    "benchmarks": 4,
+}
+
+
+def imported_packages(source: str, filename: str) -> list[tuple[int, str]]:
+    """(line, module) of every absolute import in ``source``, wherever it stands."""
+    found = []
+    for node in ast.walk(ast.parse(source, filename)):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def violations(root: Path = REPO) -> list[str]:
+    """``file:line: package -> module`` for every upward or sideways import."""
+    bad = []
+    for package, level in LEVELS.items():
+        for path in sorted((root / package).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            for line, module in imported_packages(path.read_text(encoding="utf-8"), rel):
+                target = module.split(".")[0]
+                if target != package and LEVELS.get(target, -1) >= level:
+                    bad.append(f"{rel}:{line}: {package} -> {module}")
+    return bad
+
+
+def test_no_upward_or_sideways_import() -> None:
+    assert violations() == []
+
+
+@pytest.mark.parametrize(
+    ("package", "source", "expected"),
+    [
+        ("evaluation", "from training.data import x\n", "evaluation -> training.data"),
+        ("preprocessing", "def f():\n    import detectors\n", "preprocessing -> detectors"),
+        ("training", "from fairness import fairswap\n", "training -> fairness"),
+        ("configs", "import evaluation.metrics as m\n", "configs -> evaluation.metrics"),
+    ],
+)
+def test_the_check_catches_bad_imports(tmp_path, package, source, expected) -> None:
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "bad.py").write_text(source)
+    (tmp_path / package / "good.py").write_text("import numpy\nfrom configs import ConfigError\n")
+    found = violations(tmp_path)
+    assert len(found) == 1 and found[0].endswith(expected), found
