@@ -318,7 +318,7 @@ def run_test(
         first = next(iter(files))
         figures = run_analysis(
             detector,
-            root / f"{first}.json",
+            resolve_index(first, root),
             out / "analysis",
             gradcam=a.gradcam,
             tsne=a.tsne,
