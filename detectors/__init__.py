@@ -3,7 +3,9 @@
 from detectors.base import Detector, DetectorConfig
 from detectors.registry import (
     build_detector,
+    detector_family,
     get_detector_class,
+    import_modules,
     list_detectors,
     load_detector_yaml,
     register_detector,
@@ -15,7 +17,9 @@ __all__ = [
     "Detector",
     "DetectorConfig",
     "build_detector",
+    "detector_family",
     "get_detector_class",
+    "import_modules",
     "list_detectors",
     "load_detector_file",
     "load_detector_yaml",

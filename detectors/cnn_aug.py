@@ -21,7 +21,7 @@ class CNNAugConfig(TimmClassifierConfig):
     std: tuple[float, float, float] = IMAGENET_STD
 
 
-@register_detector("cnn_aug")
+@register_detector("cnn_aug", family="Naive")
 class CNNAug(TimmClassifier):
     """timm ``resnet34`` with a 2-way head (21,285,698 parameters)."""
 

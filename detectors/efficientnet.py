@@ -18,7 +18,7 @@ class EfficientNetB4Config(TimmClassifierConfig):
     std: tuple[float, float, float] = IMAGENET_STD
 
 
-@register_detector("efficientnet_b4")
+@register_detector("efficientnet_b4", family="Naive")
 class EfficientNetB4(TimmClassifier):
     """timm ``efficientnet_b4`` with a 2-way head (17,552,202 parameters)."""
 

@@ -37,7 +37,7 @@ class FWAConfig(DetectorConfig):
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
-@register_detector("fwa")
+@register_detector("fwa", family="Spatial")
 class FWA(Detector):
     """Xception -> dropout -> ``Linear(2048, 2)``, trained on real faces and their FWA fakes."""
 
@@ -62,7 +62,7 @@ class FWA(Detector):
         return self.outputs(self.head(self.drop(feat)), feat)
 
 
-@register_detector("ifwa")
+@register_detector("ifwa", family="Spatial")
 class IFWA(FWA):
     """FWA with the phase spectrum as a fourth input channel (paper 002, Appendix A.4)."""
 

@@ -161,12 +161,21 @@ def triplet_loss(
     ).mean()
 
 
-@register_detector("ucf")
+@register_detector("ucf", family="Spatial")
 class UCF(Detector):
     """Forgery/content encoders, common/specific heads and the conditional decoder."""
 
     Config = UCFConfig
     requires = frozenset({"pairs", "method_label"})
+
+    @classmethod
+    def configure_from_data(
+        cls, model_cfg: dict[str, Any], method_names: list[str]
+    ) -> dict[str, Any]:
+        """``num_methods`` = the training split's manipulation methods, unless set."""
+        if "num_methods" in model_cfg:
+            return model_cfg
+        return {**model_cfg, "num_methods": max(len(method_names), 1)}
 
     def __init__(self, cfg: UCFConfig) -> None:
         super().__init__(cfg)

@@ -50,7 +50,7 @@ class FaceXrayConfig(DetectorConfig):
             raise ValueError(f"xray_weight must be >= 0, got {self.xray_weight}")
 
 
-@register_detector("xray")
+@register_detector("xray", family="Spatial")
 class FaceXray(Detector):
     """HRNet -> concatenated multi-resolution features -> X-ray map + 2-way classifier."""
 

@@ -182,14 +182,14 @@ class Trainer:
         np.random.seed(t.seed % 2**32)
 
         model_cfg = dict(cfg.model)
-        fields = dataclasses.fields(get_detector_class(cfg.detector).Config)
+        detector_cls = get_detector_class(cfg.detector)
+        fields = dataclasses.fields(detector_cls.Config)
         default_size = next(f.default for f in fields if f.name == "input_size")
         self.resolution = t.resolution or int(model_cfg.get("input_size", default_size))
         model_cfg["input_size"] = self.resolution
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
-        if any(f.name == "num_methods" for f in fields) and "num_methods" not in model_cfg:
-            model_cfg["num_methods"] = max(len(self.method_names), 1)  # UCF's specific classes
+        model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
@@ -424,8 +424,7 @@ class Trainer:
         t = self.cfg.train
         self.sampler.set_epoch(self.epoch)
         self.train_set.set_epoch(self.epoch)
-        if hasattr(self.detector, "set_epoch"):  # epoch-dependent losses (LMFD-PAD's warm-up)
-            self.detector.set_epoch(self.epoch)
+        self.detector.set_epoch(self.epoch)  # epoch-dependent losses (LMFD-PAD's warm-up)
         self.sampler.set_start(self.batch_in_epoch * self.rank_batch)
         self.detector.train()
         replaced: list[str] = []
