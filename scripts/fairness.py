@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from detectors import import_modules  # noqa: E402
 from evaluation.predictions import PredictionsError, read_predictions  # noqa: E402
 from fairness.fairswap import fairswap_transforms  # noqa: E402
 from fairness.protocols import load_protocol, run_protocol, train_and_predict  # noqa: E402
@@ -71,6 +72,14 @@ def main(argv: list[str] | None = None) -> int:
         "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
     )
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -82,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_figures:
         overrides.append("figures=false")
     try:
+        import_modules(args.imports)
         if args.threshold_from:
             overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
         cfg = load_report_config(args.config, overrides=overrides)

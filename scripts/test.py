@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
+from detectors import import_modules  # noqa: E402
 from evaluation import testing  # noqa: E402
 
 
@@ -75,6 +76,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="TITLE=PATH[,PATH]",
         help="extra report section (fairness, metamorphic): images or .html files",
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     return p.parse_args(argv)
 
 
@@ -90,6 +99,7 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    import_modules(args.imports)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

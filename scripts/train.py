@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
-from detectors import CheckpointError  # noqa: E402
+from detectors import CheckpointError, import_modules  # noqa: E402
 from fairness.fairswap import fairswap_transforms  # noqa: E402
 from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
 from preprocessing.frames import TrainDataError  # noqa: E402
@@ -55,12 +55,21 @@ def main(argv: list[str] | None = None) -> int:
         "--resume", metavar="RUN_DIR", help="continue a run exactly where it stopped"
     )
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     log = logging.getLogger("train")
     try:
+        import_modules(args.imports)
         if args.resume:
             cfg = read_run_config(args.resume)
             trainer = Trainer(
