@@ -66,3 +66,19 @@ def test_the_check_catches_bad_imports(tmp_path, package, source, expected) -> N
     (tmp_path / package / "good.py").write_text("import numpy\nfrom configs import ConfigError\n")
     found = violations(tmp_path)
     assert len(found) == 1 and found[0].endswith(expected), found
+
+
+def test_no_library_module_changes_matplotlib_global_state() -> None:
+    """Figures are drawn with the object API and saved by ``evaluation.plots.save_figure``."""
+    bad = []
+    for package in ("configs", "preprocessing", "detectors", "evaluation", "training", "fairness"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("use", "switch_backend")
+                    and getattr(node.func.value, "id", "") in ("matplotlib", "plt")
+                ):
+                    bad.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert bad == []

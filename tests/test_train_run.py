@@ -388,7 +388,7 @@ def test_selection_picks_the_scripted_epoch(
 
 
 def test_bench_train_reports_every_rate(data_root: Path) -> None:
-    from training.benchmark import bench_train
+    from benchmarks.train import bench_train
 
     out = bench_train(
         "_tiny_linear",
@@ -410,7 +410,7 @@ def test_bench_train_reports_every_rate(data_root: Path) -> None:
 
 
 def test_reference_step_trains_and_reports_batch_metrics() -> None:
-    from training.benchmark import reference_step
+    from benchmarks.train import reference_step
 
     torch.manual_seed(0)
     model = build_detector("meso4", input_size=32).train()

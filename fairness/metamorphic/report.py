@@ -20,17 +20,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from configs import config_to_dict  # noqa: E402
-from evaluation.predictions import write_predictions  # noqa: E402
-from fairness.metamorphic.relations import BENCHMARK  # noqa: E402
-from fairness.metamorphic.runner import MetamorphicResult  # noqa: E402
-from fairness.metamorphic.tables import (  # noqa: E402
+from configs import config_to_dict
+from evaluation.predictions import write_predictions
+from fairness.metamorphic.relations import BENCHMARK
+from fairness.metamorphic.runner import MetamorphicResult
+from fairness.metamorphic.tables import (
     ALL,
     case_table,
     result_groups,
@@ -38,8 +35,8 @@ from fairness.metamorphic.tables import (  # noqa: E402
     table_json,
     table_markdown,
 )
-from fairness.plots import save_figure  # noqa: E402
-from preprocessing.files import atomic_write_text  # noqa: E402
+from fairness.plots import save_figure
+from preprocessing.files import atomic_write_text
 
 SUMMARY_COLUMNS = (
     "case",
@@ -57,13 +54,6 @@ SUMMARY_COLUMNS = (
 )
 
 
-def _save_figure(fig: plt.Figure, path: Path, dpi: int = 120) -> None:
-    try:
-        save_figure(fig, path, dpi)
-    finally:
-        plt.close(fig)
-
-
 def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Path) -> Path:
     """Bars of accuracy (%) per test case per group, bias factor above each case (Figure 6)."""
     cases = list(dict.fromkeys(r["case"] for r in rows))
@@ -71,7 +61,8 @@ def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Pat
     bias = {r["case"]: r["bias_factor"] for r in rows}
     width = 0.8 / max(len(groups), 1)
     x = np.arange(len(cases))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(cases) + 2), 4.0))
+    fig = Figure(figsize=(max(6.0, 1.1 * len(cases) + 2), 4.0))
+    ax = fig.add_subplot()
     for i, group in enumerate(groups):
         values = [100 * acc.get((c, group), np.nan) for c in cases]
         bars = ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=group)
@@ -85,7 +76,7 @@ def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Pat
     ax.set_title("Accuracy per test case and group (BF: bias factor, %)")
     ax.legend(loc="lower right", fontsize=8)
     path = Path(path)
-    _save_figure(fig, path)
+    save_figure(fig, path)
     return path
 
 
@@ -96,12 +87,8 @@ def example_sheet(
     if not examples:
         return None
     columns = list(examples[0][1])
-    fig, axes = plt.subplots(
-        len(examples),
-        len(columns),
-        figsize=(1.6 * len(columns), 1.7 * len(examples)),
-        squeeze=False,
-    )
+    fig = Figure(figsize=(1.6 * len(columns), 1.7 * len(examples)))
+    axes = fig.subplots(len(examples), len(columns), squeeze=False)
     for r, (key, images) in enumerate(examples):
         for c, name in enumerate(columns):
             ax = axes[r][c]
@@ -113,7 +100,7 @@ def example_sheet(
             if c == 0:
                 ax.set_ylabel(key[-18:], fontsize=6)
     path = Path(path)
-    _save_figure(fig, path)
+    save_figure(fig, path)
     return path
 
 
