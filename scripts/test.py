@@ -7,7 +7,7 @@
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
   scripts/test.py --compare A.csv B.csv     (DeLong's test of two detectors' AUCs, JSON)
 
-Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.testing).
+Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from configs import ConfigError  # noqa: E402
 from detectors import import_modules  # noqa: E402
-from evaluation import testing  # noqa: E402
+from evaluation import leaderboard, results, settings, testing  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append("test_data=[" + ",".join(args.test_data) + "]")
     if args.data_root:
         overrides.append(f"data_root={args.data_root}")
-    cfg = testing.load_test_config(*args.config, overrides=overrides)
+    cfg = settings.load_test_config(*args.config, overrides=overrides)
     extra = _sections(args.section)
     if args.compare:
         from dataclasses import asdict
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.leaderboard:
         out = args.out or Path("leaderboard")
-        testing.build_leaderboard(
+        leaderboard.build_leaderboard(
             args.leaderboard,
             out,
             cfg.metrics,
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--predictions needs --name and --out")
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
-        testing.evaluate_prediction_files(
+        results.evaluate_prediction_files(
             files, out, cfg, args.name, args.train_data, extra_sections=extra
         )
     else:

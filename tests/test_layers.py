@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# configs < preprocessing, detectors < evaluation < training, fairness < scripts, benchmarks
+# configs < preprocessing, detectors < evaluation < training, fairness < benchmarks < scripts
 LEVELS = {
     "configs": 0,
     "preprocessing": 1,
@@ -18,8 +18,8 @@ LEVELS = {
     "evaluation": 2,
     "training": 3,
     "fairness": 3,
-    "scripts": 4,
     "benchmarks": 4,
+    "scripts": 5,
 }
 
 

@@ -43,6 +43,7 @@ from evaluation.predictions import write_predictions
 from preprocessing.device import amp_dtype, resolve_device
 from preprocessing.files import write_json, write_yaml
 from preprocessing.frames import FrameDataset, collate, method_names_of
+from preprocessing.index import DatasetIndex
 from preprocessing.resolve import resolve_datasets
 from preprocessing.rundir import new_run_dir, run_meta
 from training import distributed as D
@@ -161,6 +162,18 @@ class Trainer:
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
+        """Every set-up step, in this order (the RNG draws of each depend on it)."""
+        self._setup_device()
+        train_idx = self._setup_detector()
+        self._setup_data(train_idx)
+        self._setup_loader()
+        self._setup_optimisation()
+        self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
+        self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        self._setup_run_dir()
+
+    def _setup_device(self) -> None:
+        """Process group, device, per-rank batch size, host-memory policy and global seeds."""
         cfg, t = self.cfg, self.cfg.train
         want_cuda = cfg.device.startswith("cuda") or (
             cfg.device == "auto" and torch.cuda.is_available()
@@ -181,6 +194,9 @@ class Trainer:
         random.seed(t.seed)
         np.random.seed(t.seed % 2**32)
 
+    def _setup_detector(self) -> list[DatasetIndex]:
+        """The detector at the training resolution, configured from the training data (returned)."""
+        cfg, t = self.cfg, self.cfg.train
         model_cfg = dict(cfg.model)
         detector_cls = get_detector_class(cfg.detector)
         fields = dataclasses.fields(detector_cls.Config)
@@ -194,13 +210,16 @@ class Trainer:
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
         self.model_cfg = config_to_dict(self.detector.cfg)
-        requires = type(self.detector).requires
-
         self.amp_dtype = amp_dtype(t.precision, self.device)
         self.channels_last = t.channels_last
         if self.channels_last:
             self.detector = self.detector.to(memory_format=torch.channels_last)
+        return train_idx
 
+    def _setup_data(self, train_idx: list[DatasetIndex]) -> None:
+        """The training set (augmented) and the validation and test sets (with caches)."""
+        cfg, t = self.cfg, self.cfg.train
+        requires = type(self.detector).requires
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
         self.train_set = FrameDataset(
@@ -234,6 +253,9 @@ class Trainer:
         if cfg.data.cache:
             self._attach_caches()
 
+    def _setup_loader(self) -> None:
+        """The training sampler (balanced, sharded by rank) and loader."""
+        cfg, t = self.cfg, self.cfg.train
         groups = self.train_set.groups(t.group_key) if t.group_key else None
         self.sampler = TrainSampler(
             self.train_set.labels,
@@ -256,13 +278,17 @@ class Trainer:
             num_workers=cfg.data.num_workers,
             collate_fn=collate,
             drop_last=True,
-            pin_memory=cuda,
+            pin_memory=self.device.type == "cuda",
             generator=torch.Generator().manual_seed(t.seed),
             persistent_workers=cfg.data.num_workers > 0,
         )
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
 
+    def _setup_optimisation(self) -> None:
+        """DDP wrapper, optimiser, scheduler, the train step and checkpoint selection."""
+        t = self.cfg.train
+        cuda = self.device.type == "cuda"
         self.model: torch.nn.Module = self.detector
         if self.dist.world_size > 1:
             self.model = DistributedDataParallel(
@@ -289,9 +315,6 @@ class Trainer:
             scheduler=self.scheduler,
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
-        self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
-        self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
-        self._setup_run_dir()
 
     def _attach_caches(self) -> None:
         cache_dir = Path(self.cfg.data.cache_dir or Path(self.cfg.data.data_root) / ".cache")
