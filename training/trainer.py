@@ -45,7 +45,7 @@ from preprocessing.files import write_json, write_yaml
 from preprocessing.frames import FrameDataset, collate, method_names_of
 from preprocessing.index import DatasetIndex
 from preprocessing.resolve import resolve_datasets
-from preprocessing.rundir import new_run_dir, run_meta
+from preprocessing.rundir import RunDir, new_run_dir, run_meta
 from training import distributed as D
 from training.augment import build_augment
 from training.cache import PackedCache
@@ -331,27 +331,28 @@ class Trainer:
         cfg = self.cfg
         if self.resume_dir is not None:
             run = self.resume_dir
-            if not (run / "checkpoints" / "last.pt").is_file():
+            if not RunDir(run).checkpoint("last").is_file():
                 raise CheckpointError(f"{run}: nothing to resume (no checkpoints/last.pt)")
         else:
             run = None
             if self.dist.is_main:
-                if cfg.run_name and (Path(cfg.output_dir) / cfg.run_name / "config.yaml").exists():
+                if cfg.run_name and RunDir(Path(cfg.output_dir) / cfg.run_name).config.exists():
                     raise ConfigError(
                         f"run {Path(cfg.output_dir) / cfg.run_name} exists; use --resume or another run_name"
                     )
                 run = new_run_dir(cfg.output_dir, cfg.run_name, cfg.detector)
             run = D.broadcast(run)
         self.run_dir = Path(run)
+        self.run = RunDir(self.run_dir)
         self.writer = None
         if self.dist.is_main:
             resolved = config_to_dict(cfg)
             resolved["model"] = self.model_cfg
             resolved["train"]["resolution"] = self.resolution
             if self.resume_dir is None:
-                write_yaml(self.run_dir / "config.yaml", resolved)
+                write_yaml(self.run.config, resolved)
                 write_json(
-                    self.run_dir / "meta.json",
+                    self.run.meta,
                     run_meta(
                         cfg.train.seed,
                         world_size=self.dist.world_size,
@@ -362,11 +363,9 @@ class Trainer:
                     ),
                 )
         if self.resume_dir is not None:
-            self._load_state(read_checkpoint(self.run_dir / "checkpoints" / "last.pt"))
+            self._load_state(read_checkpoint(self.run.checkpoint("last")))
         if self.dist.is_main:
-            self.writer = SummaryWriter(
-                str(self.run_dir / "tensorboard"), purge_step=self.step or None
-            )
+            self.writer = SummaryWriter(str(self.run.tensorboard), purge_step=self.step or None)
 
     # ------------------------------------------------------------------ state
     def _meta(self) -> dict[str, Any]:
@@ -396,7 +395,7 @@ class Trainer:
                 "selector": self.selector.state_dict(),
                 "manifest": self.manifest,
             }
-        save_checkpoint(self.run_dir / "checkpoints" / f"{name}.pt", payload)
+        save_checkpoint(self.run.checkpoint(name), payload)
 
     def _load_state(self, ckpt: dict[str, Any]) -> None:
         if "state" not in ckpt:
@@ -499,7 +498,7 @@ class Trainer:
         except NonFiniteLossError as err:
             raise NonFiniteLossError(
                 f"non-finite loss at epoch {self.epoch}, step {self.step + 1}: {err.terms}. The run "
-                f"stopped; its last good checkpoint is kept in {self.run_dir / 'checkpoints'}. "
+                f"stopped; its last good checkpoint is kept in {self.run.checkpoints}. "
                 "Try a lower train.optimizer.lr, train.grad_clip, or train.precision: fp32.",
                 err.terms,
             ) from None
@@ -521,7 +520,7 @@ class Trainer:
             known = set(self.manifest[key])
             self.manifest[key].extend(sorted({i for i in items if i not in known}))
         if self.dist.is_main:
-            write_json(self.run_dir / "manifest.json", self.manifest)
+            write_json(self.run.manifest, self.manifest)
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self) -> None:
@@ -555,13 +554,13 @@ class Trainer:
                 preds = rows_to_predictions({k: [r.get(k, "") for r in rows] for k in keys})
                 metrics[split][name] = detection_metrics(preds)
                 if t.save_predictions:
-                    out = self.run_dir / "predictions" / f"{split}_{name}_step{self.step:07d}.csv"
+                    out = self.run.predictions / f"{split}_{name}_step{self.step:07d}.csv"
                     write_predictions(out, preds)
         metrics = D.broadcast(metrics)
         is_best = self.selector.update(self.step, self.epoch, metrics)
         if self.dist.is_main:
             write_json(
-                self.run_dir / "metrics" / f"step{self.step:07d}.json",
+                self.run.metrics / f"step{self.step:07d}.json",
                 {"epoch": self.epoch, "step": self.step, "is_best": is_best, **metrics},
             )
             for split, per_ds in metrics.items():
@@ -581,6 +580,6 @@ class Trainer:
 
     def _finish(self) -> None:
         if self.dist.is_main:
-            write_json(self.run_dir / "metrics" / "summary.json", self.selector.summary())
-            write_json(self.run_dir / "manifest.json", self.manifest)
+            write_json(self.run.metrics / "summary.json", self.selector.summary())
+            write_json(self.run.manifest, self.manifest)
         D.barrier()

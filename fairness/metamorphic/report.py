@@ -16,7 +16,6 @@ All files are written atomically.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from fairness.metamorphic.tables import (
     table_markdown,
 )
 from fairness.plots import save_figure
-from preprocessing.files import atomic_write_text
+from preprocessing.files import atomic_write_text, write_json
 
 SUMMARY_COLUMNS = (
     "case",
@@ -157,9 +156,9 @@ def write_report(result: MetamorphicResult, out_dir: str | Path) -> dict[str, Pa
         "groups": groups,
         "rows": table_json(rows),
     }
-    atomic_write_text(files["json"], json.dumps(summary, indent=1) + "\n")
+    write_json(files["json"], summary)
     skipped = [{"key": s.key, "reason": s.reason} for s in result.skipped]
-    atomic_write_text(files["manifest"], json.dumps({"skipped": skipped}, indent=1) + "\n")
+    write_json(files["manifest"], {"skipped": skipped})
     for case in [BENCHMARK, *result.case_ids]:
         files[f"predictions:{case}"] = out / "predictions" / f"{case}.csv"
         write_predictions(files[f"predictions:{case}"], result.predictions(case))
