@@ -23,6 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from configs import config_to_dict
+from evaluation.plots import save_figure
 from evaluation.predictions import write_predictions
 from fairness.metamorphic.relations import BENCHMARK
 from fairness.metamorphic.runner import MetamorphicResult
@@ -34,7 +35,6 @@ from fairness.metamorphic.tables import (
     table_json,
     table_markdown,
 )
-from fairness.plots import save_figure
 from preprocessing.files import atomic_write_text, write_json
 
 SUMMARY_COLUMNS = (
@@ -75,7 +75,7 @@ def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Pat
     ax.set_title("Accuracy per test case and group (BF: bias factor, %)")
     ax.legend(loc="lower right", fontsize=8)
     path = Path(path)
-    save_figure(fig, path)
+    save_figure(fig, path, dpi=120)
     return path
 
 
@@ -99,7 +99,7 @@ def example_sheet(
             if c == 0:
                 ax.set_ylabel(key[-18:], fontsize=6)
     path = Path(path)
-    save_figure(fig, path)
+    save_figure(fig, path, dpi=120)
     return path
 
 
