@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from configs import ConfigError
-from detectors import load_detector_file
+from detectors import load_detector_file, load_detector_yaml
 from evaluation.metrics import choose_threshold, video_scores
 from evaluation.predict import predict_index
 from evaluation.predictions import write_predictions
@@ -171,8 +171,6 @@ def load_for_test(
             raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
         model_cfg = None
         if model_config is not None:
-            from detectors.registry import load_detector_yaml
-
             model_cfg = dict(load_detector_yaml(detector, model_config).get("model") or {})
         model = load_detector_file(detector, weights, model_cfg)
         name, train_data = detector, ""

@@ -36,6 +36,8 @@ import albumentations as A
 import cv2
 import numpy as np
 
+from preprocessing.index import read_index
+
 log = logging.getLogger(__name__)
 
 GENERATORS = ("sbi", "fwa", "xray")
@@ -359,8 +361,6 @@ class NearestLandmarks:
         the landmark paths, their sizes and mtimes, and ``k``; unreadable landmark files are logged
         and skipped.
         """
-        from preprocessing.index import read_index
-
         if not hasattr(index, "videos"):
             index = read_index(index)
         entries: list[Partner] = []
