@@ -4,7 +4,7 @@ Built-in detector modules are found by reading the source of ``detectors/**/*.py
 ``@register_detector("name")`` without importing them, so listing detectors never imports a
 detector's optional dependencies, and building one imports only its own module.
 A user's detector registers itself when its module is imported: by the user's code, by
-``--import MODULE`` on every command (:func:`import_modules`), or through the entry-point group
+``--import MODULE`` on every command (:func:`configs.import_modules`), or through the entry-point group
 ``fairforensics.detectors`` of an installed package (loaded on first lookup).
 """
 
@@ -14,7 +14,7 @@ import ast
 import dataclasses
 import importlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -99,18 +99,6 @@ def load_entry_points() -> list[str]:
             continue
         loaded.append(ep.name)
     return loaded
-
-
-def import_modules(modules: Sequence[str]) -> None:
-    """Import user modules that register detectors (``--import MODULE`` of the commands)."""
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ConfigError(
-                f"--import {module}: cannot import it ({exc}); put its folder on PYTHONPATH "
-                "or install it"
-            ) from None
 
 
 def detector_family(name: str) -> str:

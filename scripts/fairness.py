@@ -17,8 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
-from detectors import import_modules  # noqa: E402
+from configs import ConfigError, import_modules  # noqa: E402
 from evaluation.predictions import PredictionsError, read_predictions  # noqa: E402
 from fairness.fairswap import fairswap_transforms  # noqa: E402
 from fairness.protocols import load_protocol, run_protocol, train_and_predict  # noqa: E402

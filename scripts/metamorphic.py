@@ -16,8 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
-from detectors import CheckpointError, import_modules  # noqa: E402
+from configs import (
+    ConfigError,  # noqa: E402
+    import_modules,  # noqa: E402
+)
+from detectors import CheckpointError  # noqa: E402
 from fairness.metamorphic.pipeline import evaluate_run  # noqa: E402
 from fairness.metamorphic.relations import DEFAULT_RELATIONS  # noqa: E402
 

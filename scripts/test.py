@@ -20,8 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
-from detectors import import_modules  # noqa: E402
+from configs import ConfigError, import_modules  # noqa: E402
 from evaluation import leaderboard, results, settings, testing  # noqa: E402
 
 

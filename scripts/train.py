@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
-from detectors import CheckpointError, import_modules  # noqa: E402
+from configs import ConfigError, import_modules  # noqa: E402
+from detectors import CheckpointError  # noqa: E402
 from fairness.fairswap import fairswap_transforms  # noqa: E402
 from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
 from preprocessing.frames import TrainDataError  # noqa: E402

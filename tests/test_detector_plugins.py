@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from configs import ConfigError
+from configs import ConfigError, import_modules
 from detectors import (
     Detector,
     detector_family,
     get_detector_class,
-    import_modules,
     list_detectors,
     registry,
 )
