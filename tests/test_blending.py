@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from preprocessing import blending
 from preprocessing.blending import (
     BlendingError,
     NearestLandmarks,
@@ -18,7 +19,6 @@ from preprocessing.blending import (
     needs_partner,
     self_blend,
 )
-from training import blending
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 FACES = DATA / "faces" / "face_recognition"

@@ -82,3 +82,48 @@ def test_no_library_module_changes_matplotlib_global_state() -> None:
                 ):
                     bad.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert bad == []
+
+
+def _top_level_names(init: Path) -> set[str]:
+    """Names a package ``__init__`` defines, imports or lists in ``__all__``."""
+    names: set[str] = set()
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                if isinstance(target, ast.Name) and target.id == "__all__":
+                    names.update(ast.literal_eval(node.value))
+    return names
+
+
+def test_every_project_import_names_a_module_of_this_checkout() -> None:
+    """A moved module must not be imported from its old place: with the package installed
+    elsewhere in editable mode, such an import would silently load another checkout's copy."""
+    bad = []
+    for package in [*LEVELS, "tests"]:
+        for path in sorted((REPO / package).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), rel)):
+                if isinstance(node, ast.Import):
+                    targets = [(a.name, None) for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    targets = [(node.module, a.name) for a in node.names]
+                else:
+                    continue
+                for module, name in targets:
+                    if module.split(".")[0] not in {*LEVELS, "tests"}:
+                        continue
+                    base = REPO.joinpath(*module.split("."))
+                    if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
+                        bad.append(f"{rel}:{node.lineno}: no module {module}")
+                    elif name is not None and (base / "__init__.py").is_file():
+                        sub = base / name
+                        known = _top_level_names(base / "__init__.py")
+                        if not (sub.with_suffix(".py").is_file() or sub.is_dir() or name in known):
+                            bad.append(f"{rel}:{node.lineno}: {module} has no {name}")
+    assert bad == []
