@@ -33,7 +33,7 @@ from pathlib import Path
 
 from detectors import get_detector_class, list_detectors
 from evaluation import testing
-from preprocessing.index import atomic_write_text
+from preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 

@@ -14,12 +14,14 @@ from configs.loader import (
     load_yaml,
     parse_overrides,
 )
+from configs.plugins import import_modules
 
 __all__ = [
     "CONFIG_DIR",
     "ConfigError",
     "build_config",
     "config_to_dict",
+    "import_modules",
     "load_config",
     "load_yaml",
     "parse_overrides",

@@ -3,18 +3,25 @@
 from detectors.base import Detector, DetectorConfig
 from detectors.registry import (
     build_detector,
+    detector_family,
     get_detector_class,
     list_detectors,
     load_detector_yaml,
     register_detector,
 )
+from detectors.weights import CheckpointError, load_detector_file, read_checkpoint, save_checkpoint
 
 __all__ = [
+    "CheckpointError",
     "Detector",
     "DetectorConfig",
     "build_detector",
+    "detector_family",
     "get_detector_class",
     "list_detectors",
+    "load_detector_file",
     "load_detector_yaml",
+    "read_checkpoint",
     "register_detector",
+    "save_checkpoint",
 ]

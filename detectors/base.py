@@ -22,7 +22,7 @@ Batch keys. Always present: ``image`` float [B, 3, H, W], already normalised wit
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
-``blend:<name>``   online self-blended fakes made from real faces by ``training.blending``
+``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
                    generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
                    ``xray`` float [B, 1, H, W] where the generator makes one
 ``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)
@@ -61,17 +61,48 @@ class DetectorConfig:
 
 
 class Detector(nn.Module):
-    """Base class of all detectors; see the module docstring for the contract."""
+    """Base class of all detectors; see the module docstring for the contract.
+
+    Class attributes and hooks a subclass may override (the trainer, the tests and the
+    leaderboard use only these; nothing is looked up with ``hasattr``):
+
+    - ``Config``: the config dataclass (its ``mean``/``std`` are the default normalisation the
+      data pipeline applies; ``input_size`` the default resolution).
+    - ``requires``: the extra batch keys (table above).
+    - ``family``: the leaderboard's detector type (paper 002, Table 1: ``Naive``, ``Spatial``,
+      ``Frequency``; ``PAD`` for paper 001's detectors); set it with
+      ``@register_detector(name, family=...)``.
+    - ``test_input_size``: the input size the shared contract tests build the detector at.
+    - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
+    - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
+    """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
     requires: ClassVar[frozenset[str]] = frozenset()
     name: ClassVar[str] = ""
+    family: ClassVar[str] = "Other"
+    test_input_size: ClassVar[int] = 64
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
     deepfakebench_name: ClassVar[str | None] = None
 
     def __init__(self, cfg: DetectorConfig) -> None:
         super().__init__()
         self.cfg = cfg
+
+    @classmethod
+    def configure_from_data(
+        cls, model_cfg: dict[str, Any], method_names: list[str]
+    ) -> dict[str, Any]:
+        """The ``model`` config completed with values that depend on the training data.
+
+        ``method_names``: the sorted fake/attack methods of the training split (the classes
+        1..K of ``method_label``). The default returns ``model_cfg`` unchanged; values the user
+        set must be kept.
+        """
+        return model_cfg
+
+    def set_epoch(self, epoch: int) -> None:
+        """Called by the trainer at the start of every epoch (0-based); a no-op by default."""
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError

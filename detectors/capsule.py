@@ -133,7 +133,7 @@ class Routing(nn.Module):
         return outputs.squeeze(2).transpose(1, 2)
 
 
-@register_detector("capsule")
+@register_detector("capsule", family="Spatial")
 class CapsuleForensics(Detector):
     """VGG-19 (to pool3) -> 10 primary capsules -> dynamic routing -> 2 output capsules."""
 

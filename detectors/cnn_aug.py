@@ -25,7 +25,7 @@ class CNNAugConfig(TimmClassifierConfig):
     """DeepfakeBench's mean = std = 0.5 by default; the paper variant's YAML sets ImageNet's."""
 
 
-@register_detector("cnn_aug")
+@register_detector("cnn_aug", family="Naive")
 class CNNAug(TimmClassifier):
     """timm ``resnet34`` with a 2-way head (21,285,698 parameters)."""
 

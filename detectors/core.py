@@ -47,7 +47,7 @@ def consistency_loss(feat_a: torch.Tensor, feat_b: torch.Tensor) -> torch.Tensor
     return ((cos - 1.0) ** 2).mean()
 
 
-@register_detector("core")
+@register_detector("core", family="Spatial")
 class CORE(Detector):
     """Xception -> ReLU'd pooled representation -> ``Linear(2048, 2)``, two-view consistency."""
 

@@ -85,7 +85,7 @@ class DeepPixBisConfig(DetectorConfig):
     score: Score = "map"
 
 
-@register_detector("deeppixbis")
+@register_detector("deeppixbis", family="PAD")
 class DeepPixBis(Detector):
     """DenseNet-161 blocks 1-2, 1x1 conv to a sigmoid map, linear binary head on the map."""
 

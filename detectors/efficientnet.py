@@ -89,7 +89,7 @@ def efficientnet_pytorch_numerics(model: nn.Module) -> nn.Module:
     return model
 
 
-@register_detector("efficientnet_b4")
+@register_detector("efficientnet_b4", family="Naive")
 class EfficientNetB4(TimmClassifier):
     """timm ``efficientnet_b4`` with a 2-way head (17,552,202 parameters)."""
 

@@ -191,7 +191,7 @@ class F3NetConfig(DetectorConfig):
             )
 
 
-@register_detector("f3net")
+@register_detector("f3net", family="Frequency")
 class F3Net(Detector):
     """FAD and LFS Xception streams with two MixBlocks, or the FAD stream alone."""
 

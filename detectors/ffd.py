@@ -68,7 +68,7 @@ class RegressionMap(nn.Module):
         return torch.sigmoid(self.conv(x))
 
 
-@register_detector("ffd")
+@register_detector("ffd", family="Spatial")
 class FFD(Detector):
     """Xception + direct-regression attention map, supervised by manipulation masks."""
 

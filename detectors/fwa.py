@@ -2,7 +2,7 @@
 and iFWA (DeepfakeBench, paper 002, Appendix A.4, Tables 6-7).
 
 FWA trains on real faces only: the data pipeline turns each real face into a fake with the
-face-warping-artifact generator :func:`training.blending.face_warp` (align, shrink to a random
+face-warping-artifact generator :func:`preprocessing.blending.face_warp` (align, shrink to a random
 scale in {0.2, ..., 0.8}, Gaussian blur, resize back, blend into the landmark hull with a smoothed
 mask; Sec. 3 of the paper) and collates real + fake into a batch of 2B (``blend:fwa``). As in
 DeepfakeBench (Table 1 and Appendix A.2 item 7), the classifier is Xception (the original used
@@ -45,7 +45,7 @@ class FWAConfig(DetectorConfig):
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
-@register_detector("fwa")
+@register_detector("fwa", family="Spatial")
 class FWA(Detector):
     """Xception -> dropout -> ``Linear(2048, 2)``, trained on real faces and their FWA fakes."""
 
@@ -82,7 +82,7 @@ class FWA(Detector):
         )
 
 
-@register_detector("ifwa")
+@register_detector("ifwa", family="Spatial")
 class IFWA(FWA):
     """FWA with the phase spectrum as a fourth input channel (paper 002, Appendix A.4)."""
 

@@ -156,7 +156,7 @@ class LBPMLPConfig(DetectorConfig):
     cache_size: int = 1_000_000
 
 
-@register_detector("lbp_mlp")
+@register_detector("lbp_mlp", family="PAD")
 class LBPMLP(Detector):
     """Colour LBP histograms (RGB + HSV, 60-d) and a two-layer MLP; see the module docstring."""
 

@@ -157,7 +157,7 @@ class LMFDPADConfig(DetectorConfig):
     score: Score = "binary"
 
 
-@register_detector("lmfd_pad")
+@register_detector("lmfd_pad", family="PAD")
 class LMFDPAD(Detector):
     """Frequency + RGB ResNet-50 streams, hierarchical attention map branch, binary branch."""
 

@@ -192,7 +192,7 @@ class _MesoNet(Detector):
         return rename_prefixes(state_dict, {"backbone.": "backbone."})
 
 
-@register_detector("meso4")
+@register_detector("meso4", family="Naive")
 class Meso4(_MesoNet):
     """Meso-4: four convolution blocks (8, 8, 16, 16 filters) and the dense head."""
 
@@ -244,7 +244,7 @@ def _inception_block(cin: int, widths: tuple[int, int, int, int]) -> nn.Sequenti
     )
 
 
-@register_detector("meso_inception4")
+@register_detector("meso_inception4", family="Naive")
 class MesoInception4(_MesoNet):
     """MesoInception-4: Inception(1, 4, 4, 2), Inception(2, 4, 4, 2), two 5x5 blocks, dense head."""
 

@@ -30,7 +30,7 @@ class PadResNet50Config(DetectorConfig):
     backbone: str = "resnet50"
 
 
-@register_detector("pad_resnet50")
+@register_detector("pad_resnet50", family="PAD")
 class PadResNet50(Detector):
     """ResNet-50 with a one-logit head and binary cross-entropy."""
 

@@ -199,7 +199,7 @@ def reconstruction_loss(
     return (recons[real].float() - image[real].float()).abs().mean()
 
 
-@register_detector("recce")
+@register_detector("recce", family="Spatial")
 class RECCE(Detector):
     """Xception encoder + decoder, graph reasoning and reconstruction-guided attention."""
 

@@ -3,7 +3,9 @@
 Built-in detector modules are found by reading the source of ``detectors/**/*.py`` for
 ``@register_detector("name")`` without importing them, so listing detectors never imports a
 detector's optional dependencies, and building one imports only its own module.
-A user's detector registers itself when its module is imported.
+A user's detector registers itself when its module is imported: by the user's code, by
+``--import MODULE`` on every command (:func:`configs.import_modules`), or through the entry-point group
+``fairforensics.detectors`` of an installed package (loaded on first lookup).
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import logging
 from collections.abc import Callable, Mapping
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,13 +24,17 @@ from configs import CONFIG_DIR, ConfigError, build_config, load_yaml
 from configs.loader import deep_merge
 from detectors.base import Detector, DetectorConfig
 
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "fairforensics.detectors"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _REGISTRY: dict[str, type[Detector]] = {}
 D = TypeVar("D", bound=type[Detector])
 
 
-def register_detector(name: str) -> Callable[[D], D]:
-    """Class decorator: make ``cls`` buildable as ``build_detector(name)``."""
+def register_detector(name: str, *, family: str | None = None) -> Callable[[D], D]:
+    """Class decorator: make ``cls`` buildable as ``build_detector(name)``; ``family`` is its
+    leaderboard type (``Detector.family``; ``Other`` when not given)."""
 
     def wrap(cls: D) -> D:
         if not (isinstance(cls, type) and issubclass(cls, Detector)):
@@ -35,6 +43,8 @@ def register_detector(name: str) -> Callable[[D], D]:
         if known is not None and known is not cls and known.__qualname__ != cls.__qualname__:
             raise ValueError(f"detector name {name!r} is already registered by {known.__module__}")
         cls.name = name
+        if family is not None:
+            cls.family = family
         _REGISTRY[name] = cls
         return cls
 
@@ -42,9 +52,9 @@ def register_detector(name: str) -> Callable[[D], D]:
 
 
 @cache
-def _builtin_modules() -> dict[str, str]:
-    """Detector name -> module path, read from the decorators in the package's source."""
-    found: dict[str, str] = {}
+def _builtin_decorators() -> dict[str, tuple[str, str | None]]:
+    """Detector name -> (module path, family), read from the decorators in the package's source."""
+    found: dict[str, tuple[str, str | None]] = {}
     for path in sorted(_PACKAGE_DIR.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         module = ".".join(("detectors", *path.relative_to(_PACKAGE_DIR).with_suffix("").parts))
@@ -59,12 +69,53 @@ def _builtin_modules() -> dict[str, str]:
                     and deco.args
                     and isinstance(deco.args[0], ast.Constant)
                 ):
-                    found[str(deco.args[0].value)] = module
+                    family = next(
+                        (
+                            kw.value.value
+                            for kw in deco.keywords
+                            if kw.arg == "family" and isinstance(kw.value, ast.Constant)
+                        ),
+                        None,
+                    )
+                    found[str(deco.args[0].value)] = (module, family)
     return found
 
 
+def _builtin_modules() -> dict[str, str]:
+    """Detector name -> module path of the built-in detectors."""
+    return {name: module for name, (module, _) in _builtin_decorators().items()}
+
+
+@cache
+def load_entry_points() -> list[str]:
+    """Import the modules of the ``fairforensics.detectors`` entry points (once); a plugin that
+    fails to import is logged and skipped, so it cannot break the other detectors."""
+    loaded = []
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin fails in many ways
+            log.warning("detector plugin %s (%s) cannot be loaded: %s", ep.name, ep.value, exc)
+            continue
+        loaded.append(ep.name)
+    return loaded
+
+
+def detector_family(name: str) -> str:
+    """The leaderboard type of detector ``name`` (``Other`` for an unknown name), without
+    importing a built-in detector's module."""
+    if name in _REGISTRY:
+        return _REGISTRY[name].family
+    builtin = _builtin_decorators().get(name)
+    if builtin is not None:
+        return builtin[1] or Detector.family
+    load_entry_points()
+    return _REGISTRY[name].family if name in _REGISTRY else Detector.family
+
+
 def list_detectors() -> list[str]:
-    """Names of every built-in and user-registered detector, sorted."""
+    """Names of every built-in and user-registered detector (and entry-point plugin), sorted."""
+    load_entry_points()
     return sorted(set(_builtin_modules()) | set(_REGISTRY))
 
 
@@ -72,6 +123,8 @@ def get_detector_class(name: str) -> type[Detector]:
     """The class registered as ``name``, importing its module on first use."""
     if name not in _REGISTRY and name in _builtin_modules():
         importlib.import_module(_builtin_modules()[name])
+    if name not in _REGISTRY:
+        load_entry_points()
     if name not in _REGISTRY:
         raise KeyError(f"unknown detector {name!r}; known detectors: {', '.join(list_detectors())}")
     return _REGISTRY[name]

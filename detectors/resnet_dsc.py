@@ -32,7 +32,7 @@ class ResNetDSCConfig(TimmClassifierConfig):
     std: tuple[float, float, float] = IMAGENET_STD
 
 
-@register_detector("resnet_dsc")
+@register_detector("resnet_dsc", family="Naive")
 class ResNetDSC(TimmClassifier):
     """ResNet-34 with a depthwise-separable stem convolution (21,276,629 parameters)."""
 

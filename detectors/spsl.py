@@ -30,7 +30,7 @@ class SPSLConfig(DetectorConfig):
     shallow: bool = False
 
 
-@register_detector("spsl")
+@register_detector("spsl", family="Frequency")
 class SPSL(Detector):
     """RGB + phase spectrum -> 4-channel Xception -> 2-way linear head."""
 

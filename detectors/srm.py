@@ -240,7 +240,7 @@ class SRMConfig(DetectorConfig):
             raise ValueError(f"input_size {self.input_size} is too small for Xception")
 
 
-@register_detector("srm")
+@register_detector("srm", family="Frequency")
 class SRM(Detector):
     """RGB and SRM-noise Xception streams with SRM attention, dual cross-modal attention, fusion."""
 

@@ -206,13 +206,22 @@ def half_batch_contrastive(
     return loss + _margin_loss(specific[n : 2 * n], spe_anchor[n : 2 * n], spe_anchor[:n], margin)
 
 
-@register_detector("ucf")
+@register_detector("ucf", family="Spatial")
 class UCF(Detector):
     """Forgery/content encoders, common/specific heads and the conditional decoder."""
 
     Config = UCFConfig
     requires = frozenset({"pairs", "method_label"})
     deepfakebench_name = "ucf"
+
+    @classmethod
+    def configure_from_data(
+        cls, model_cfg: dict[str, Any], method_names: list[str]
+    ) -> dict[str, Any]:
+        """``num_methods`` = the training split's manipulation methods, unless set."""
+        if "num_methods" in model_cfg:
+            return model_cfg
+        return {**model_cfg, "num_methods": max(len(method_names), 1)}
 
     def __init__(self, cfg: UCFConfig) -> None:
         super().__init__(cfg)

@@ -61,7 +61,7 @@ class XceptionConfig(TimmClassifierConfig):
     std: tuple[float, float, float] = (0.5, 0.5, 0.5)
 
 
-@register_detector("xception")
+@register_detector("xception", family="Naive")
 class Xception(TimmClassifier):
     """Xception with a 2-way head (20,811,050 parameters)."""
 

@@ -9,7 +9,7 @@ the same 720-channel representation. Loss (Eq. 4): ``L = L_c + lambda * L_b`` wi
 target X-ray ``B = 4 * M * (1 - M)`` (zeros for real faces).
 
 Training uses real faces only: the pipeline blends each with a nearest-landmark partner
-(``blend:xray``, :func:`training.blending.xray_blend`) and provides the target as ``xray``.
+(``blend:xray``, :func:`preprocessing.blending.xray_blend`) and provides the target as ``xray``.
 
 Variants (``model.variant``): ``paper`` is the above. ``deepfakebench`` (default) is DeepfakeBench's
 ``facexray_detector.py``: on the same 720-channel HRNet features, a mask head (3x3 conv 720 -> 256,
@@ -62,7 +62,7 @@ class FaceXrayConfig(DetectorConfig):
             raise ValueError(f"xray_weight must be >= 0, got {self.xray_weight}")
 
 
-@register_detector("xray")
+@register_detector("xray", family="Spatial")
 class FaceXray(Detector):
     """HRNet -> concatenated multi-resolution features -> X-ray map + 2-way classifier."""
 

@@ -18,19 +18,27 @@ import numpy as np
 from matplotlib.figure import Figure
 from sklearn import metrics as skm
 
+from configs.filemode import file_mode
 from evaluation.tables import Table
-from preprocessing.index import file_mode
 
 log = logging.getLogger(__name__)
 
 FORMATS = ("png", "pdf")
+IMAGE_SUFFIXES = frozenset({".png", ".pdf", ".svg", ".jpg", ".jpeg"})
 
 
 def save_figure(
     fig: Figure, stem: str | Path, formats: Sequence[str] = FORMATS, dpi: int = 150
 ) -> list[Path]:
-    """Save ``fig`` as ``<stem>.<fmt>`` for each format (temp file + rename); returns the paths."""
+    """Save ``fig`` as ``<stem>.<fmt>`` for each format (temp file + rename); returns the paths.
+
+    The one figure saver of the project. A ``stem`` that ends in an image suffix (``a.png``) is
+    saved in that one format. The figure is drawn with matplotlib's object API; nothing here
+    touches pyplot or the global backend.
+    """
     stem = Path(stem)
+    if stem.suffix.lower() in IMAGE_SUFFIXES:
+        stem, formats = stem.with_suffix(""), (stem.suffix[1:],)
     stem.parent.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in formats:

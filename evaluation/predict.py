@@ -1,7 +1,7 @@
 """Run a detector over a dataset index (or plain images) and produce a predictions file's rows.
 
 Frames are read, resized to the detector's ``input_size`` and normalised with its ``mean``/``std``
-exactly as during training (:mod:`training.data`), without augmentation. One row per frame.
+exactly as during training (:mod:`preprocessing.frames`), without augmentation. One row per frame.
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from tqdm import tqdm
 
 from detectors.base import Detector
 from evaluation.predictions import Predictions
-from preprocessing.index import DatasetIndex, read_index
+from preprocessing.device import amp_dtype as amp_precision
+from preprocessing.frames import FrameDataset, collate, to_device
+from preprocessing.index import DatasetIndex
+from preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +55,6 @@ def predict_loader(
     progress: bool = True,
 ) -> tuple[dict[str, list[Any]], list[str], list[str]]:
     """Rows (column lists) of every frame of ``loader``, plus replaced and skipped inputs."""
-    from training.data import to_device
-
     device = torch.device(device)
     was_training = detector.training
     detector.eval()
@@ -114,8 +115,6 @@ def make_eval_loader(
 ) -> DataLoader:
     """A deterministic evaluation loader (no shuffling; its own generator, so the global RNG
     is not consumed)."""
-    from training.data import collate
-
     return DataLoader(
         dataset,
         batch_size=batch_size,
@@ -145,10 +144,8 @@ def predict_index(
     Returns one row per frame with dataset, video_id, frame, label, score, method and every
     attribute. Unreadable frames are logged and replaced by another frame of the same video.
     """
-    from training.data import FrameDataset
-
     if not isinstance(index, DatasetIndex):
-        index = read_index(index)
+        index = resolve_index(index, Path(index).parent)
     cfg = detector.cfg
     dataset = FrameDataset(
         [index],
@@ -159,14 +156,10 @@ def predict_index(
     )
     dev = torch.device(device)
     detector.to(dev)
-    amp_dtype = None
-    if amp:
-        amp_dtype = (
-            torch.bfloat16 if dev.type == "cpu" or torch.cuda.is_bf16_supported() else torch.float16
-        )
+    dtype = amp_precision("auto" if amp else "fp32", dev)
     loader = make_eval_loader(dataset, batch_size, num_workers, pin_memory=dev.type == "cuda")
     cols, replaced, skipped = predict_loader(
-        detector, loader, mean=cfg.mean, std=cfg.std, device=dev, amp_dtype=amp_dtype
+        detector, loader, mean=cfg.mean, std=cfg.std, device=dev, amp_dtype=dtype
     )
     if replaced or skipped:
         log.warning(

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from evaluation.tables import Table
-from preprocessing.index import atomic_write_text
+from preprocessing.files import atomic_write_text
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"}
 _STYLE = """

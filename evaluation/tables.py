@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from preprocessing.index import atomic_write_text
+from detectors.registry import detector_family
+from preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -30,30 +31,31 @@ log = logging.getLogger(__name__)
 WITHIN_DOMAIN = ("FF-c23", "FF-c40", "FF-DF", "FF-F2F", "FF-FS", "FF-NT")
 CROSS_DOMAIN = ("CDFv1", "CDFv2", "DF-1.0", "DFD", "DFDC", "DFDCP", "FSh", "UADFV")
 FF_METHODS = ("FF-DF", "FF-F2F", "FF-FS", "FF-NT")
-#: Detector types of paper 002, Table 1 (plus the PAD detectors of paper 001); row order.
-DETECTOR_TYPES: dict[str, str] = {
-    "meso4": "Naive",
-    "meso_inception4": "Naive",
-    "cnn_aug": "Naive",
-    "xception": "Naive",
-    "efficientnet_b4": "Naive",
-    "resnet_dsc": "Naive",
-    "capsule": "Spatial",
-    "fwa": "Spatial",
-    "ifwa": "Spatial",
-    "xray": "Spatial",
-    "ffd": "Spatial",
-    "core": "Spatial",
-    "recce": "Spatial",
-    "ucf": "Spatial",
-    "f3net": "Frequency",
-    "spsl": "Frequency",
-    "srm": "Frequency",
-    "lbp_mlp": "PAD",
-    "pad_resnet50": "PAD",
-    "deeppixbis": "PAD",
-    "lmfd_pad": "PAD",
-}
+#: Row order of paper 002, Table 1 (plus the PAD detectors of paper 001); the type of each
+#: detector is its ``family`` (``@register_detector(name, family=...)``).
+TABLE_ORDER = (
+    "meso4",
+    "meso_inception4",
+    "cnn_aug",
+    "xception",
+    "efficientnet_b4",
+    "resnet_dsc",
+    "capsule",
+    "fwa",
+    "ifwa",
+    "xray",
+    "ffd",
+    "core",
+    "recce",
+    "ucf",
+    "f3net",
+    "spsl",
+    "srm",
+    "lbp_mlp",
+    "pad_resnet50",
+    "deeppixbis",
+    "lmfd_pad",
+)
 TYPE_ORDER = ("Naive", "Spatial", "Frequency", "PAD", "Other")
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
 
@@ -180,8 +182,11 @@ def top_k_counts(values: np.ndarray, k: int = 3, higher_is_better: bool = True) 
 
 
 def detector_type(name: str, types: Mapping[str, str] | None = None) -> str:
-    """Naive / Spatial / Frequency / PAD / Other."""
-    return (types or DETECTOR_TYPES).get(name, "Other")
+    """Naive / Spatial / Frequency / PAD / Other: ``types[name]`` when a mapping is given, else
+    the registered detector's ``family``."""
+    if types is not None:
+        return types.get(name, "Other")
+    return detector_family(name)
 
 
 def leaderboard(
@@ -223,7 +228,7 @@ def leaderboard(
         ("Cross", _ordered([t for t in test_sets if not is_within(t)], CROSS_DOMAIN)),
     ]
     type_rank = {t: i for i, t in enumerate(TYPE_ORDER)}
-    known = list(types or DETECTOR_TYPES)
+    known = list(types or TABLE_ORDER)
     detectors = sorted(
         table,
         key=lambda d: (

@@ -174,10 +174,26 @@ def _scale_box(
     return y0, max(y1, y0 + 1), x0, max(x1, x0 + 1)
 
 
-def build_fairswap(cfg: Any) -> FairSwap | None:
+def build_fairswap(cfg: Any, seed: int = 0) -> FairSwap | None:
     """A :class:`FairSwap` from a config with ``enabled, p1..p4, patch, group_key`` (or None)."""
     if not getattr(cfg, "enabled", False):
         return None
     return FairSwap(
-        p1=cfg.p1, p2=cfg.p2, p3=cfg.p3, p4=cfg.p4, patch=cfg.patch, group_key=cfg.group_key
+        p1=cfg.p1,
+        p2=cfg.p2,
+        p3=cfg.p3,
+        p4=cfg.p4,
+        patch=cfg.patch,
+        group_key=cfg.group_key,
+        seed=seed,
     )
+
+
+def fairswap_transforms(train: Any) -> list[FairSwap]:
+    """The batch transforms a trainer's ``train`` config asks for: ``[FairSwap]`` when
+    ``train.fairswap.enabled`` (seeded with ``train.seed``), else ``[]``.
+
+    Pass them to the trainer: ``Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))``
+    (training does not import fairness; ``scripts/train.py`` composes the two)."""
+    fairswap = build_fairswap(train.fairswap, seed=train.seed)
+    return [fairswap] if fairswap is not None else []

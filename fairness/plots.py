@@ -10,15 +10,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
-from evaluation.plots import save_figure as evaluation_save_figure
+from evaluation.plots import save_figure
 from fairness.abf import FairnessCurves
-
-
-def save_figure(fig: Figure, path: str | Path, dpi: int = 120) -> Path:
-    """Save ``fig`` at ``path`` through a temporary file and a rename (format from the suffix)."""
-    path = Path(path)
-    stem, fmt = path.with_suffix(""), path.suffix.lstrip(".") or "png"
-    return evaluation_save_figure(fig, stem, formats=(fmt,), dpi=dpi)[0]
 
 
 def plot_group_roc(
@@ -36,7 +29,7 @@ def plot_group_roc(
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
     ax.set(xlabel="FPR (BPCER)", ylabel="TPR (1 - APCER)", title=title or "ROC per group")
     ax.legend(loc="lower right", fontsize=8)
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=120)[0]
 
 
 def plot_odta(
@@ -63,7 +56,7 @@ def plot_odta(
     ax.set_xticks(pos, labels)
     ax.set(xlabel="APCER_x", ylabel="1 - BPCER", title=title or "1 - BPCER at APCER_x (ODTA)")
     ax.legend(fontsize=7)
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=120)[0]
 
 
 def plot_fairness_curves(
@@ -81,7 +74,7 @@ def plot_fairness_curves(
         ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=120)[0]
 
 
 def plot_group_accuracy(
@@ -107,4 +100,4 @@ def plot_group_accuracy(
     ax.set_ylabel("accuracy (%)")
     head = f"{title}: " if title else ""
     ax.set_title(f"{head}bias factor {100 * bias:.2f}% ({pair[0]} vs {pair[1]})")
-    return save_figure(fig, path)
+    return save_figure(fig, path, dpi=120)[0]

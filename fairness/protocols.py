@@ -27,12 +27,15 @@ import numpy as np
 from configs import load_config
 from configs.loader import deep_merge
 from evaluation.metrics import SingleClassError, eer
+from evaluation.predict import predict_index
 from evaluation.predictions import Predictions, read_predictions, write_predictions
+from evaluation.runs import load_run
 from fairness.abf import DEFAULT_XS, curve_auc, fairness_curves
 from fairness.report import ReportConfig, attribute_arrays
 from fairness.splits import derive_any, filter_train, gender_balanced_split, save_index
 from fairness.tables import write_table
-from preprocessing.index import read_index
+from preprocessing.device import resolve_device
+from preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +108,11 @@ def load_protocol(path: str | Path, overrides: Sequence[str] = ()) -> FairnessPr
     return load_config(FairnessProtocol, path, overrides=overrides)
 
 
+TrainRun = Callable[[str, Sequence[str | Path], dict[str, Any]], Path]
+
+
 def train_and_predict(
+    train: TrainRun,
     detector: str,
     data_root: Path,
     dataset: str,
@@ -115,14 +122,14 @@ def train_and_predict(
     train_configs: Sequence[str | Path],
     overrides: dict[str, Any],
 ) -> Predictions:
-    """Train ``detector`` on ``<data_root>/<dataset>.json`` with the trainer and predict its test
-    split with the best checkpoint (``training.Trainer``, ``evaluation.predict``)."""
-    import torch
+    """Train ``detector`` on ``<data_root>/<dataset>.json`` with ``train`` and predict its test
+    split with the best checkpoint.
 
-    from evaluation.predict import predict_index
-    from training.checkpoint import load_run
-    from training.config import load_train_config
-    from training.trainer import Trainer
+    ``train(detector, train_configs, overrides)`` runs a training and returns its run directory
+    (fairness does not import training; ``scripts/fairness.py`` passes one built on
+    ``training.Trainer``). Bind it with ``functools.partial`` to get a ``train_fn`` for
+    :func:`run_protocol`.
+    """
 
     layer = {
         "data": {
@@ -135,26 +142,23 @@ def train_and_predict(
         "output_dir": str(out_dir),
         "run_name": run_name,
     }
-    cfg = load_train_config(detector, *train_configs, overrides=deep_merge(overrides, layer))
-    run_dir = Trainer(cfg).fit()
-    model, _ = load_run(run_dir, "best")
-    device = cfg.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    run_dir = train(detector, list(train_configs), deep_merge(overrides, layer))
+    model, cfg = load_run(run_dir, "best")
+    t, data = cfg["train"], cfg["data"]
     return predict_index(
         model,
-        Path(data_root) / f"{dataset}.json",
+        resolve_index_path(dataset, data_root),
         split="test",
-        frame_num=cfg.train.test_frame_num,
-        batch_size=cfg.train.eval_batch_size or cfg.train.batch_size,
-        num_workers=cfg.data.num_workers,
-        device=device,
+        frame_num=t["test_frame_num"],
+        batch_size=t["eval_batch_size"] or t["batch_size"],
+        num_workers=data["num_workers"],
+        device=resolve_device(cfg["device"]),
     )
 
 
 def prepare_index(protocol: FairnessProtocol, data_root: str | Path, dataset: str):
     """The dataset index with derived attributes and (optionally) the balanced re-split."""
-    index = read_index(Path(data_root) / f"{dataset}.json")
+    index = resolve_index(dataset, data_root)
     for d in protocol.derive:
         index = derive_any(index, d.name, d.any_of, d.labels)
     b = protocol.balance
@@ -203,15 +207,14 @@ def run_protocol(
     detectors: Sequence[str] | None = None,
     train_configs: Sequence[str | Path] = (),
     report_cfg: ReportConfig | None = None,
-    train_fn: Callable[..., Predictions] | None = None,
+    train_fn: Callable[..., Predictions],
 ) -> dict[str, Path]:
     """Train and evaluate every detector of ``protocol``; write its tables under ``out_dir``.
 
-    ``train_fn`` (default :func:`train_and_predict`) trains one model and returns test
-    predictions; predictions land in ``out_dir/predictions/<detector>/<variant>/<sub>.csv``.
+    ``train_fn`` (e.g. ``functools.partial(train_and_predict, train)``) trains one model and
+    returns test predictions; predictions land in ``out_dir/predictions/<detector>/<variant>/<sub>.csv``.
     Returns ``{"eer": path, "fdr_abf": path}`` (stems; each written as CSV, MD and JSON).
     """
-    train_fn = train_fn or train_and_predict
     out = Path(out_dir)
     dets = list(detectors or protocol.detectors)
     xs = np.asarray(protocol.xs if protocol.xs is not None else DEFAULT_XS, dtype=np.float64)

@@ -41,8 +41,8 @@ from fairness.abf import (
 from fairness.gaps import GapAnalysis, curve_auc_intervals, group_gaps, iso_group_intervals
 from fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
 from fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
-from fairness.tables import jsonable, write_json, write_table
-from preprocessing.index import atomic_write_text
+from fairness.tables import write_table
+from preprocessing.files import atomic_write_text, jsonable, write_json
 
 log = logging.getLogger(__name__)
 

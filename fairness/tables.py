@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from preprocessing.index import atomic_write_text
+from preprocessing.files import atomic_write_text, write_json
 
 
 def _cell(value: Any, digits: int) -> str:
@@ -49,24 +48,6 @@ def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None)
     for row in rows:
         writer.writerow(["" if row.get(c) is None else row.get(c) for c in cols])
     return buffer.getvalue()
-
-
-def jsonable(value: Any) -> Any:
-    """Replace NaN/inf by None and numpy scalars/arrays by Python values, recursively."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if hasattr(value, "tolist"):
-        return jsonable(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def write_json(path: str | Path, data: Any) -> None:
-    """Atomic JSON write (NaN becomes null)."""
-    atomic_write_text(path, json.dumps(jsonable(data), indent=1, ensure_ascii=False) + "\n")
 
 
 def write_table(

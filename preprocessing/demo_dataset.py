@@ -4,7 +4,7 @@ Real videos: a face photograph (by default scikit-image's ``astronaut.png``; any
 photos with ``faces_dir``) filmed by a virtual camera: per-frame head motion (a smooth random
 walk of rotation, scale and translation), a lighting condition (``bright`` or ``dim``) with
 small flicker, and a JPEG quality that changes from frame to frame. Fake videos are made from
-the real ones with self-blended images (Shiohara & Yamasaki, CVPR 2022; ``training.blending``):
+the real ones with self-blended images (Shiohara & Yamasaki, CVPR 2022; ``preprocessing.blending``):
 a colour- and scale-jittered copy of the face blended back inside the landmark hull.
 
 The layout is FaceForensics++'s: ``original_sequences/youtube/c23/videos/NNN.mp4``,
@@ -26,7 +26,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from preprocessing.index import atomic_write_text
+from preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ def make_demo_dataset(
     ``n_videos`` real videos (an even number) in pairs split 60/20/20 into train/val/test,
     and one self-blended fake per real video.
     """
-    from training.blending import self_blend
+    from preprocessing.blending import self_blend
 
     if n_videos < 10 or n_videos % 2:
         raise DemoDataError("n_videos must be an even number >= 10 (pairs for train, val and test)")

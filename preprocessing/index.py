@@ -31,11 +31,11 @@ Use :func:`read_index` / :func:`write_index` (atomic) and :func:`validate_index`
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from preprocessing.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -258,43 +258,6 @@ def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
                 "dataset index points to missing files:\n  " + "\n  ".join(errors[:20])
             )
     return index
-
-
-def current_umask() -> int:
-    """The process umask, read without changing it (``/proc``; else a quick set and restore)."""
-    try:
-        for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def file_mode(directory: bool = False) -> int:
-    """The mode ``open()`` / ``mkdir()`` would give: 0o666 (0o777 for a folder) & ~umask.
-
-    ``tempfile.mkstemp``/``mkdtemp`` create 0600/0700 whatever the umask; every atomic writer
-    sets this mode on its temporary file so that outputs are as readable as plain writes.
-    """
-    return (0o777 if directory else 0o666) & ~current_umask()
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (mode as umask says)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_index(index: DatasetIndex, path: str | Path) -> None:

@@ -43,7 +43,8 @@ from preprocessing.attributes import join_attributes
 from preprocessing.config import PreprocessConfig
 from preprocessing.datasets import build_listing
 from preprocessing.datasets.base import Listing, SourceItem, stable_fraction
-from preprocessing.index import DatasetIndex, VideoEntry, atomic_write_text, write_index
+from preprocessing.files import atomic_write_text
+from preprocessing.index import DatasetIndex, VideoEntry, write_index
 from preprocessing.worker import STAGES, VideoResult, process_item, read_record
 
 logger = logging.getLogger("preprocessing")

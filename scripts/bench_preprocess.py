@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from preprocessing.bench import bench_deepfakebench_style, bench_pipeline  # noqa: E402
+from benchmarks.preprocess import bench_deepfakebench_style, bench_pipeline  # noqa: E402
 
 DEFAULT_VIDEOS = sorted((REPO.parent / "shared" / "data" / "videos").glob("*.mp4"))
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from training.benchmark import bench_train  # noqa: E402
+from benchmarks.train import bench_train  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

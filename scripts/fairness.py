@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -19,9 +20,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
+from configs import ConfigError, import_modules  # noqa: E402
 from evaluation.predictions import PredictionsError, read_predictions  # noqa: E402
+from fairness.fairswap import fairswap_transforms  # noqa: E402
+from fairness.protocols import load_protocol, run_protocol, train_and_predict  # noqa: E402
 from fairness.report import fairness_report, format_summary, load_report_config, write_report  # noqa: E402
+from training.config import load_train_config  # noqa: E402
+from training.trainer import Trainer  # noqa: E402
+
+
+def train_run(detector: str, train_configs: list, overrides: dict) -> Path:
+    """One training of a fairness protocol (with FairSWAP when its config enables it)."""
+    cfg = load_train_config(detector, *train_configs, overrides=overrides)
+    return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
 
 
 def evaluation_threshold(path: str) -> float:
@@ -86,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
     )
     parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -101,12 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             overrides.append(f"{key}={getattr(args, key)}")
     explicit_alpha = any(o.split("=", 1)[0].strip() == "alpha" for o in overrides)
     try:
+        import_modules(args.imports)
         if args.threshold_from:
             overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
-            from fairness.protocols import load_protocol, run_protocol
-
             protocol = load_protocol(args.protocol)
             if not (args.data_root and args.dataset):
                 parser.error("--protocol needs --data-root and --dataset")
@@ -120,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                 detectors=args.detectors,
                 train_configs=[args.train_config] if args.train_config else [],
                 report_cfg=cfg,
+                train_fn=functools.partial(train_and_predict, train_run),
             )
             for name, path in tables.items():
                 print(f"{name}: {path}")

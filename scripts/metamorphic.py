@@ -16,10 +16,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
+from configs import (
+    ConfigError,  # noqa: E402
+    import_modules,  # noqa: E402
+)
+from detectors import CheckpointError  # noqa: E402
 from fairness.metamorphic.pipeline import evaluate_run  # noqa: E402
 from fairness.metamorphic.relations import DEFAULT_RELATIONS  # noqa: E402
-from training.checkpoint import CheckpointError  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -48,6 +51,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a relations-file key, e.g. threshold=0.4",
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     return p.parse_args(argv)
 
 
@@ -55,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        import_modules(args.imports)
         files = evaluate_run(
             args.run,
             args.test_data,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from configs import import_modules  # noqa: E402
 from configs.loader import ConfigError  # noqa: E402
 from preprocessing.config import load_preprocess_config  # noqa: E402
 from preprocessing.datasets import DatasetLayoutError  # noqa: E402
@@ -45,6 +46,14 @@ def main(argv: list[str] | None = None) -> int:
         "--index-only", action="store_true", help="write the index, process nothing"
     )
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module first (e.g. one that registers a dataset layout; repeatable)",
+    )
     dfb = parser.add_argument_group("import a DeepfakeBench JSON instead of preprocessing")
     dfb.add_argument("--import-deepfakebench", type=Path, metavar="JSON")
     dfb.add_argument("--data-root", type=Path, help="folder the JSON's frame paths start from")
@@ -76,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.config:
         parser.error("--config is required")
     try:
+        import_modules(args.imports)
         cfg = load_preprocess_config(*args.config, overrides=args.overrides)
         summary = run_preprocess(
             cfg,

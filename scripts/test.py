@@ -7,7 +7,7 @@
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
   scripts/test.py --compare A.csv B.csv     (DeLong's test of two detectors' AUCs, JSON)
 
-Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.testing).
+Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
-from evaluation import testing  # noqa: E402
+from configs import ConfigError, import_modules  # noqa: E402
+from evaluation import leaderboard, results, settings, testing  # noqa: E402
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -81,6 +81,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="TITLE=PATH[,PATH]",
         help="extra report section (fairness, metamorphic): images or .html files",
     )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     return p.parse_args(argv)
 
 
@@ -96,6 +104,7 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    import_modules(args.imports)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -104,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append("test_data=[" + ",".join(args.test_data) + "]")
     if args.data_root:
         overrides.append(f"data_root={args.data_root}")
-    cfg = testing.load_test_config(*args.config, overrides=overrides)
+    cfg = settings.load_test_config(*args.config, overrides=overrides)
     extra = _sections(args.section)
     if args.compare:
         from dataclasses import asdict
@@ -118,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.leaderboard:
         out = args.out or Path("leaderboard")
-        testing.build_leaderboard(
+        leaderboard.build_leaderboard(
             args.leaderboard,
             out,
             cfg.metrics,
@@ -133,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--predictions needs --name and --out")
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
-        testing.evaluate_prediction_files(
+        results.evaluate_prediction_files(
             files, out, cfg, args.name, args.train_data, extra_sections=extra
         )
     else:

@@ -19,14 +19,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import ConfigError  # noqa: E402
+from configs import ConfigError, import_modules  # noqa: E402
+from detectors import CheckpointError  # noqa: E402
 from detectors.backbones import PretrainedWeightsError  # noqa: E402
 from detectors.deepfakebench import WeightsError  # noqa: E402
+from fairness.fairswap import fairswap_transforms  # noqa: E402
 from preprocessing.datasets.base import DatasetLayoutError  # noqa: E402
+from preprocessing.frames import TrainDataError  # noqa: E402
 from preprocessing.index import DatasetIndexError  # noqa: E402
-from training.checkpoint import CheckpointError  # noqa: E402
-from training.config import load_train_config  # noqa: E402
-from training.data import TrainDataError  # noqa: E402
+from training.config import load_train_config, read_run_config  # noqa: E402
 from training.distributed import teardown  # noqa: E402
 from training.trainer import NonFiniteLossError, Trainer  # noqa: E402
 
@@ -65,14 +66,26 @@ def main(argv: list[str] | None = None) -> int:
         "--resume", metavar="RUN_DIR", help="continue a run exactly where it stopped"
     )
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     log = logging.getLogger("train")
     try:
+        import_modules(args.imports)
         if args.resume:
-            trainer = Trainer.from_run(args.resume)
+            cfg = read_run_config(args.resume)
+            trainer = Trainer(
+                cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train)
+            )
         else:
             overrides = list(args.overrides)
             for key, value in (
@@ -93,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 detector_yaml=args.detector_config,
                 variant=args.variant,
             )
-            trainer = Trainer(cfg)
+            trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
         run_dir = trainer.fit()
         rank = trainer.dist.rank
         teardown()

@@ -9,10 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from preprocessing.index import file_mode
-from tests.testdata import FACE_RECOGNITION
-from training import blending
-from training.blending import (
+from configs.filemode import file_mode
+from preprocessing import blending
+from preprocessing.blending import (
     BlendingError,
     NearestLandmarks,
     Partner,
@@ -21,6 +20,7 @@ from training.blending import (
     needs_partner,
     self_blend,
 )
+from tests.testdata import FACE_RECOGNITION
 
 FACES = FACE_RECOGNITION
 SIZE = 192

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, write_index
-from training.trainer import resolve_datasets
+from preprocessing.resolve import resolve_datasets
 
 
 def test_names_resolve_to_our_index_and_to_deepfakebench_json(tmp_path) -> None:
@@ -35,3 +35,16 @@ def test_names_resolve_to_our_index_and_to_deepfakebench_json(tmp_path) -> None:
 def test_missing_dataset_names_the_file(tmp_path) -> None:
     with pytest.raises(DatasetIndexError, match=r"nope\.json: dataset index not found"):
         resolve_datasets(tmp_path, ["nope"])
+
+
+def test_a_json_path_is_kept_and_every_command_uses_the_same_resolver(tmp_path) -> None:
+    from preprocessing.resolve import resolve_index, resolve_index_path
+
+    ours = DatasetIndex("mine", "deepfake", [VideoEntry("a", 0, "real", "test", ["mine/a/0.png"])])
+    write_index(ours, tmp_path / "sub" / "mine.json")
+    path = tmp_path / "sub" / "mine.json"
+    assert resolve_index_path(path, tmp_path / "elsewhere") == path
+    assert resolve_index_path("mine", tmp_path / "sub") == tmp_path / "sub" / "mine.json"
+    assert resolve_index("mine", tmp_path / "sub").dataset == "mine"
+    with pytest.raises(DatasetIndexError, match=r"other\.json: dataset index not found"):
+        resolve_index_path("other", tmp_path)

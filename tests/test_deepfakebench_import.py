@@ -12,7 +12,7 @@ from detectors.deepfakebench import (
     load_weights,
     read_weights_file,
 )
-from training.checkpoint import CheckpointError, load_detector_file, save_checkpoint
+from detectors.weights import CheckpointError, load_detector_file, save_checkpoint
 
 
 def _dfb_meso4_state(seed: int = 0) -> dict[str, torch.Tensor]:

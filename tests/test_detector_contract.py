@@ -18,7 +18,7 @@ DETECTORS = [
 
 def _small(name: str):
     cls = get_detector_class(name)
-    size = getattr(cls, "test_input_size", 64)
+    size = cls.test_input_size
     torch.manual_seed(0)
     return build_detector(name, pretrained=False, input_size=size), size
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -133,7 +134,7 @@ def _faces() -> list[tuple[np.ndarray, np.ndarray]]:
 
 def _real_face_pairs(generator: str, size: int) -> dict:
     """A batch of real faces and their generated fakes (the pipeline's 2B layout)."""
-    from training.blending import generate
+    from preprocessing.blending import generate
 
     reals, fakes = [], []
     faces = _faces()

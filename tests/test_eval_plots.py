@@ -101,3 +101,15 @@ def test_report_with_extra_sections(tmp_path: Path, scores) -> None:
         write_report(tmp_path / "r.html", "x", [("S", [tmp_path / "missing.png"])])
     with pytest.raises(ValueError, match="cannot embed"):
         write_report(tmp_path / "r.html", "x", [("S", [tmp_path / "data.csv"])])
+
+
+def test_save_figure_with_an_image_suffix_writes_that_one_file(tmp_path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    from evaluation.plots import save_figure
+
+    fig = Figure(figsize=(2, 2))
+    fig.add_subplot().plot([0, 1], [0, 1])
+    assert save_figure(fig, tmp_path / "a.png") == [tmp_path / "a.png"]
+    assert save_figure(fig, tmp_path / "DF-1.0", formats=("png",)) == [tmp_path / "DF-1.0.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["DF-1.0.png", "a.png"]

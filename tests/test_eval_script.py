@@ -13,11 +13,10 @@ import pytest
 import torch
 import yaml
 
-from detectors import build_detector
+from detectors import build_detector, save_checkpoint
 from evaluation.predictions import read_predictions
 from preprocessing.index import DatasetIndex, VideoEntry, write_index
 from tests.testdata import CELEBRITIES
-from training.checkpoint import save_checkpoint
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test.py"
 

@@ -10,14 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evaluation.leaderboard import build_leaderboard, collect_results
 from evaluation.predictions import Predictions, write_predictions
+from evaluation.results import evaluate_prediction_files
+from evaluation.settings import load_test_config
 from evaluation.tables import Result, Table, cross_manipulation, leaderboard, top_k_counts
-from evaluation.testing import (
-    build_leaderboard,
-    collect_results,
-    evaluate_prediction_files,
-    load_test_config,
-)
 
 # AUC in quarters: one real video (score 0.5) and four fake videos, k of them above it.
 AUCS = {

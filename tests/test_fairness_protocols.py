@@ -18,8 +18,8 @@ from sklearn.linear_model import LogisticRegression
 
 from configs import ConfigError
 from evaluation.predictions import Predictions, read_predictions
-from fairness.fairswap import FairSwap
-from fairness.protocols import load_protocol, prepare_index, run_protocol
+from fairness.fairswap import FairSwap, fairswap_transforms
+from fairness.protocols import load_protocol, prepare_index, run_protocol, train_and_predict
 from fairness.splits import (
     derive_any,
     filter_train,
@@ -327,7 +327,21 @@ def test_protocol_trains_through_the_real_trainer_with_fairswap(celeb_index, tmp
             tiny,
         ],
     )
-    paths = run_protocol(protocol, celeb_index, "celeb", tmp_path, detectors=["meso4"])
+    from training.config import load_train_config
+    from training.trainer import Trainer
+
+    def train(detector, train_configs, overrides):
+        cfg = load_train_config(detector, *train_configs, overrides=overrides)
+        return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
+
+    paths = run_protocol(
+        protocol,
+        celeb_index,
+        "celeb",
+        tmp_path,
+        detectors=["meso4"],
+        train_fn=functools.partial(train_and_predict, train),
+    )
     config = (tmp_path / "runs" / "protocol_1_1_2_meso4_FairSwap" / "config.yaml").read_text()
     assert "enabled: true" in config and "celeb_p1_2" in config
     pred = read_predictions(tmp_path / "predictions" / "meso4" / "FairSwap" / "1.2.csv")

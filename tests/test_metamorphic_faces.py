@@ -147,7 +147,7 @@ def _script():
 
 def test_script_on_a_run_dir(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    checkpoint = pytest.importorskip("training.checkpoint")
+    checkpoint = pytest.importorskip("detectors.weights")
     import yaml
 
     from detectors import build_detector

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 from configs import ConfigError
+from preprocessing.frames import FrameDataset, apply_augment, collate, sample_positions, to_device
 from preprocessing.index import read_index
 from tests.test_train_utils import face, make_index
-from training.augment import apply_augment, build_augment
+from training.augment import build_augment
 from training.config import AugmentConfig, TrainConfig, load_train_config
-from training.data import FrameDataset, collate, sample_positions, to_device
 from training.samplers import ShardSampler, TrainSampler
 from training.selection import Selector
 from training.trainer import lr_factor
@@ -284,7 +284,7 @@ def test_clips_share_one_augmentation(index) -> None:
 
 
 def sample_seed_of(ds: FrameDataset, i: int) -> int:
-    from training.data import sample_seed
+    from preprocessing.frames import sample_seed
 
     return sample_seed(sample_seed(ds.seed, ds.epoch, i), 0)
 
@@ -348,7 +348,7 @@ def test_persistent_workers_follow_the_epoch(index) -> None:
 
 
 def test_dataset_errors_name_the_problem(index, tmp_path: Path) -> None:
-    from training.data import TrainDataError
+    from preprocessing.frames import TrainDataError
 
     with pytest.raises(TrainDataError, match="unknown batch keys \\['depth'\\]"):
         _ds(index, {"depth"})

@@ -15,11 +15,19 @@ import yaml
 from torch import nn
 from torch.nn import functional as F
 
-from detectors import Detector, build_detector, register_detector
+from configs import ConfigError
+from detectors import (
+    Detector,
+    build_detector,
+    load_detector_file,
+    read_checkpoint,
+    register_detector,
+)
 from evaluation.predict import predict_images, predict_index
 from evaluation.predictions import read_predictions
+from evaluation.runs import load_run
+from fairness.fairswap import fairswap_transforms
 from tests.test_train_utils import face, make_index
-from training.checkpoint import load_detector_file, load_run, read_checkpoint
 from training.config import load_train_config
 from training.trainer import NonFiniteLossError, Trainer
 
@@ -245,7 +253,9 @@ def test_fairswap_and_class_balanced_sampler(data_root: Path, tmp_path: Path) ->
             "train.selection": "test-top3",
         },
     )
-    trainer = Trainer(cfg)
+    with pytest.raises(ConfigError, match="fairswap_transforms"):
+        Trainer(cfg)
+    trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
     run = trainer.fit()
     assert type(trainer.batch_transforms[-1]).__name__ == "FairSwap"
     summary = json.loads((run / "metrics" / "summary.json").read_text())
@@ -379,7 +389,7 @@ def test_selection_picks_the_scripted_epoch(
 
 
 def test_bench_train_reports_every_rate(data_root: Path) -> None:
-    from training.benchmark import bench_train
+    from benchmarks.train import bench_train
 
     out = bench_train(
         "_tiny_linear",
@@ -401,7 +411,7 @@ def test_bench_train_reports_every_rate(data_root: Path) -> None:
 
 
 def test_reference_step_trains_and_reports_batch_metrics() -> None:
-    from training.benchmark import reference_step
+    from benchmarks.train import reference_step
 
     torch.manual_seed(0)
     model = build_detector("meso4", input_size=32).train()

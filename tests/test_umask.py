@@ -6,23 +6,15 @@ import os
 import stat
 from pathlib import Path
 
-import matplotlib
+import pytest
+import torch
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import pytest  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from evaluation.plots import save_figure  # noqa: E402
-from preprocessing.index import (  # noqa: E402
-    DatasetIndex,
-    VideoEntry,
-    atomic_write_text,
-    current_umask,
-    file_mode,
-    write_index,
-)
-from training.checkpoint import save_checkpoint  # noqa: E402
+from configs.filemode import current_umask, file_mode
+from detectors.weights import save_checkpoint
+from evaluation.plots import save_figure
+from preprocessing.files import atomic_write_text
+from preprocessing.index import DatasetIndex, VideoEntry, write_index
 
 
 @pytest.fixture(params=[0o022, 0o027, 0o077])

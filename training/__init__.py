@@ -1,7 +1,7 @@
 """Dataset reader, augmentations, samplers, the trainer, checkpoints and DDP.
 
 ``Trainer``, ``TrainConfig`` and ``load_train_config`` are imported lazily, so importing a
-submodule such as ``training.blending`` does not load the trainer.
+submodule such as ``preprocessing.blending`` does not load the trainer.
 """
 
 from __future__ import annotations

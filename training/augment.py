@@ -83,28 +83,3 @@ def build_augment(cfg: AugmentConfig, resolution: int, keypoints: bool = False) 
         else None,
         seed=0,
     )
-
-
-def apply_augment(
-    pipeline: A.Compose | None,
-    seed: int,
-    image: np.ndarray,
-    landmarks: np.ndarray | None = None,
-    mask: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Augment one frame with a fixed ``seed``; returns (image, landmarks, mask)."""
-    if pipeline is None:
-        return image, landmarks, mask
-    pipeline.set_random_seed(seed)
-    kwargs: dict[str, Any] = {"image": image}
-    if landmarks is not None:
-        if "keypoints" not in pipeline.processors:
-            raise ValueError("landmarks given but the pipeline was built without keypoints=True")
-        kwargs["keypoints"] = landmarks
-    if mask is not None:
-        kwargs["mask"] = mask
-    out = pipeline(**kwargs)
-    points = None
-    if landmarks is not None:
-        points = np.asarray(out["keypoints"], dtype=np.float32).reshape(-1, 2)
-    return out["image"], points, out.get("mask")

@@ -19,14 +19,14 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from preprocessing.index import atomic_write_text
-from training.data import read_rgb
+from preprocessing.files import atomic_write_text
+from preprocessing.frames import read_rgb
 
 log = logging.getLogger(__name__)
 
 
 class PackedCache:
-    """Frames of one :class:`training.data.FrameDataset` at its resolution, memory-mapped."""
+    """Frames of one :class:`preprocessing.frames.FrameDataset` at its resolution, memory-mapped."""
 
     def __init__(
         self,

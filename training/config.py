@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from configs import ConfigError, load_config, load_yaml, parse_overrides
+from configs import ConfigError, build_config, load_config, load_yaml, parse_overrides
 from detectors.registry import get_detector_class, load_detector_yaml
+from preprocessing.rundir import RunDir
 from training.fair_losses import FairLossConfig
 
 _Rule = tuple[Callable[[Any], bool], str]  # (is the value allowed?, the allowed values in words)
@@ -310,3 +311,10 @@ def load_train_config(
         "train": dict(det_yaml.get("train") or {}),
     }
     return load_config(TrainConfig, *yaml_paths, overrides=over, base=base)
+
+
+def read_run_config(run_dir: str | Path) -> TrainConfig:
+    """The typed config a run directory saved (the same ``config.yaml`` that
+    ``evaluation.runs.load_run`` reads, through :class:`preprocessing.rundir.RunDir`)."""
+    run = RunDir(run_dir)
+    return build_config(TrainConfig, run.read_config(), str(run.config))

@@ -28,7 +28,7 @@ def balance_weights(keys: Sequence) -> torch.Tensor:
 class TrainSampler(Sampler[int]):
     """Indices of one epoch for one rank; ``mode`` is shuffle, class_balanced or group_balanced.
 
-    With ``tag_epoch`` it yields ``(epoch, index)`` pairs, which :class:`training.data.FrameDataset`
+    With ``tag_epoch`` it yields ``(epoch, index)`` pairs, which :class:`preprocessing.frames.FrameDataset`
     accepts, so the augmentation seeds follow the epoch even in persistent workers.
     """
 

@@ -14,8 +14,8 @@ from typing import Any
 import torch
 
 from evaluation.predict import autocast
+from preprocessing.frames import to_device
 from training import distributed as D
-from training.data import to_device
 
 
 class NonFiniteLossError(RuntimeError):

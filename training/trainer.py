@@ -25,8 +25,14 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
-from configs import ConfigError, build_config, config_to_dict, load_yaml
-from detectors import build_detector, get_detector_class
+from configs import ConfigError, config_to_dict
+from detectors import (
+    CheckpointError,
+    build_detector,
+    get_detector_class,
+    read_checkpoint,
+    save_checkpoint,
+)
 from evaluation.predict import (
     eval_requires,
     make_eval_loader,
@@ -34,17 +40,19 @@ from evaluation.predict import (
     rows_to_predictions,
 )
 from evaluation.predictions import write_predictions
-from preprocessing.index import DatasetIndex, DatasetIndexError
+from preprocessing.device import amp_dtype, resolve_device
+from preprocessing.files import write_json, write_yaml
+from preprocessing.frames import FrameDataset, collate, method_names_of
+from preprocessing.index import DatasetIndex
+from preprocessing.resolve import resolve_datasets
+from preprocessing.rundir import RunDir, new_run_dir, run_meta
 from training import distributed as D
 from training.augment import build_augment
 from training.cache import PackedCache
-from training.checkpoint import CheckpointError, read_checkpoint, save_checkpoint
-from training.config import OptimizerConfig, SchedulerConfig, TrainConfig
-from training.data import FrameDataset, collate, method_names_of
+from training.config import OptimizerConfig, SchedulerConfig, TrainConfig, read_run_config
 from training.evaluate import detection_metrics
 from training.fair_losses import FairLoss
 from training.host_memory import keep_freed_host_memory
-from training.rundir import new_run_dir, run_meta, write_json, write_yaml
 from training.samplers import ShardSampler, TrainSampler
 from training.selection import Selector
 from training.step import NonFiniteLossError, TrainStep
@@ -52,22 +60,6 @@ from training.step import NonFiniteLossError, TrainStep
 log = logging.getLogger(__name__)
 
 BatchTransform = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[DatasetIndex]:
-    """``<data_root>/<name>.json`` for every name (errors name the missing file).
-
-    A DeepfakeBench JSON there is imported on the fly, its frame paths read from ``data_root``.
-    """
-    from preprocessing.datasets.deepfakebench import read_any_index
-
-    found = []
-    for name in names:
-        path = Path(data_root) / f"{name}.json"
-        if not path.is_file():
-            raise DatasetIndexError(f"{path}: dataset index not found (dataset {name!r})")
-        found.append(read_any_index(path, data_root))
-    return found
 
 
 def build_optimizer(params: Any, cfg: OptimizerConfig) -> torch.optim.Optimizer:
@@ -132,8 +124,9 @@ class Trainer:
     """Train ``cfg.detector``; ``fit()`` returns the run directory.
 
     ``batch_transforms`` are applied, in order, to every collated training batch before it goes
-    to the device (images are uint8 ``[B, 3, H, W]`` there); FairSWAP is appended when
-    ``train.fairswap.enabled``. ``resume`` continues the run in that directory exactly.
+    to the device (images are uint8 ``[B, 3, H, W]`` there). FairSWAP is one, given by the caller
+    (``fairness.fairswap.fairswap_transforms(cfg.train)``); ``train.fairswap.enabled`` without a
+    batch transform is an error. ``resume`` continues the run in that directory exactly.
     """
 
     def __init__(
@@ -145,6 +138,12 @@ class Trainer:
     ) -> None:
         self.cfg = cfg
         self.batch_transforms = list(batch_transforms)
+        if cfg.train.fairswap.enabled and not self.batch_transforms:
+            raise ConfigError(
+                "train.fairswap.enabled needs the FairSWAP batch transform: pass "
+                "batch_transforms=fairness.fairswap.fairswap_transforms(cfg.train) "
+                "(scripts/train.py does)"
+            )
         self.resume_dir = Path(resume) if resume is not None else None
         if not cfg.data.train_data:
             raise ConfigError("data.train_data is empty: name at least one dataset (--train-data)")
@@ -160,26 +159,28 @@ class Trainer:
     @classmethod
     def from_run(cls, run_dir: str | Path, **kwargs: Any) -> Trainer:
         """A trainer that resumes ``run_dir`` with its saved, resolved config."""
-        cfg = build_config(
-            TrainConfig,
-            load_yaml(Path(run_dir) / "config.yaml"),
-            str(Path(run_dir) / "config.yaml"),
-        )
-        return cls(cfg, resume=run_dir, **kwargs)
+        return cls(read_run_config(run_dir), resume=run_dir, **kwargs)
 
     # ------------------------------------------------------------------ set-up
     def _setup(self) -> None:
+        """Every set-up step, in this order (the RNG draws of each depend on it)."""
+        self._setup_device()
+        train_idx = self._setup_detector()
+        self._setup_data(train_idx)
+        self._setup_loader()
+        self._setup_optimisation()
+        self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
+        self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        self._setup_run_dir()
+
+    def _setup_device(self) -> None:
+        """Process group, device, per-rank batch size, host-memory policy and global seeds."""
         cfg, t = self.cfg, self.cfg.train
         want_cuda = cfg.device.startswith("cuda") or (
             cfg.device == "auto" and torch.cuda.is_available()
         )
         self.dist = D.setup("cuda" if want_cuda else "cpu")
-        if want_cuda:
-            self.device = torch.device(
-                cfg.device if cfg.device != "auto" else f"cuda:{self.dist.local_rank}"
-            )
-        else:
-            self.device = torch.device("cpu" if cfg.device == "auto" else cfg.device)
+        self.device = resolve_device(cfg.device, self.dist.local_rank)
         cuda = self.device.type == "cuda"
         if cuda:
             torch.backends.cudnn.benchmark = True
@@ -194,35 +195,32 @@ class Trainer:
         random.seed(t.seed)
         np.random.seed(t.seed % 2**32)
 
+    def _setup_detector(self) -> list[DatasetIndex]:
+        """The detector at the training resolution, configured from the training data (returned)."""
+        cfg, t = self.cfg, self.cfg.train
         model_cfg = dict(cfg.model)
-        fields = dataclasses.fields(get_detector_class(cfg.detector).Config)
+        detector_cls = get_detector_class(cfg.detector)
+        fields = dataclasses.fields(detector_cls.Config)
         default_size = next(f.default for f in fields if f.name == "input_size")
         self.resolution = t.resolution or int(model_cfg.get("input_size", default_size))
         model_cfg["input_size"] = self.resolution
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
-        if any(f.name == "num_methods" for f in fields) and "num_methods" not in model_cfg:
-            model_cfg["num_methods"] = max(len(self.method_names), 1)  # UCF's specific classes
+        model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
         self.model_cfg = config_to_dict(self.detector.cfg)
-        requires = self.detector.requires
-
-        if t.precision == "auto":
-            self.amp_dtype = (
-                (torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
-                if cuda
-                else None
-            )
-        else:
-            self.amp_dtype = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[
-                t.precision
-            ]
+        self.amp_dtype = amp_dtype(t.precision, self.device)
         self.channels_last = t.channels_last
         if self.channels_last:
             self.detector = self.detector.to(memory_format=torch.channels_last)
+        return train_idx
 
+    def _setup_data(self, train_idx: list[DatasetIndex]) -> None:
+        """The training set (augmented) and the validation and test sets (with caches)."""
+        cfg, t = self.cfg, self.cfg.train
+        requires = self.detector.requires
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
         self.train_set = FrameDataset(
@@ -256,6 +254,9 @@ class Trainer:
         if cfg.data.cache:
             self._attach_caches()
 
+    def _setup_loader(self) -> None:
+        """The training sampler (balanced, sharded by rank) and loader."""
+        cfg, t = self.cfg, self.cfg.train
         groups = self.train_set.groups(t.group_key) if t.group_key else None
         self.sampler = TrainSampler(
             self.train_set.labels,
@@ -278,13 +279,17 @@ class Trainer:
             num_workers=cfg.data.num_workers,
             collate_fn=collate,
             drop_last=True,
-            pin_memory=cuda,
+            pin_memory=self.device.type == "cuda",
             generator=torch.Generator().manual_seed(t.seed),
             persistent_workers=cfg.data.num_workers > 0,
         )
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
 
+    def _setup_optimisation(self) -> None:
+        """DDP wrapper, optimiser, scheduler, the train step and checkpoint selection."""
+        t = self.cfg.train
+        cuda = self.device.type == "cuda"
         self.model: torch.nn.Module = self.detector
         if self.dist.world_size > 1:
             self.model = DistributedDataParallel(
@@ -312,24 +317,6 @@ class Trainer:
             fair_loss=FairLoss(t.fair_loss) if t.fair_loss.name != "none" else None,
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
-        if t.fairswap.enabled:
-            from fairness.fairswap import FairSwap
-
-            f = t.fairswap
-            self.batch_transforms.append(
-                FairSwap(
-                    p1=f.p1,
-                    p2=f.p2,
-                    p3=f.p3,
-                    p4=f.p4,
-                    patch=f.patch,
-                    group_key=f.group_key,
-                    seed=t.seed,
-                )
-            )
-        self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
-        self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
-        self._setup_run_dir()
 
     def _attach_caches(self) -> None:
         cache_dir = Path(self.cfg.data.cache_dir or Path(self.cfg.data.data_root) / ".cache")
@@ -346,27 +333,28 @@ class Trainer:
         cfg = self.cfg
         if self.resume_dir is not None:
             run = self.resume_dir
-            if not (run / "checkpoints" / "last.pt").is_file():
+            if not RunDir(run).checkpoint("last").is_file():
                 raise CheckpointError(f"{run}: nothing to resume (no checkpoints/last.pt)")
         else:
             run = None
             if self.dist.is_main:
-                if cfg.run_name and (Path(cfg.output_dir) / cfg.run_name / "config.yaml").exists():
+                if cfg.run_name and RunDir(Path(cfg.output_dir) / cfg.run_name).config.exists():
                     raise ConfigError(
                         f"run {Path(cfg.output_dir) / cfg.run_name} exists; use --resume or another run_name"
                     )
                 run = new_run_dir(cfg.output_dir, cfg.run_name, cfg.detector)
             run = D.broadcast(run)
         self.run_dir = Path(run)
+        self.run = RunDir(self.run_dir)
         self.writer = None
         if self.dist.is_main:
             resolved = config_to_dict(cfg)
             resolved["model"] = self.model_cfg
             resolved["train"]["resolution"] = self.resolution
             if self.resume_dir is None:
-                write_yaml(self.run_dir / "config.yaml", resolved)
+                write_yaml(self.run.config, resolved)
                 write_json(
-                    self.run_dir / "meta.json",
+                    self.run.meta,
                     run_meta(
                         cfg.train.seed,
                         world_size=self.dist.world_size,
@@ -377,11 +365,9 @@ class Trainer:
                     ),
                 )
         if self.resume_dir is not None:
-            self._load_state(read_checkpoint(self.run_dir / "checkpoints" / "last.pt"))
+            self._load_state(read_checkpoint(self.run.checkpoint("last")))
         if self.dist.is_main:
-            self.writer = SummaryWriter(
-                str(self.run_dir / "tensorboard"), purge_step=self.step or None
-            )
+            self.writer = SummaryWriter(str(self.run.tensorboard), purge_step=self.step or None)
 
     # ------------------------------------------------------------------ state
     def _meta(self) -> dict[str, Any]:
@@ -411,7 +397,7 @@ class Trainer:
                 "selector": self.selector.state_dict(),
                 "manifest": self.manifest,
             }
-        save_checkpoint(self.run_dir / "checkpoints" / f"{name}.pt", payload)
+        save_checkpoint(self.run.checkpoint(name), payload)
 
     def _load_state(self, ckpt: dict[str, Any]) -> None:
         if "state" not in ckpt:
@@ -462,8 +448,7 @@ class Trainer:
         t = self.cfg.train
         self.sampler.set_epoch(self.epoch)
         self.train_set.set_epoch(self.epoch)
-        if hasattr(self.detector, "set_epoch"):  # epoch-dependent losses (LMFD-PAD's warm-up)
-            self.detector.set_epoch(self.epoch)
+        self.detector.set_epoch(self.epoch)  # epoch-dependent losses (LMFD-PAD's warm-up)
         self.sampler.set_start(self.batch_in_epoch * self.rank_batch)
         self.detector.train()
         replaced: list[str] = []
@@ -515,7 +500,7 @@ class Trainer:
         except NonFiniteLossError as err:
             raise NonFiniteLossError(
                 f"non-finite loss at epoch {self.epoch}, step {self.step + 1}: {err.terms}. The run "
-                f"stopped; its last good checkpoint is kept in {self.run_dir / 'checkpoints'}. "
+                f"stopped; its last good checkpoint is kept in {self.run.checkpoints}. "
                 "Try a lower train.optimizer.lr, train.grad_clip, or train.precision: fp32.",
                 err.terms,
             ) from None
@@ -537,7 +522,7 @@ class Trainer:
             known = set(self.manifest[key])
             self.manifest[key].extend(sorted({i for i in items if i not in known}))
         if self.dist.is_main:
-            write_json(self.run_dir / "manifest.json", self.manifest)
+            write_json(self.run.manifest, self.manifest)
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self) -> None:
@@ -571,13 +556,13 @@ class Trainer:
                 preds = rows_to_predictions({k: [r.get(k, "") for r in rows] for k in keys})
                 metrics[split][name] = detection_metrics(preds)
                 if t.save_predictions:
-                    out = self.run_dir / "predictions" / f"{split}_{name}_step{self.step:07d}.csv"
+                    out = self.run.predictions / f"{split}_{name}_step{self.step:07d}.csv"
                     write_predictions(out, preds)
         metrics = D.broadcast(metrics)
         is_best = self.selector.update(self.step, self.epoch, metrics)
         if self.dist.is_main:
             write_json(
-                self.run_dir / "metrics" / f"step{self.step:07d}.json",
+                self.run.metrics / f"step{self.step:07d}.json",
                 {"epoch": self.epoch, "step": self.step, "is_best": is_best, **metrics},
             )
             for split, per_ds in metrics.items():
@@ -597,6 +582,6 @@ class Trainer:
 
     def _finish(self) -> None:
         if self.dist.is_main:
-            write_json(self.run_dir / "metrics" / "summary.json", self.selector.summary())
-            write_json(self.run_dir / "manifest.json", self.manifest)
+            write_json(self.run.metrics / "summary.json", self.selector.summary())
+            write_json(self.run.manifest, self.manifest)
         D.barrier()

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 
 from detectors.base import DetectorConfig
-from preprocessing.index import DatasetIndex, read_index
+from preprocessing.index import DatasetIndex
+from preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ def sample_frames(
     """Up to ``n_per_class`` random frames of each class (paper 002 Sec. 4.3: 2500 real and 2500
     fake for t-SNE; A.4: 2000 per class for spectra), drawn without replacement, seeded."""
     if not isinstance(index, DatasetIndex):
-        index = read_index(index)
+        index = resolve_index(index, Path(index).parent)
     videos = index.split(split)
     if not videos:
         raise ValueError(f"{index.dataset}: split {split!r} has no videos")

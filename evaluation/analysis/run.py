@@ -12,7 +12,8 @@ from evaluation.analysis.gradcam import grad_cam_figure, grad_cam_images
 from evaluation.analysis.inputs import read_frames, sample_frames
 from evaluation.analysis.spectrum import average_spectrum, spectra_figure
 from evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
-from preprocessing.index import DatasetIndex, read_index
+from preprocessing.index import DatasetIndex
+from preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def run_analysis(
     (paper 002 Sec. 4.3: 2500) and average spectra of ``spectra`` frames per class (A.4: 2000).
     A count of 0 skips that tool; a tool that fails is logged and skipped."""
     if not isinstance(index, DatasetIndex):
-        index = read_index(index)
+        index = resolve_index(index, Path(index).parent)
     out = Path(out_dir)
     name = index.dataset
     figures: list[Path] = []

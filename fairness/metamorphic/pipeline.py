@@ -7,25 +7,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from evaluation.runs import load_run
 from fairness.metamorphic.data import samples_from_index
 from fairness.metamorphic.relations import load_relations
 from fairness.metamorphic.report import write_report
 from fairness.metamorphic.runner import detector_scorer, run_metamorphic
+from preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
-
-
-def resolve_index_path(test_data: str, data_root: str | Path) -> Path:
-    """A dataset name -> ``<data_root>/<name>.json``; an existing ``.json`` path is kept."""
-    path = Path(test_data)
-    if path.suffix == ".json" and path.is_file():
-        return path
-    resolved = Path(data_root) / f"{test_data}.json"
-    if not resolved.is_file():
-        raise FileNotFoundError(
-            f"test data {test_data!r}: no index {resolved} (set --data-root, or pass a .json path)"
-        )
-    return resolved
 
 
 def _run_data_root(run_cfg: dict[str, Any]) -> str:
@@ -55,15 +44,16 @@ def evaluate_run(
     ``data_root`` defaults to the run config's ``data.data_root``; ``out_dir`` to
     ``<run_dir>/metamorphic/<test_data name>``. Returns the written files by name.
     """
-    from training.checkpoint import load_run
-
     config, transforms = load_relations(relations, overrides)
     detector, run_cfg = load_run(run_dir, weights=weights)
-    index_path = resolve_index_path(test_data, data_root or _run_data_root(run_cfg))
+    root = data_root or _run_data_root(run_cfg)
+    index_path = resolve_index_path(test_data, root)
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "metamorphic" / index_path.stem
     log.info("metamorphic test of %s on %s (%s split) -> %s", run_dir, index_path, split, out)
     result = run_metamorphic(
-        samples_from_index(index_path, split, frame_num=frame_num, max_yaw=config.max_yaw),
+        samples_from_index(
+            resolve_index(index_path, root), split, frame_num=frame_num, max_yaw=config.max_yaw
+        ),
         config,
         transforms,
         detector_scorer(detector, batch_size=batch_size, device=device),

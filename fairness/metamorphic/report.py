@@ -16,22 +16,19 @@ All files are written atomically.
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from configs import config_to_dict  # noqa: E402
-from evaluation.predictions import write_predictions  # noqa: E402
-from fairness.metamorphic.pose import NON_FRONTAL  # noqa: E402
-from fairness.metamorphic.relations import BENCHMARK  # noqa: E402
-from fairness.metamorphic.runner import MetamorphicResult  # noqa: E402
-from fairness.metamorphic.tables import (  # noqa: E402
+from configs import config_to_dict
+from evaluation.plots import save_figure
+from evaluation.predictions import write_predictions
+from fairness.metamorphic.pose import NON_FRONTAL
+from fairness.metamorphic.relations import BENCHMARK
+from fairness.metamorphic.runner import MetamorphicResult
+from fairness.metamorphic.tables import (
     ALL,
     case_table,
     result_groups,
@@ -39,8 +36,7 @@ from fairness.metamorphic.tables import (  # noqa: E402
     table_json,
     table_markdown,
 )
-from fairness.plots import save_figure  # noqa: E402
-from preprocessing.index import atomic_write_text  # noqa: E402
+from preprocessing.files import atomic_write_text, write_json
 
 SUMMARY_COLUMNS = (
     "case",
@@ -66,13 +62,6 @@ SUMMARY_COLUMNS = (
 )
 
 
-def _save_figure(fig: plt.Figure, path: Path, dpi: int = 120) -> None:
-    try:
-        save_figure(fig, path, dpi)
-    finally:
-        plt.close(fig)
-
-
 def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Path) -> Path:
     """Bars of accuracy (%) per test case per group, bias factor above each case (Figure 6)."""
     cases = list(dict.fromkeys(r["case"] for r in rows))
@@ -80,7 +69,8 @@ def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Pat
     bias = {r["case"]: r["bias_factor"] for r in rows}
     width = 0.8 / max(len(groups), 1)
     x = np.arange(len(cases))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(cases) + 2), 4.0))
+    fig = Figure(figsize=(max(6.0, 1.1 * len(cases) + 2), 4.0))
+    ax = fig.add_subplot()
     for i, group in enumerate(groups):
         values = [100 * acc.get((c, group), np.nan) for c in cases]
         bars = ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=group)
@@ -94,7 +84,7 @@ def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Pat
     ax.set_title("Accuracy per test case and group (BF: bias factor, %)")
     ax.legend(loc="lower right", fontsize=8)
     path = Path(path)
-    _save_figure(fig, path)
+    save_figure(fig, path, dpi=120)
     return path
 
 
@@ -105,12 +95,8 @@ def example_sheet(
     if not examples:
         return None
     columns = list(examples[0][1])
-    fig, axes = plt.subplots(
-        len(examples),
-        len(columns),
-        figsize=(1.6 * len(columns), 1.7 * len(examples)),
-        squeeze=False,
-    )
+    fig = Figure(figsize=(1.6 * len(columns), 1.7 * len(examples)))
+    axes = fig.subplots(len(examples), len(columns), squeeze=False)
     for r, (key, images) in enumerate(examples):
         for c, name in enumerate(columns):
             ax = axes[r][c]
@@ -122,7 +108,7 @@ def example_sheet(
             if c == 0:
                 ax.set_ylabel(key[-18:], fontsize=6)
     path = Path(path)
-    _save_figure(fig, path)
+    save_figure(fig, path, dpi=120)
     return path
 
 
@@ -184,9 +170,9 @@ def write_report(result: MetamorphicResult, out_dir: str | Path) -> dict[str, Pa
         "groups": groups,
         "rows": table_json(rows),
     }
-    atomic_write_text(files["json"], json.dumps(summary, indent=1) + "\n")
+    write_json(files["json"], summary)
     skipped = [{"key": s.key, "reason": s.reason} for s in result.skipped]
-    atomic_write_text(files["manifest"], json.dumps({"skipped": skipped}, indent=1) + "\n")
+    write_json(files["manifest"], {"skipped": skipped})
     for case in [BENCHMARK, *result.case_ids]:
         files[f"predictions:{case}"] = out / "predictions" / f"{case}.csv"
         write_predictions(files[f"predictions:{case}"], result.predictions(case))

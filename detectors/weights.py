@@ -1,4 +1,4 @@
-"""Checkpoints: ``{"model": state_dict, "meta": JSON-able dict}`` (+ ``"state"`` in last.pt).
+"""Detector weights and checkpoints: ``{"model": state_dict, "meta": JSON-able dict}`` (+ ``"state"`` in last.pt).
 
 Every file loads with ``torch.load(..., weights_only=True)``. ``last.pt`` also holds the
 trainer state needed for an exact resume (optimiser, scheduler, scaler, epoch, step, sampler
@@ -13,17 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import yaml
 
-from configs import ConfigError
-from detectors import Detector, build_detector
+from configs.filemode import file_mode
+from detectors.base import Detector
 from detectors.deepfakebench import (
     WeightsError,
     checkpoint_state_dict,
     load_weights,
     read_weights_file,
 )
-from preprocessing.index import file_mode
+from detectors.registry import build_detector
 
 
 class CheckpointError(RuntimeError):
@@ -79,25 +78,3 @@ def load_detector_file(
         raise CheckpointError(str(exc)) from None
     detector.eval()
     return detector
-
-
-def load_run(run_dir: str | Path, weights: str = "best") -> tuple[Detector, dict[str, Any]]:
-    """The trained detector of a run dir and its resolved config.
-
-    ``weights``: ``"best"``, ``"last"`` or a path to a ``.pt`` file.
-    """
-    run_dir = Path(run_dir)
-    cfg_path = run_dir / "config.yaml"
-    if not cfg_path.is_file():
-        raise CheckpointError(f"{run_dir}: not a run directory (no config.yaml)")
-    try:
-        cfg = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{cfg_path}: not valid YAML: {exc}") from None
-    if not isinstance(cfg, dict) or "detector" not in cfg:
-        raise ConfigError(f"{cfg_path}: key 'detector' is required but missing")
-    path = (
-        run_dir / "checkpoints" / f"{weights}.pt" if weights in ("best", "last") else Path(weights)
-    )
-    detector = load_detector_file(cfg["detector"], path, cfg.get("model"))
-    return detector, cfg

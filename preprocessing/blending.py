@@ -36,7 +36,8 @@ import albumentations as A
 import cv2
 import numpy as np
 
-from preprocessing.index import file_mode
+from configs.filemode import file_mode
+from preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
 
@@ -361,8 +362,6 @@ class NearestLandmarks:
         the landmark paths, their sizes and mtimes, and ``k``; unreadable landmark files are logged
         and skipped.
         """
-        from preprocessing.index import read_index
-
         if not hasattr(index, "videos"):
             index = read_index(index)
         entries: list[Partner] = []

@@ -1,18 +1,18 @@
-"""The run directory: resolved config, provenance (git commit, package versions, seed), JSON."""
+"""The run directory: its layout (:class:`RunDir`), provenance (git commit, package versions,
+seed) and creation. Training writes it; testing, fairness, metamorphic testing and resume read it
+through the same paths."""
 
 from __future__ import annotations
 
-import json
 import platform
 import subprocess
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from preprocessing.index import atomic_write_text
+from configs import ConfigError, load_yaml
 
 REPO_DIR = Path(__file__).resolve().parents[1]
 PACKAGES = (
@@ -72,12 +72,58 @@ def run_meta(seed: int, **extra: Any) -> dict[str, Any]:
     }
 
 
-def write_json(path: str | Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=False, default=str) + "\n")
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of one run directory (``config.yaml``, ``meta.json``, ``manifest.json``,
+    ``checkpoints/``, ``metrics/``, ``predictions/``, ``tensorboard/``)."""
 
+    path: Path
 
-def write_yaml(path: str | Path, data: Any) -> None:
-    atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+    def __init__(self, path: str | Path) -> None:
+        object.__setattr__(self, "path", Path(path))
+
+    @property
+    def config(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def meta(self) -> Path:
+        return self.path / "meta.json"
+
+    @property
+    def manifest(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def metrics(self) -> Path:
+        return self.path / "metrics"
+
+    @property
+    def predictions(self) -> Path:
+        return self.path / "predictions"
+
+    @property
+    def tensorboard(self) -> Path:
+        return self.path / "tensorboard"
+
+    def checkpoint(self, weights: str | Path = "best") -> Path:
+        """``checkpoints/best.pt`` / ``checkpoints/last.pt``, or ``weights`` as a file path."""
+        if str(weights) in ("best", "last"):
+            return self.checkpoints / f"{weights}.pt"
+        return Path(weights)
+
+    def read_config(self) -> dict[str, Any]:
+        """The resolved config the run saved (errors name the file; ``detector`` is required)."""
+        if not self.config.is_file():
+            raise ConfigError(f"{self.path}: not a run directory (no config.yaml)")
+        cfg = load_yaml(self.config)
+        if "detector" not in cfg:
+            raise ConfigError(f"{self.config}: key 'detector' is required but missing")
+        return cfg
 
 
 def new_run_dir(output_dir: str | Path, name: str | None, detector: str) -> Path:
@@ -86,6 +132,7 @@ def new_run_dir(output_dir: str | Path, name: str | None, detector: str) -> Path
     path, n = base, 1
     while path.exists() and name is None:
         path, n = base.with_name(f"{base.name}_{n}"), n + 1
-    for sub in ("checkpoints", "metrics", "predictions", "tensorboard"):
-        (path / sub).mkdir(parents=True, exist_ok=True)
+    run = RunDir(path)
+    for sub in (run.checkpoints, run.metrics, run.predictions, run.tensorboard):
+        sub.mkdir(parents=True, exist_ok=True)
     return path

@@ -24,11 +24,11 @@ from torch.utils.data import DataLoader
 from torchvision import transforms as T
 
 from detectors import build_detector
+from preprocessing.frames import FrameDataset, collate, to_device
 from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
 from training.augment import FancyPCA, build_augment
 from training.cache import PackedCache
 from training.config import AugmentConfig
-from training.data import FrameDataset, collate, to_device
 from training.host_memory import keep_freed_host_memory
 from training.samplers import TrainSampler
 from training.step import TrainStep

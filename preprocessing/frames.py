@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from preprocessing.blending import NearestLandmarks, generate, needs_partner
 from preprocessing.index import DatasetIndex, VideoEntry
-from training.augment import apply_augment
 
 log = logging.getLogger(__name__)
 
@@ -290,8 +290,6 @@ class FrameDataset(Dataset):
 
     def _blend_partner(self, vid: int, pos: int, rng: np.random.Generator) -> tuple | None:
         """(image, landmarks) of a nearest-landmark real face of another video (Face X-ray)."""
-        from training.blending import NearestLandmarks
-
         index, video = self.videos[vid]
         if index.dataset not in self._partner_tables:
             self._partner_tables[index.dataset] = NearestLandmarks.from_index(index, "train")
@@ -313,9 +311,7 @@ class FrameDataset(Dataset):
     def _blended(
         self, real: dict[str, Any], vid: int, pos: int, seed: int
     ) -> dict[str, Any] | None:
-        """An online blended fake made from a real frame by ``training.blending.generate``."""
-        from training.blending import generate, needs_partner
-
+        """An online blended fake made from a real frame by ``preprocessing.blending.generate``."""
         loaded = self._load_frame(vid, pos)
         if loaded is None:
             return None
@@ -391,6 +387,31 @@ class FrameDataset(Dataset):
                 return cands[seed % len(cands)]
         every = sorted({i for c in self._reals_by_identity.values() for i in c})
         return every[seed % len(every)]
+
+
+def apply_augment(
+    pipeline: Any,
+    seed: int,
+    image: np.ndarray,
+    landmarks: np.ndarray | None = None,
+    mask: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """Augment one frame with a fixed ``seed``; returns (image, landmarks, mask)."""
+    if pipeline is None:
+        return image, landmarks, mask
+    pipeline.set_random_seed(seed)
+    kwargs: dict[str, Any] = {"image": image}
+    if landmarks is not None:
+        if "keypoints" not in pipeline.processors:
+            raise ValueError("landmarks given but the pipeline was built without keypoints=True")
+        kwargs["keypoints"] = landmarks
+    if mask is not None:
+        kwargs["mask"] = mask
+    out = pipeline(**kwargs)
+    points = None
+    if landmarks is not None:
+        points = np.asarray(out["keypoints"], dtype=np.float32).reshape(-1, 2)
+    return out["image"], points, out.get("mask")
 
 
 def _to_chw(images: list[np.ndarray]) -> torch.Tensor:

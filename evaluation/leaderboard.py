@@ -1,0 +1,100 @@
+"""The cross-domain leaderboard and cross-manipulation heat maps of several evaluation folders."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from evaluation import plots
+from evaluation.predictions import read_predictions
+from evaluation.report import Section, write_report
+from evaluation.results import slug
+from evaluation.scoring import evaluate_predictions
+from evaluation.tables import Result, cross_manipulation, leaderboard
+
+log = logging.getLogger(__name__)
+
+
+def collect_results(
+    eval_dirs: Sequence[str | Path],
+    level: str = "frame",
+    reduce: str = "mean",
+    threshold: float = 0.5,
+) -> list[Result]:
+    """One :class:`Result` per test set of each evaluation folder, recomputed from its
+    predictions files (detector and training data come from ``eval.json``)."""
+    results = []
+    for d in map(Path, eval_dirs):
+        info_path = d / "eval.json"
+        if not info_path.is_file():
+            raise FileNotFoundError(f"{info_path}: not an evaluation folder (no eval.json)")
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+        for name in info.get("test_data", []):
+            path = d / "predictions" / f"{slug(name)}.csv"
+            if not path.is_file():
+                log.warning("%s: no predictions for %s; left out", d, name)
+                continue
+            res = evaluate_predictions(
+                read_predictions(path), level=level, reduce=reduce, threshold=threshold
+            )
+            results.append(
+                Result(info["detector"], info.get("train_data", ""), name, res["metrics"])
+            )
+    return results
+
+
+def build_leaderboard(
+    eval_dirs: Sequence[str | Path],
+    out_dir: str | Path,
+    metrics: Sequence[str] = ("auc", "ap", "eer", "acc"),
+    level: str = "frame",
+    *,
+    reduce: str = "mean",
+    threshold: float = 0.5,
+    within: Sequence[str] | None = None,
+    train_data: str | None = None,
+    extra_sections: Sequence[Section | tuple] = (),
+) -> Path:
+    """Leaderboards (paper 002 Table 3) per metric, cross-manipulation heat maps (Figure 2) and a
+    radar chart from several evaluation folders, with an HTML report; returns ``out_dir``."""
+    out = Path(out_dir)
+    results = collect_results(eval_dirs, level, reduce, threshold)
+    if not results:
+        raise ValueError("the evaluation folders hold no predictions")
+    sections = []
+    for metric in metrics:
+        table = leaderboard(results, metric, within=within, train_data=train_data)
+        table.write(out / f"leaderboard_{level}_{slug(metric)}")
+        sections.append(Section(f"{metric.upper()} ({level} level)", [table]))
+    figures: list[Path] = []
+    first = metrics[0]
+    radar: dict[str, dict[str, float]] = {}
+    for r in results:
+        if train_data is None or r.train_data == train_data:
+            radar.setdefault(r.detector, {})[r.test_data] = float(r.metrics[first])
+    if len({t for row in radar.values() for t in row}) >= 3:
+        figures.append(
+            plots.radar_chart(radar, out / f"radar_{level}_{slug(first)}", title=first.upper())[0]
+        )
+    matrices = cross_manipulation(results, first)
+    if matrices:
+        for det, table in matrices.items():
+            table.write(out / f"cross_manipulation_{slug(det)}_{slug(first)}")
+        figures.append(
+            plots.heatmaps(
+                matrices, out / f"cross_manipulation_{slug(first)}", title=first.upper()
+            )[0]
+        )
+        sections.append(Section("Cross-manipulation", list(matrices.values())))
+    if figures:
+        sections.append(Section("Figures", figures))
+    write_report(
+        out / "report.html",
+        "Leaderboard",
+        sections,
+        extra_sections,
+        meta={"evaluations": len(eval_dirs)},
+    )
+    return out

@@ -1,0 +1,185 @@
+"""Evaluation folders: metrics, tables, plots and the report from predictions files.
+
+An evaluation folder holds::
+
+    eval.json                 detector, weights, training data, test sets, settings
+    predictions/<set>.csv     one row per frame (the input of everything below)
+    metrics/<set>.json        frame- and video-level metrics with bootstrap intervals
+    tables/<level>_<metric>.{csv,md,json}   Table 3 layout (paper 002), one per metric
+    tables/<level>_summary.{csv,md,json}    every metric with its 95% interval, per test set
+    figures/*.png|pdf         ROC + PR curves, score histograms
+    manifest.json             test sets skipped, with the reason
+    report.html
+
+Every table and figure is computed from the predictions files, so
+:func:`evaluate_prediction_files` also evaluates any other detector's predictions.
+:func:`build_leaderboard` joins several evaluation folders into the cross-domain leaderboard and
+the cross-manipulation heat maps.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from configs import config_to_dict
+from evaluation import plots
+from evaluation.metrics import video_scores
+from evaluation.predictions import PredictionsError, read_predictions, write_predictions
+from evaluation.report import Section, write_report
+from evaluation.scoring import evaluate_levels, video_codes
+from evaluation.settings import TestConfig
+from evaluation.tables import Result, Table, leaderboard, metric_table
+from preprocessing.files import write_json
+
+log = logging.getLogger(__name__)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def _summary_table(
+    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str]
+) -> Table:
+    """Rows test sets; per metric the value and its interval bounds."""
+    columns = ["test_data", "n_real", "n_fake"]
+    for m in metrics:
+        columns += [m, f"{m}_low", f"{m}_high"]
+    rows = []
+    for name, levels in per_set.items():
+        res = levels[level]
+        row: list[Any] = [name, res["n_real"], res["n_fake"]]
+        for m in metrics:
+            low, high = res.get("ci", {}).get(m, [float("nan"), float("nan")])
+            row += [res["metrics"][m], low, high]
+        rows.append(row)
+    ci = (
+        f", {res.get('confidence', 0.95):.0%} bootstrap interval over videos"
+        if rows and "ci" in res
+        else ""
+    )
+    return Table(columns, rows, title=f"{level}-level metrics{ci}")
+
+
+def evaluate_prediction_files(
+    pred_files: Mapping[str, str | Path],
+    out_dir: str | Path,
+    cfg: TestConfig,
+    detector: str,
+    train_data: str = "",
+    meta: Mapping[str, Any] | None = None,
+    extra_sections: Sequence[Section | tuple] = (),
+    skipped: Sequence[Mapping[str, str]] = (),
+    tensorboard_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Metrics, tables, figures and report of ``{test set: predictions CSV}``; returns the metrics.
+
+    The predictions are copied to ``out_dir/predictions/`` so the folder can join a leaderboard.
+    ``tensorboard_dir``: the run's logs, drawn as metric-vs-step curves when present.
+
+    An unreadable predictions file, or one that cannot be scored, is logged, listed in
+    ``manifest.json`` and skipped.
+    """
+    out = Path(out_dir)
+    skipped = list(skipped)
+    per_set: dict[str, dict[str, Any]] = {}
+    preds = {}
+    for name, path in pred_files.items():
+        try:
+            pred = read_predictions(path)
+            per_set[name] = evaluate_levels(
+                pred,
+                cfg.levels,
+                reduce=cfg.reduce,
+                threshold=cfg.threshold,
+                fpr_targets=cfg.fpr_targets,
+                n_boot=cfg.n_boot,
+                confidence=cfg.confidence,
+                seed=cfg.seed,
+            )
+        except (PredictionsError, ValueError) as exc:
+            log.error("%s: skipped: %s", name, exc)
+            skipped.append({"test_data": name, "reason": str(exc)})
+            continue
+        preds[name] = pred
+        own = out / "predictions" / f"{slug(name)}.csv"
+        if Path(path).resolve() != own.resolve():  # the folder keeps its inputs, for leaderboards
+            own.parent.mkdir(parents=True, exist_ok=True)
+            write_predictions(own, pred)
+        write_json(
+            out / "metrics" / f"{slug(name)}.json",
+            {"test_data": name, "detector": detector, **per_set[name]},
+            indent=2,
+        )
+    info = {
+        "detector": detector,
+        "train_data": train_data,
+        "test_data": list(pred_files),
+        **(meta or {}),
+    }
+    info["settings"] = config_to_dict(cfg)
+    write_json(out / "eval.json", info, indent=2)
+    write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
+    if not per_set:
+        raise ValueError("no test set could be evaluated; see manifest.json")
+    sections: list[Section] = []
+    for level in cfg.levels:
+        results = [
+            Result(detector, train_data, name, levels[level]["metrics"])
+            for name, levels in per_set.items()
+        ]
+        summary = _summary_table(per_set, level, cfg.metrics)
+        summary.write(out / "tables" / f"{level}_summary")
+        items: list[Table | Path] = [summary]
+        for metric in cfg.metrics:
+            table = leaderboard(results, metric)
+            table.title = f"{level}-level {table.title}"
+            table.write(out / "tables" / f"{level}_{slug(metric)}")
+        items.append(metric_table(results, cfg.metrics))
+        sections.append(Section(f"{level.capitalize()}-level metrics", items))
+    if cfg.plots:
+        sections.append(
+            Section("Curves and score histograms", _figures(preds, out / "figures", cfg))
+        )
+        if tensorboard_dir is not None and Path(tensorboard_dir).is_dir():
+            try:
+                curves = plots.training_curves(tensorboard_dir, out / "figures" / "training_curves")
+                sections.append(Section("Metrics during training", [curves[0]]))
+            except ValueError as exc:
+                log.warning("no training curves: %s", exc)
+    if cfg.report:
+        write_report(
+            out / "report.html",
+            f"Evaluation of {detector}",
+            sections,
+            extra_sections,
+            meta={k: v for k, v in info.items() if k != "settings"},
+        )
+    return per_set
+
+
+def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[Path]:
+    """ROC/PR curves of all test sets per level and a score histogram per test set (PNG paths)."""
+    pngs: list[Path] = []
+    for level in cfg.levels:
+        curves = {}
+        for name, pred in preds.items():
+            if level == "video":
+                y, s, _ = video_scores(
+                    pred.label, pred.score, video_codes(pred)[0], reduce=cfg.reduce
+                )
+            else:
+                y, s = pred.label, pred.score
+            curves[name] = (y, s)
+            paths = plots.score_histogram(
+                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({level})"
+            )
+            pngs.append(paths[0])
+        pngs.insert(
+            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{level} level")[0]
+        )
+    return pngs

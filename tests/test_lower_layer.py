@@ -1,0 +1,52 @@
+"""The shared lower layer: the JSON writer, the run-directory layout, device and precision."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from configs import ConfigError
+from preprocessing.device import amp_dtype, resolve_device
+from preprocessing.files import write_json
+from preprocessing.rundir import RunDir, new_run_dir
+
+
+def test_write_json_is_standard_json(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "m.json"
+    write_json(path, {"auc": math.nan, "x": np.float32(0.5), "v": np.arange(2), "p": Path("q")})
+    text = path.read_text()
+    assert "NaN" not in text
+    assert json.loads(text) == {"auc": None, "x": 0.5, "v": [0, 1], "p": "q"}
+    assert not list(path.parent.glob(".*.tmp"))
+
+
+def test_run_dir_layout_and_config(tmp_path: Path) -> None:
+    path = new_run_dir(tmp_path, "r", "meso4")
+    run = RunDir(path)
+    assert all(p.is_dir() for p in (run.checkpoints, run.metrics, run.predictions, run.tensorboard))
+    assert run.checkpoint("best") == path / "checkpoints" / "best.pt"
+    assert run.checkpoint(tmp_path / "w.pt") == tmp_path / "w.pt"
+    with pytest.raises(ConfigError, match="not a run directory"):
+        run.read_config()
+    run.config.write_text("model: {}\n")
+    with pytest.raises(ConfigError, match="'detector' is required"):
+        run.read_config()
+    run.config.write_text("detector: meso4\n")
+    assert run.read_config() == {"detector": "meso4"}
+
+
+def test_device_and_precision_policy() -> None:
+    assert resolve_device("cpu") == torch.device("cpu")
+    expected = "cuda:0" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto") == torch.device(expected)
+    assert amp_dtype("auto", "cpu") is None
+    assert amp_dtype("fp32", "cpu") is None
+    assert amp_dtype("bf16", "cpu") is torch.bfloat16
+    assert amp_dtype("fp16", "cuda") is torch.float16
+    with pytest.raises(ValueError, match="precision must be one of"):
+        amp_dtype("int8", "cpu")
