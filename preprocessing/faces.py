@@ -94,6 +94,7 @@ class FaceAnalyzer:
     converted to dlib's convention by ``box_from_five_points`` so that the 68-point predictor
     and the alignment behave as with dlib's boxes). ``upsample``: times the detector upsamples
     the image (MTCNN: each halves its minimum face size of 20 pixels instead).
+    ``device``: where MTCNN runs (dlib always runs on the CPU).
     ``detect_max_side``: detect on a copy whose longest side is at most this many pixels
     (``None`` or 0: full resolution). ``retry_upsample``: when nothing is found, try again
     with up to this many more upsamplings of the same copy (small faces; costs only on frames
@@ -106,6 +107,7 @@ class FaceAnalyzer:
         upsample: int = 0,
         detect_max_side: int | None = 640,
         retry_upsample: int = 0,
+        device: str = "cpu",
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {DETECTORS}, got {detector!r}")
@@ -121,6 +123,7 @@ class FaceAnalyzer:
                 f"retry_upsample must be a non-negative integer, got {retry_upsample!r}"
             )
         self.retry_upsample = retry_upsample
+        self.device = device
 
     def detect(self, rgb: np.ndarray) -> list[Box]:
         """Face boxes (left, top, right, bottom) in full-resolution pixels, largest first."""
@@ -166,7 +169,7 @@ class FaceAnalyzer:
         if self.detector == "mtcnn":
             from preprocessing.mtcnn import MIN_FACE_SIZE, MTCNN
 
-            _, _, points = MTCNN(min_face_size=MIN_FACE_SIZE / 2**upsample).detect(small)
+            _, _, points = MTCNN(MIN_FACE_SIZE / 2**upsample, device=self.device).detect(small)
             return [(box_from_five_points(p), p) for p in points]
         found = _load(self.detector)(small, upsample)
         rects = [d.rect for d in found] if self.detector == "cnn" else list(found)

@@ -149,8 +149,14 @@ def load_net(kind: str, path: str | Path | None = None) -> nn.Module:
 
 @cache
 def _nets(device: str) -> tuple[nn.Module, nn.Module, nn.Module]:
-    """The three networks on ``device``, loaded once per process."""
-    return tuple(load_net(kind).to(device) for kind in NETS)  # type: ignore[return-value]
+    """The three networks on ``device``, loaded once per process.
+
+    channels_last: with 3-32 channels the NCHW convolutions and ceil-mode max-pooling are about
+    twice as slow on a CPU (measured with torch 2.x, one thread).
+    """
+    return tuple(  # type: ignore[return-value]
+        load_net(kind).to(device, memory_format=torch.channels_last) for kind in NETS
+    )
 
 
 @contextmanager
@@ -172,7 +178,8 @@ def _normalise(images: np.ndarray, device: str) -> Tensor:
     t = torch.from_numpy(np.ascontiguousarray(images)).to(device)
     if t.ndim == 3:
         t = t[None]
-    return (t.permute(0, 3, 1, 2).float() - 127.5) * 0.0078125
+    t = t.permute(0, 3, 1, 2).float().contiguous(memory_format=torch.channels_last)
+    return (t - 127.5) * 0.0078125
 
 
 def _resize(rgb: np.ndarray, w: int, h: int) -> np.ndarray:
@@ -333,9 +340,12 @@ class MTCNN:
         """P-Net over the pyramid: squared, integer candidate boxes (1-based, inclusive)."""
         h, w = rgb.shape[:2]
         found = []
+        level_image = rgb
         for level, scale in enumerate(self.scales(h, w)):
-            hs, ws = math.ceil(h * scale), math.ceil(w * scale)
-            prob, reg = pnet(_normalise(_resize(rgb, ws, hs), self.device))
+            # each level is area-resampled from the one before (one pass over the full image
+            # instead of one per level); sizes follow the original's ceil(side * scale)
+            level_image = _resize(level_image, math.ceil(w * scale), math.ceil(h * scale))
+            prob, reg = pnet(_normalise(level_image, self.device))
             ys, xs = torch.nonzero(prob[0] >= self.thresholds[0], as_tuple=True)
             if not len(ys):
                 continue
