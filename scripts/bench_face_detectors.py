@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     cpu = dict.fromkeys(detectors, 0.0)
     wall = dict.fromkeys(detectors, 0.0)
     faces = dict.fromkeys(detectors, 0)
-    for fa in detectors.values():  # warm-up: load models, first-call allocations
-        fa.detect(images[0])
+    for fa in detectors.values():  # warm-up: models, per-size setup (a video's frames share one)
+        for rgb in images:
+            fa.detect(rgb)
     for _ in range(args.repeat):
         for rgb in images:
             for name, fa in detectors.items():
