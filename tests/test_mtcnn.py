@@ -280,3 +280,46 @@ def test_preprocess_cli_casia_layout_with_mtcnn(tmp_path):
         lm = np.load(out / v.landmarks[0])
         assert lm.shape == (68, 2)
         np.testing.assert_allclose(five_points(lm), template(64, 1.3), atol=64 * 0.08)
+
+
+def test_box_helpers_hand_computed():
+    from preprocessing.mtcnn import _nms, _nms_min, _regress, _square
+
+    boxes = torch.tensor([[0.0, 0.0, 9.0, 9.0], [0.0, 0.0, 4.0, 4.0], [20.0, 0.0, 29.0, 19.0]])
+    scores = torch.tensor([0.9, 0.8, 0.7])
+    # +1 areas: 100 and 25, intersection 25: IoU 0.25 keeps both, Min overlap 1.0 drops box 1
+    assert _nms(boxes, scores, 0.3).tolist() == [0, 1, 2]
+    assert _nms_min(boxes, scores, 0.7).tolist() == [0, 2]
+    assert _square(boxes[2:]).tolist() == [[15.0, 0.0, 34.0, 19.0]]  # 9x19 -> 19x19, same centre
+    reg = torch.tensor([[0.1, -0.1, 0.2, 0.0]])
+    torch.testing.assert_close(_regress(boxes[:1], reg), torch.tensor([[1.0, -1.0, 11.0, 9.0]]))
+    torch.testing.assert_close(
+        _regress(boxes[:1], reg, plus_one=False), torch.tensor([[0.9, -0.9, 10.8, 9.0]])
+    )
+
+
+def test_upsample_halves_the_minimum_face_size(monkeypatch):
+    import preprocessing.mtcnn as mtcnn_module
+
+    sizes = []
+
+    class Spy(MTCNN):
+        def __init__(self, min_face_size: float = 20, **kwargs) -> None:
+            sizes.append(min_face_size)
+            super().__init__(min_face_size, **kwargs)
+
+    monkeypatch.setattr(mtcnn_module, "MTCNN", Spy)
+    blank = np.full((64, 64, 3), 90, np.uint8)  # no face: every retry runs
+    assert FaceAnalyzer("mtcnn", upsample=1, retry_upsample=2).detect(blank) == []
+    assert sizes == [10, 5, 2.5]
+
+
+@pytest.mark.parametrize(
+    "name", ["CASIA-FASD", "Replay-Attack", "MSU-MFSD", "OULU-NPU-P1", "HKBU-MARs", "SWFFD"]
+)
+def test_pad_configs_use_mtcnn_as_paper_001(name):
+    from preprocessing.config import load_preprocess_config
+
+    path = REPO / "configs" / "preprocess" / f"{name}.yaml"
+    assert load_preprocess_config(path).face.detector == "mtcnn"
+    assert "paper 001" in path.read_text()
