@@ -41,6 +41,14 @@ MIN_FACE_SIZE = 20
 SCALE_FACTOR = 0.709
 
 
+def _prelu(act: nn.PReLU, x: Tensor) -> Tensor:
+    """PReLU of a channels_last (N, C, H, W) map as a (N*H*W, C) matrix: same values, about
+    twice as fast on a CPU as PReLU on the 4-d channels_last tensor (measured, torch 2.x)."""
+    n, c, h, w = x.shape
+    flat = x.permute(0, 2, 3, 1).reshape(-1, c)
+    return F.prelu(flat, act.weight).view(n, h, w, c).permute(0, 3, 1, 2)
+
+
 class PNet(nn.Module):
     """Proposal network: fully convolutional, one 12x12 window per output cell (stride 2)."""
 
@@ -57,8 +65,8 @@ class PNet(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Face probability (N, H', W') and box regression (N, 4, H', W')."""
-        x = F.max_pool2d(self.prelu1(self.conv1(x)), 2, 2, ceil_mode=True)
-        x = self.prelu3(self.conv3(self.prelu2(self.conv2(x))))
+        x = F.max_pool2d(_prelu(self.prelu1, self.conv1(x)), 2, 2, ceil_mode=True)
+        x = _prelu(self.prelu3, self.conv3(_prelu(self.prelu2, self.conv2(x))))
         return self.conv4_1(x).softmax(dim=1)[:, 1], self.conv4_2(x)
 
 
@@ -80,9 +88,9 @@ class RNet(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """Face probability (N,) and box regression (N, 4)."""
-        x = F.max_pool2d(self.prelu1(self.conv1(x)), 3, 2, ceil_mode=True)
-        x = F.max_pool2d(self.prelu2(self.conv2(x)), 3, 2, ceil_mode=True)
-        x = self.prelu3(self.conv3(x)).permute(0, 3, 2, 1).flatten(1)
+        x = F.max_pool2d(_prelu(self.prelu1, self.conv1(x)), 3, 2, ceil_mode=True)
+        x = F.max_pool2d(_prelu(self.prelu2, self.conv2(x)), 3, 2, ceil_mode=True)
+        x = _prelu(self.prelu3, self.conv3(x)).permute(0, 3, 2, 1).flatten(1)
         x = self.prelu4(self.dense4(x))
         return self.dense5_1(x).softmax(dim=1)[:, 1], self.dense5_2(x)
 
@@ -108,10 +116,10 @@ class ONet(nn.Module):
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Face probability (N,), box regression (N, 4), landmarks relative to the crop (N, 10)."""
-        x = F.max_pool2d(self.prelu1(self.conv1(x)), 3, 2, ceil_mode=True)
-        x = F.max_pool2d(self.prelu2(self.conv2(x)), 3, 2, ceil_mode=True)
-        x = F.max_pool2d(self.prelu3(self.conv3(x)), 2, 2, ceil_mode=True)
-        x = self.prelu4(self.conv4(x)).permute(0, 3, 2, 1).flatten(1)
+        x = F.max_pool2d(_prelu(self.prelu1, self.conv1(x)), 3, 2, ceil_mode=True)
+        x = F.max_pool2d(_prelu(self.prelu2, self.conv2(x)), 3, 2, ceil_mode=True)
+        x = F.max_pool2d(_prelu(self.prelu3, self.conv3(x)), 2, 2, ceil_mode=True)
+        x = _prelu(self.prelu4, self.conv4(x)).permute(0, 3, 2, 1).flatten(1)
         x = self.prelu5(self.dense5(x))
         return self.dense6_1(x).softmax(dim=1)[:, 1], self.dense6_2(x), self.dense6_3(x)
 
