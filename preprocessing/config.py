@@ -56,7 +56,7 @@ class SamplingConfig:
 
 @dataclass
 class FaceConfig:
-    detector: Literal["hog", "cnn"] = "hog"
+    detector: Literal["hog", "cnn", "mtcnn"] = "hog"  # mtcnn: preprocessing/mtcnn.py
     upsample: int = 0
     detect_max_side: int | None = 640  # detect on a downscaled copy; null: full resolution
     retry_upsample: int = 1  # no face found: retry with up to this many more upsamplings

@@ -1,6 +1,7 @@
-"""dlib face detection and 68-point landmarks (DeepfakeBench, Appendix A.1 "Face Detection").
+"""Face detection (dlib HOG or CNN, or MTCNN) and dlib's 68-point landmarks.
 
-Detection runs on a copy downscaled to ``detect_max_side`` pixels (the HOG detector is the
+dlib is DeepfakeBench's detector (Appendix A.1 "Face Detection"); MTCNN (``preprocessing.mtcnn``)
+is the detector paper 001 crops its PAD faces with. Detection runs on a copy downscaled to ``detect_max_side`` pixels (the HOG detector is the
 bottleneck of DeepfakeBench's pipeline) and boxes are mapped back to full resolution; the
 68-point predictor then runs on the full-resolution frame. The models ship in the PyPI package
 ``face-recognition-models`` and are loaded lazily, once per process.
@@ -17,11 +18,21 @@ from typing import Any, Literal
 import cv2
 import numpy as np
 
+from preprocessing.align import five_points
+
 logger = logging.getLogger(__name__)
 
 Box = tuple[int, int, int, int]  # left, top, right, bottom (full-resolution pixels)
 
-DETECTORS = ("hog", "cnn")
+DETECTORS = ("hog", "cnn", "mtcnn")
+
+# dlib-convention box from an MTCNN face: a square centred on the mean of MTCNN's five points
+# whose side is this many times the geometric mean of MTCNN's box width and height. Fitted on
+# 82 faces of ../shared/data (PAD photos, face_recognition, facenet-pytorch, celebrities) against
+# dlib HOG boxes (upsample 0, 640 px): IoU mean 0.85, median 0.86, min 0.69. dlib's own box moves
+# as much between upsample 0 and 1 (IoU 0.64 on pad/silent_face/image_T1.jpg). dlib's
+# 68-point predictor expects boxes of its detector's convention.
+MTCNN_BOX_SIDE = 0.92
 
 
 def models_dir() -> Path:
@@ -57,6 +68,17 @@ def _load(kind: str) -> Any:
     raise ValueError(f"unknown dlib model {kind!r}")
 
 
+def dlib_box_from_mtcnn(box: np.ndarray, points: np.ndarray) -> tuple[float, float, float, float]:
+    """dlib-convention square box (left, top, right, bottom) for an MTCNN box and its 5 points."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    p = np.asarray(points, dtype=np.float64)
+    if p.shape != (5, 2):
+        raise ValueError(f"expected 5x2 points, got shape {p.shape}")
+    half = MTCNN_BOX_SIDE * np.sqrt(max(x2 - x1, 0.0) * max(y2 - y1, 0.0)) / 2
+    cx, cy = p.mean(axis=0)
+    return cx - half, cy - half, cx + half, cy + half
+
+
 def _check_rgb(rgb: np.ndarray) -> np.ndarray:
     if not isinstance(rgb, np.ndarray) or rgb.ndim != 3 or rgb.shape[2] != 3:
         shape = getattr(rgb, "shape", None)
@@ -70,7 +92,11 @@ class FaceAnalyzer:
     """Face boxes and 68-point landmarks with dlib.
 
     ``detector``: ``"hog"`` (dlib's frontal HOG+SVM detector, the DeepfakeBench default) or
-    ``"cnn"`` (dlib's MMOD CNN detector). ``upsample``: times the detector upsamples the image.
+    ``"cnn"`` (dlib's MMOD CNN detector) or ``"mtcnn"`` (``preprocessing.mtcnn``; boxes are
+    converted to dlib's convention by ``dlib_box_from_mtcnn`` so that the 68-point predictor
+    and the alignment behave as with dlib's boxes). ``upsample``: times the detector upsamples
+    the image (MTCNN: each halves its minimum face size of 20 pixels instead).
+    ``device``: where MTCNN runs (dlib always runs on the CPU).
     ``detect_max_side``: detect on a copy whose longest side is at most this many pixels
     (``None`` or 0: full resolution). ``retry_upsample``: when nothing is found, try again
     with up to this many more upsamplings of the same copy (small faces; costs only on frames
@@ -79,10 +105,11 @@ class FaceAnalyzer:
 
     def __init__(
         self,
-        detector: Literal["hog", "cnn"] = "hog",
+        detector: Literal["hog", "cnn", "mtcnn"] = "hog",
         upsample: int = 0,
         detect_max_side: int | None = 640,
         retry_upsample: int = 0,
+        device: str = "cpu",
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {DETECTORS}, got {detector!r}")
@@ -98,9 +125,21 @@ class FaceAnalyzer:
                 f"retry_upsample must be a non-negative integer, got {retry_upsample!r}"
             )
         self.retry_upsample = retry_upsample
+        self.device = device
 
     def detect(self, rgb: np.ndarray) -> list[Box]:
         """Face boxes (left, top, right, bottom) in full-resolution pixels, largest first."""
+        return [box for box, _ in self._detect(rgb)]
+
+    def detect_five(self, rgb: np.ndarray) -> list[tuple[Box, np.ndarray]]:
+        """(box, five points (5, 2): eye centres, nose tip, mouth corners) per face, largest
+        first: MTCNN's own points with ``"mtcnn"``, else derived from dlib's 68 landmarks."""
+        if self.detector != "mtcnn":
+            rgb = _check_rgb(rgb)
+            return [(box, five_points(self.landmarks(rgb, box))) for box in self.detect(rgb)]
+        return self._detect(rgb)  # type: ignore[return-value]
+
+    def _detect(self, rgb: np.ndarray) -> list[tuple[Box, np.ndarray | None]]:
         rgb = _check_rgb(rgb)
         h, w = rgb.shape[:2]
         scale = 1.0
@@ -109,22 +148,34 @@ class FaceAnalyzer:
             scale = self.detect_max_side / max(h, w)
             size = (max(1, round(w * scale)), max(1, round(h * scale)))
             small = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
-        detector = _load(self.detector)
         for upsample in range(self.upsample, self.upsample + self.retry_upsample + 1):
-            found = detector(small, upsample)
-            if len(found):
+            found = self._detect_once(small, upsample)
+            if found:
                 break
-        rects = [d.rect for d in found] if self.detector == "cnn" else list(found)
-        boxes = []
-        for r in rects:
-            left = int(round(max(r.left(), 0) / scale))
-            top = int(round(max(r.top(), 0) / scale))
-            right = int(round(min(r.right(), small.shape[1] - 1) / scale))
-            bottom = int(round(min(r.bottom(), small.shape[0] - 1) / scale))
+        faces = []
+        for (left, top, right, bottom), points in found:
+            left = int(round(max(left, 0) / scale))
+            top = int(round(max(top, 0) / scale))
+            right = int(round(min(right, small.shape[1] - 1) / scale))
+            bottom = int(round(min(bottom, small.shape[0] - 1) / scale))
             if right > left and bottom > top:
-                boxes.append((left, top, min(right, w - 1), min(bottom, h - 1)))
-        boxes.sort(key=lambda b: (b[2] - b[0]) * (b[3] - b[1]), reverse=True)
-        return boxes
+                box = (left, top, min(right, w - 1), min(bottom, h - 1))
+                faces.append((box, None if points is None else (points / scale).astype(np.float32)))
+        faces.sort(key=lambda f: (f[0][2] - f[0][0]) * (f[0][3] - f[0][1]), reverse=True)
+        return faces
+
+    def _detect_once(
+        self, small: np.ndarray, upsample: int
+    ) -> list[tuple[tuple[float, float, float, float], np.ndarray | None]]:
+        """Boxes (and MTCNN's five points) on the detection copy, in its pixels."""
+        if self.detector == "mtcnn":
+            from preprocessing.mtcnn import MIN_FACE_SIZE, MTCNN
+
+            boxes, _, points = MTCNN(MIN_FACE_SIZE / 2**upsample, device=self.device).detect(small)
+            return [(dlib_box_from_mtcnn(b, p), p) for b, p in zip(boxes, points, strict=True)]
+        found = _load(self.detector)(small, upsample)
+        rects = [d.rect for d in found] if self.detector == "cnn" else list(found)
+        return [((r.left(), r.top(), r.right(), r.bottom()), None) for r in rects]
 
     def landmarks(self, rgb: np.ndarray, box: Box) -> np.ndarray:
         """dlib's 68 landmarks of the face in ``box`` on the full-resolution image, (68, 2)."""

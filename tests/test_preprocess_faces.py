@@ -100,7 +100,7 @@ def test_bad_images_raise(bad):
 
 def test_bad_options_raise():
     with pytest.raises(ValueError, match="detector"):
-        FaceAnalyzer("mtcnn")  # type: ignore[arg-type]
+        FaceAnalyzer("retinaface")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="upsample"):
         FaceAnalyzer(upsample=-1)
 

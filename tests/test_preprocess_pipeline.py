@@ -299,7 +299,7 @@ def test_read_frames_decodes_only_what_is_asked(ff_raw):
     "override, message",
     [
         ("sampling.mode=every", "sampling.mode"),
-        ("face.detector=mtcnn", "face.detector"),
+        ("face.detector=retinaface", "face.detector"),
         ("align.scale=0.5", "align"),
         ("dataset.colour=red", "dataset.colour"),
         ("dataset.options.compression=c99", "compression"),
