@@ -17,26 +17,29 @@ from preprocessing.align import align_face, five_points, template
 from preprocessing.faces import FaceAnalyzer, dlib_box_from_mtcnn
 from preprocessing.index import read_index
 from preprocessing.mtcnn import MTCNN, NETS, WEIGHTS_DIR, load_net
+from tests.testdata import FACE_RECOGNITION, SHARED, SILENT_FACE, shared
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-PAD = DATA / "pad" / "silent_face"
+PAD = SILENT_FACE
+FACENET = SHARED / "data" / "faces" / "facenet_pytorch"
+# the repository's photos (7 faces), plus 4 portraits from ../shared where it is present
+EXTRA = [FACENET / "test_images" / n / "1.jpg"
+         for n in ("angelina_jolie", "kate_siegel", "paul_rudd", "shea_whigham")]  # fmt: skip
 PHOTOS = [
     PAD / "image_T1.jpg",  # bona fide
     PAD / "image_F1.jpg",  # printed photo
     PAD / "image_F2.jpg",  # replay (EXIF-rotated; cv2 applies the rotation)
-    DATA / "faces" / "face_recognition" / "obama.jpg",
-    DATA / "faces" / "face_recognition" / "biden.jpg",
-    DATA / "faces" / "face_recognition" / "two_people.jpg",
-    *(DATA / "faces" / "facenet_pytorch" / "test_images" / f"{n}/1.jpg"
-      for n in ("angelina_jolie", "kate_siegel", "paul_rudd", "shea_whigham")),
-]  # fmt: skip
+    FACE_RECOGNITION / "obama.jpg",
+    FACE_RECOGNITION / "biden.jpg",
+    FACE_RECOGNITION / "two_people.jpg",
+    *(p for p in EXTRA if p.is_file()),
+]
 MAX_SIDE = 640  # both detectors see the same 640 px copy, the preprocessing default
 
 
 def load_rgb(path: Path) -> np.ndarray:
     if not path.is_file():
-        pytest.skip(f"needs ../shared/data ({path.relative_to(DATA.parent.parent)} is absent)")
+        pytest.skip(f"needs {path} (../shared beside the checkout)")
     return cv2.cvtColor(cv2.imread(str(path), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
 
 
@@ -81,7 +84,7 @@ def test_finds_every_face_dlib_finds(faces):
             _, overlap = matched(box, mtcnn_faces)
             assert overlap >= 0.65, f"{name}: MTCNN box IoU {overlap:.2f} with dlib's {box}"
             overlaps.append(overlap)
-    assert len(overlaps) == 11  # two_people.jpg holds two
+    assert len(overlaps) == len(PHOTOS) + 1  # two_people.jpg holds two
     assert np.mean(overlaps) >= 0.8 and np.median(overlaps) >= 0.8
 
 
@@ -146,8 +149,9 @@ def test_raw_mtcnn_output_is_consistent(faces):
     assert iou(box, dlib_box_from_mtcnn(boxes[0], points[0])) > 0.98  # up to rounding to pixels
 
 
+@pytest.mark.extended
 def test_several_faces_and_downscaled_detection():
-    rgb = load_rgb(DATA / "faces" / "facenet_pytorch" / "multiface.jpg")
+    rgb = load_rgb(shared("data", "faces", "facenet_pytorch", "multiface.jpg"))
     boxes, scores, _ = MTCNN().detect(rgb)
     assert len(boxes) >= 5 and (np.diff(scores) <= 0).all()  # best first
     full = FaceAnalyzer("mtcnn", detect_max_side=None).detect(rgb)
