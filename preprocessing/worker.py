@@ -118,9 +118,10 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         raise MediaReadError(f"{item.path}: file not found")
     t0 = time.perf_counter()
     image = is_image(item.path)
+    dec = {"backend": cfg.decode.backend, "threads": cfg.decode.threads, "notes": result.notes}
     total = count_frames(item.path)
     if total <= 0:
-        frames = read_frames(item.path, None)  # header without a frame count: decode all
+        frames = read_frames(item.path, None, **dec)  # header without a frame count: decode all
         total = len(frames)
         keep = sample_indices(
             total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
@@ -130,7 +131,7 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         keep = sample_indices(
             total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
         )
-        frames = read_frames(item.path, keep)
+        frames = read_frames(item.path, keep, **dec)
     t["decode"] += time.perf_counter() - t0
     if not frames:
         raise MediaReadError(f"{item.path}: no decodable frame")
@@ -170,7 +171,7 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     if item.mask is not None:
         t0 = time.perf_counter()
         try:
-            masks = read_frames(item.mask, sorted({i for i, _, _ in found}), gray=True)
+            masks = read_frames(item.mask, sorted({i for i, _, _ in found}), gray=True, **dec)
         except MediaReadError as exc:
             result.notes.append(f"mask unreadable ({exc}); no masks for this video")
             logger.warning("%s: mask unreadable: %s", item.path, exc)
