@@ -8,6 +8,7 @@ detect again on the aligned crop. It is an emulation for a same-machine comparis
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import resource
@@ -20,6 +21,7 @@ from typing import Any
 
 import cv2
 
+from configs.loader import config_to_dict
 from preprocessing.align import align_face
 from preprocessing.config import load_preprocess_config
 from preprocessing.faces import FaceAnalyzer, _load
@@ -124,6 +126,7 @@ def bench_pipeline(
         with TreeCPU() as tree:
             s = run_preprocess(cfg, workers=workers, progress=False)
         wall = time.perf_counter() - start
+        manifest = json.loads(s.manifest_path.read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     frames = max(s.frames_sampled, 1)
@@ -137,7 +140,9 @@ def bench_pipeline(
         "cpu_s_per_frame_in_items": round(s.cpu_s / frames, 4),  # workers on their videos
         "stage_cpu_s_per_frame": {k: round(v / frames, 4) for k, v in s.timing.items()},
         "workers": workers,
-        "decode": {"backend": cfg.decode.backend, "threads": cfg.decode.threads},
+        "decode": config_to_dict(cfg.decode),
+        # videos the configured decoder failed on (read by OpenCV instead): should be 0
+        "decode_fallbacks": sum("could not decode" in n["note"] for n in manifest["notes"]),
     }
 
 

@@ -60,10 +60,13 @@ class DecodeConfig:
 
     backend: Literal["pyav", "opencv"] = "pyav"
     threads: int = 1  # decoder threads per worker process
+    device: Literal["cpu", "cuda"] = "cpu"  # cuda: NVDEC through PyAV (backend pyav only)
 
     def __post_init__(self) -> None:
         if self.threads < 1:
             raise ValueError("decode.threads must be >= 1")
+        if self.device != "cpu" and self.backend != "pyav":
+            raise ValueError("decode.device other than cpu needs decode.backend: pyav")
 
 
 @dataclass

@@ -64,16 +64,23 @@ def _ranges(pts: list[int], key: list[bool], targets: list[int]) -> list[tuple[i
 
 
 def read_frames_pyav(
-    path: str | Path, indices: list[int] | None, threads: int = 1
+    path: str | Path, indices: list[int] | None, threads: int = 1, device: str = "cpu"
 ) -> dict[int, np.ndarray]:
     """``{frame number: RGB uint8}`` for ``indices`` (``None``: every frame).
 
-    Frames past the last packet are missing from the result. Raises ``UnindexableVideo`` or
-    ``av.error.FFmpegError`` when the file cannot be decoded this way.
+    ``device``: ``cpu``, or an FFmpeg hardware decoder type (``cuda``: NVDEC) whose frames
+    are copied back to memory. Frames past the last packet are missing from the result.
+    Raises ``UnindexableVideo`` or ``av.error.FFmpegError`` when the file cannot be decoded
+    this way (for a hardware device: when the device cannot be opened).
     """
     import av
 
-    with av.open(str(path)) as container:
+    hwaccel = None
+    if device != "cpu":
+        from av.codec.hwaccel import HWAccel
+
+        hwaccel = HWAccel(device, allow_software_fallback=False)
+    with av.open(str(path), hwaccel=hwaccel) as container:
         if not container.streams.video:
             raise UnindexableVideo("no video stream")
         stream = container.streams.video[0]

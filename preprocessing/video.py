@@ -86,12 +86,14 @@ def read_frames(
     backend: DecodeBackend = "pyav",
     threads: int = 1,
     notes: list[str] | None = None,
+    device: str = "cpu",
 ) -> dict[int, np.ndarray]:
     """Decode the frames ``indices`` (sorted, unique) of a video; ``None``: every frame.
 
     Returns ``{frame number: RGB uint8 array}`` (or single-channel when ``gray``); frames past
     the real end of the video are missing from the result. ``threads`` is the decoder's thread
-    count (PyAV). A fallback from PyAV to OpenCV is logged and appended to ``notes``.
+    count and ``device`` its hardware (PyAV: ``cpu`` or ``cuda``). A fallback from PyAV to
+    OpenCV (on the CPU) is logged and appended to ``notes``.
     """
     if is_image(path):
         rgb = read_image(path)
@@ -102,9 +104,12 @@ def read_frames(
         try:
             from preprocessing.pyav_reader import read_frames_pyav
 
-            frames = read_frames_pyav(path, indices, threads)
+            frames = read_frames_pyav(path, indices, threads, device)
         except Exception as exc:  # any PyAV failure: OpenCV may still read the file
-            note = f"PyAV could not decode it ({type(exc).__name__}: {exc}); read with OpenCV"
+            note = (
+                f"PyAV ({device}) could not decode it ({type(exc).__name__}: {exc}); "
+                "read with OpenCV"
+            )
             logger.warning("%s: %s", path, note)
             if notes is not None:
                 notes.append(note)

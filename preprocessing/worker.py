@@ -140,7 +140,8 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         raise MediaReadError(f"{item.path}: file not found")
     t0 = time.process_time()
     image = is_image(item.path)
-    dec = {"backend": cfg.decode.backend, "threads": cfg.decode.threads, "notes": result.notes}
+    d = cfg.decode
+    dec = {"backend": d.backend, "threads": d.threads, "device": d.device, "notes": result.notes}
     total = count_frames(item.path)
     if total <= 0:
         frames = read_frames(item.path, None, **dec)  # header without a frame count: decode all

@@ -63,4 +63,5 @@ def test_bench_pipeline_reports_cpu_per_stage(rendered):
     assert report["faces_found"] == 4
     assert set(report["stage_cpu_s_per_frame"]) == set(worker.STAGES)
     assert report["cpu_s_per_frame"] >= report["cpu_s_per_frame_in_items"] > 0
-    assert report["decode"] == {"backend": "pyav", "threads": 1}
+    assert report["decode"] == {"backend": "pyav", "threads": 1, "device": "cpu"}
+    assert report["decode_fallbacks"] == 0

@@ -202,3 +202,40 @@ def test_decode_config_validated():
         load_preprocess_config(overrides=[*base, "decode.backend=gstreamer"])
     with pytest.raises(ConfigError, match="decode.threads"):
         load_preprocess_config(overrides=[*base, "decode.threads=0"])
+
+
+def _cuda_decoder_works(path: Path) -> bool:
+    from av.codec.hwaccel import HWAccel
+
+    try:
+        with av.open(str(path), hwaccel=HWAccel("cuda", allow_software_fallback=False)) as c:
+            next(c.decode(c.streams.video[0]))
+    except Exception:  # no GPU, no driver, or an FFmpeg without NVDEC
+        return False
+    return True
+
+
+def test_cuda_decode_or_logged_fallback(videos, caplog):
+    path = videos["short_gop"]
+    keep = sample_indices(220, "fixed_num_frames", 16)
+    notes: list[str] = []
+    got = read_frames(path, keep, device="cuda", notes=notes)
+    cpu = read_frames(path, keep)
+    assert sorted(got) == keep
+    if _cuda_decoder_works(path):  # NVDEC: same frames; RGB from NV12 may round differently
+        assert not notes
+        for i in keep:
+            assert np.abs(got[i].astype(int) - cpu[i].astype(int)).mean() < 1.0
+    else:  # this machine: the CPU reader took over, and said so
+        assert len(notes) == 1 and "PyAV (cuda)" in notes[0] and "OpenCV" in notes[0]
+        assert "PyAV (cuda) could not decode" in caplog.text
+        for i in keep:
+            assert np.abs(got[i].astype(int) - cpu[i].astype(int)).mean() < 1.0
+
+
+def test_cuda_device_needs_pyav():
+    base = ["dataset.name=x", "dataset.type=generic", "dataset.root=."]
+    cfg = load_preprocess_config(overrides=[*base, "decode.device=cuda"])
+    assert cfg.decode.device == "cuda"
+    with pytest.raises(ConfigError, match="decode.backend: pyav"):
+        load_preprocess_config(overrides=[*base, "decode.device=cuda", "decode.backend=opencv"])
