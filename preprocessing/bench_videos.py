@@ -103,7 +103,14 @@ def ff_like_videos(
 ) -> list[Path]:
     """Paths of the rendered videos, rendering those not cached yet."""
     key = json.dumps(
-        [[asdict(s) for s in specs], str(faces_dir), seed, CRF, NOISE_SIGMA], sort_keys=True
+        [
+            [asdict(s) for s in specs],
+            str(faces_dir and faces_dir.resolve()),
+            seed,
+            CRF,
+            NOISE_SIGMA,
+        ],
+        sort_keys=True,
     )
     digest = hashlib.sha1(key.encode()).hexdigest()[:12]
     folder = (cache_dir or Path(tempfile.gettempdir()) / "fairforensics_bench") / digest
