@@ -2,9 +2,8 @@
 
 The baseline re-creates, with the same dlib models, what DeepfakeBench's
 ``preprocessing/preprocess.py`` does per video: load the models, decode every frame with
-colour conversion, detect on the full-size frame with upsample 1, 68 landmarks (the predictor
-called on the whole frame), align, and detect again on the aligned crop. It is an emulation
-for a same-machine comparison, not their code.
+colour conversion, detect on the full-size frame with upsample 1, 68 landmarks, align, and
+detect again on the aligned crop. It is an emulation for a same-machine comparison, not their code.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import cv2
-import dlib
-import numpy as np
 
 from configs.loader import config_to_dict
 from preprocessing.align import align_face
@@ -180,8 +177,7 @@ def bench_deepfakebench_style(videos: list[Path], num_frames: int = 32) -> dict[
                 if boxes:
                     faces += 1
                     t0 = time.process_time()
-                    shape = _load("shape68")(rgb, dlib.rectangle(*boxes[0]))  # whole frame
-                    lm = np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float32)
+                    lm = analyzer.landmarks(rgb, boxes[0])
                     stages["landmarks"] += time.process_time() - t0
                     t0 = time.process_time()
                     crop, _, _ = align_face(rgb, lm)

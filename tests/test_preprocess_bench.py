@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from pathlib import Path
 
 import av
-import dlib
-import numpy as np
 import pytest
 
 from preprocessing import worker
 from preprocessing.bench import TreeCPU, bench_pipeline
 from preprocessing.bench_videos import VideoSpec, ff_like_videos
-from preprocessing.faces import FaceAnalyzer, _load
-from preprocessing.video import read_frames, read_image
-
-SHARED_FACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "faces"
+from preprocessing.faces import FaceAnalyzer
+from preprocessing.video import read_frames
 
 
 def _burn(seconds: float) -> None:
@@ -70,26 +65,3 @@ def test_bench_pipeline_reports_cpu_per_stage(rendered):
     assert report["cpu_s_per_frame"] >= report["cpu_s_per_frame_in_items"] > 0
     assert report["decode"] == {"backend": "pyav", "threads": 1, "device": "cpu"}
     assert report["decode_fallbacks"] == 0
-
-
-def _full_frame_landmarks(rgb: np.ndarray, box) -> np.ndarray:
-    """dlib's predictor on the whole frame, as DeepfakeBench calls it."""
-    shape = _load("shape68")(rgb, dlib.rectangle(*(int(v) for v in box)))
-    return np.array([(p.x, p.y) for p in shape.parts()], dtype=np.float32)
-
-
-def test_landmarks_on_a_crop_equal_the_full_frame(rendered):
-    analyzer = FaceAnalyzer(upsample=1)
-    images = list(read_frames(rendered[1], [0, 10, 29]).values())
-    dlib_faces = SHARED_FACES / "dlib" / "faces"
-    if dlib_faces.is_dir():  # real photos, many faces, some at the border
-        images += [read_image(p) for p in sorted(dlib_faces.glob("*.jpg"))]
-    checked = 0
-    for rgb in images:
-        boxes = analyzer.detect(rgb)
-        h, w = rgb.shape[:2]
-        boxes += [(-20, -10, 60, 70), (w - 50, h - 40, w + 30, h + 30)]  # past the borders
-        for box in boxes:
-            assert np.array_equal(analyzer.landmarks(rgb, box), _full_frame_landmarks(rgb, box))
-            checked += 1
-    assert checked >= 9
