@@ -63,6 +63,11 @@ def _ranges(pts: list[int], key: list[bool], targets: list[int]) -> list[tuple[i
     return merged
 
 
+def _rgb(frame) -> np.ndarray:
+    """RGB uint8, contiguous (FFmpeg pads rows of some widths)."""
+    return np.ascontiguousarray(frame.to_ndarray(format="rgb24"))
+
+
 def read_frames_pyav(
     path: str | Path, indices: list[int] | None, threads: int = 1, device: str = "cpu"
 ) -> dict[int, np.ndarray]:
@@ -88,7 +93,7 @@ def read_frames_pyav(
         cc.thread_count = max(threads, 1)
         cc.thread_type = "AUTO" if threads > 1 else "SLICE"
         if indices is None:
-            return {i: f.to_ndarray(format="rgb24") for i, f in enumerate(container.decode(stream))}
+            return {i: _rgb(f) for i, f in enumerate(container.decode(stream))}
         pts, key = _index(container, stream)
         order = sorted(pts)
         want = {order[i]: i for i in indices if 0 <= i < len(order)}
@@ -107,7 +112,7 @@ def _decode(container, stream, pts, ranges, want) -> dict[int, np.ndarray]:
             if frame.pts is None:
                 raise UnindexableVideo("a decoded frame has no timestamp")
             if frame.pts in want:
-                out[want[frame.pts]] = frame.to_ndarray(format="rgb24")
+                out[want[frame.pts]] = _rgb(frame)
 
     demux: Iterator | None = None
     nxt = 0  # decode position of the packet ``demux`` yields next

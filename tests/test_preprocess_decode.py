@@ -160,7 +160,7 @@ def test_fallback_to_opencv_is_logged(videos, monkeypatch, caplog):
     got = read_frames(videos["short_gop"], [0, 50], notes=notes)
     assert sorted(got) == [0, 50] and got[0].shape == (96, 128, 3)
     assert len(notes) == 1 and "read with OpenCV" in notes[0]
-    assert "PyAV could not decode" in caplog.text
+    assert "PyAV (cpu) could not decode" in caplog.text
 
 
 def test_unreadable_file_fails_with_both_readers(tmp_path):
