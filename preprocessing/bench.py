@@ -35,33 +35,42 @@ class TreeCPU:
     """User+sys CPU seconds of this process and all its descendants while the block runs.
 
     Linux: the descendants' times are polled from ``/proc`` every ``interval`` seconds (a pool
-    worker's CPU after the last poll, at most ``interval`` s each, is missed); elsewhere only
-    this process and the children it waited for are counted.
+    worker's CPU after the last poll, at most ``interval`` s each, is missed), minus what the
+    ones alive at the start (a forkserver) had used before; a child that started before the
+    block and is waited for inside it counts whole. Elsewhere only this process and the
+    children it waited for are counted.
     """
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval = interval
         self.seconds = 0.0
         self._seen: dict[int, float] = {}
+        self._before: dict[int, float] = {}
         self._stop = threading.Event()
         self._tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
-    def _poll(self) -> None:
-        procs: dict[int, tuple[int, float]] = {}
+    def _descendants(self) -> dict[int, float]:
+        """CPU seconds so far of every live descendant process."""
+        procs: dict[int, tuple[int, int]] = {}
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
                 fields = stat.read_text().rsplit(")", 1)[1].split()
             except (OSError, IndexError):
                 continue
             # fields[1] = ppid, fields[11:13] = utime, stime (clock ticks)
-            procs[int(stat.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])))
-        me = os.getpid()
+            procs[int(stat.parent.name)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+        me, out = os.getpid(), {}
         for pid, (_, ticks) in procs.items():
             parent, hops = pid, 0
             while parent in procs and parent != me and hops < 16:
                 parent, hops = procs[parent][0], hops + 1
             if parent == me and pid != me:
-                self._seen[pid] = max(self._seen.get(pid, 0.0), ticks / self._tick)
+                out[pid] = ticks / self._tick
+        return out
+
+    def _poll(self) -> None:
+        for pid, sec in self._descendants().items():
+            self._seen[pid] = max(self._seen.get(pid, 0.0), sec - self._before.get(pid, 0.0))
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -72,6 +81,7 @@ class TreeCPU:
         self._kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._thread = None
         if Path("/proc/self/stat").is_file():
+            self._before = self._descendants()  # e.g. a forkserver started by an earlier run
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
         return self

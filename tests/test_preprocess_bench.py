@@ -21,6 +21,12 @@ def _burn(seconds: float) -> None:
         pass
 
 
+def _burn_then_wait(seconds: float, burned, release) -> None:
+    _burn(seconds)
+    burned.set()
+    release.wait(60)
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     return ff_like_videos(
@@ -55,6 +61,19 @@ def test_tree_cpu_counts_child_processes():
         child.join()
     assert child.exitcode == 0
     assert tree.seconds >= 0.5
+
+
+def test_tree_cpu_ignores_what_a_child_used_before_the_block():
+    ctx = multiprocessing.get_context("spawn")
+    burned, release = ctx.Event(), ctx.Event()
+    child = ctx.Process(target=_burn_then_wait, args=(0.6, burned, release))
+    child.start()
+    assert burned.wait(60)
+    with TreeCPU(interval=0.05) as tree:  # the child lives on, as a forkserver does
+        time.sleep(0.3)
+    release.set()
+    child.join()
+    assert tree.seconds < 0.3
 
 
 def test_bench_pipeline_reports_cpu_per_stage(rendered):
