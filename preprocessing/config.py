@@ -55,6 +55,21 @@ class SamplingConfig:
 
 
 @dataclass
+class DecodeConfig:
+    """Video reader: ``pyav`` decodes only what kept frames need; ``opencv`` is the fallback."""
+
+    backend: Literal["pyav", "opencv"] = "pyav"
+    threads: int = 1  # decoder threads per worker process
+    device: Literal["cpu", "cuda"] = "cpu"  # cuda: NVDEC through PyAV (backend pyav only)
+
+    def __post_init__(self) -> None:
+        if self.threads < 1:
+            raise ValueError("decode.threads must be >= 1")
+        if self.device != "cpu" and self.backend != "pyav":
+            raise ValueError("decode.device other than cpu needs decode.backend: pyav")
+
+
+@dataclass
 class FaceConfig:
     detector: Literal["hog", "cnn", "mtcnn"] = "hog"  # mtcnn: preprocessing/mtcnn.py
     upsample: int = 0
@@ -96,6 +111,7 @@ class OutputConfig:
 class PreprocessConfig:
     dataset: DatasetConfig
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
     face: FaceConfig = field(default_factory=FaceConfig)
     align: AlignConfig = field(default_factory=AlignConfig)
     output: OutputConfig = field(default_factory=OutputConfig)

@@ -1,7 +1,9 @@
 """Frame sampling and decoding (DeepfakeBench, Appendix A.1 "Frame Sampling").
 
-Only the frames up to the last one needed are decoded; frames that are not kept are skipped
-with ``grab()`` (no colour conversion or copy). Images pass through as a single frame.
+Two readers give the same frame numbers: ``pyav`` (default, ``preprocessing.pyav_reader``)
+decodes only what the kept frames depend on; ``opencv`` decodes every frame up to the last one
+needed and skips the colour conversion of the others with ``grab()``. When PyAV fails on a
+file, the OpenCV reader takes over and the reason is logged. Images pass through as one frame.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ VIDEO_SUFFIXES = frozenset(
     {".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv"}
 )
 SamplingMode = Literal["fixed_num_frames", "fixed_stride"]
+DecodeBackend = Literal["pyav", "opencv"]
 
 
 class MediaReadError(RuntimeError):
@@ -77,16 +80,47 @@ def count_frames(path: str | Path) -> int:
 
 
 def read_frames(
-    path: str | Path, indices: list[int] | None, gray: bool = False
+    path: str | Path,
+    indices: list[int] | None,
+    gray: bool = False,
+    backend: DecodeBackend = "pyav",
+    threads: int = 1,
+    notes: list[str] | None = None,
+    device: str = "cpu",
 ) -> dict[int, np.ndarray]:
     """Decode the frames ``indices`` (sorted, unique) of a video; ``None``: every frame.
 
     Returns ``{frame number: RGB uint8 array}`` (or single-channel when ``gray``); frames past
-    the real end of the video are missing from the result.
+    the real end of the video are missing from the result. ``threads`` is the decoder's thread
+    count and ``device`` its hardware (PyAV: ``cpu`` or ``cuda``). A fallback from PyAV to
+    OpenCV (on the CPU) is logged and appended to ``notes``.
     """
     if is_image(path):
         rgb = read_image(path)
         return {0: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY) if gray else rgb}
+    if backend not in ("pyav", "opencv"):
+        raise ValueError(f"unknown decode backend {backend!r}; allowed: pyav, opencv")
+    if backend == "pyav":
+        try:
+            from preprocessing.pyav_reader import read_frames_pyav
+
+            frames = read_frames_pyav(path, indices, threads, device)
+        except Exception as exc:  # any PyAV failure: OpenCV may still read the file
+            note = (
+                f"PyAV ({device}) could not decode it ({type(exc).__name__}: {exc}); "
+                "read with OpenCV"
+            )
+            logger.warning("%s: %s", path, note)
+            if notes is not None:
+                notes.append(note)
+        else:
+            if gray:
+                return {i: cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for i, f in frames.items()}
+            return frames
+    return _read_opencv(path, indices, gray)
+
+
+def _read_opencv(path: str | Path, indices: list[int] | None, gray: bool) -> dict[int, np.ndarray]:
     cap = cv2.VideoCapture(str(path))
     try:
         if not cap.isOpened():

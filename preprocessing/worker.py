@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -21,6 +22,7 @@ import cv2
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
+from configs.filemode import file_mode
 from preprocessing.align import align_face, warp_mask
 from preprocessing.config import PreprocessConfig
 from preprocessing.datasets.base import SourceItem
@@ -43,6 +45,7 @@ class VideoResult:
     reason: str | None = None  # why the whole item was skipped
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # CPU seconds per stage (the worker's threads included; robust to a busy machine)
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     frames_sampled: int = 0
     faces: int = 0
@@ -95,8 +98,28 @@ def _write_image(path: Path, image: np.ndarray, params: list[int]) -> None:
         raise OSError(f"{path}: cannot write image")
 
 
+def limit_threads() -> None:
+    """One OpenCV and one BLAS/OpenMP thread in this process: a pool runs one video per core.
+
+    Applied once in each pool worker (not in a caller's own process); the decoder's threads
+    are ``decode.threads``. dlib's detector and predictor are single-threaded.
+    """
+    global _THREADS_LIMITED
+    if _THREADS_LIMITED or multiprocessing.parent_process() is None:
+        return
+    from threadpoolctl import threadpool_limits
+
+    cv2.setNumThreads(1)
+    threadpool_limits(1)
+    _THREADS_LIMITED = True
+
+
+_THREADS_LIMITED = False
+
+
 def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> VideoResult:
     """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``)."""
+    limit_threads()
     result = VideoResult(key=item.key)
     cpu0 = time.process_time()
     try:
@@ -116,11 +139,13 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     t = result.timing
     if not item.path.is_file():
         raise MediaReadError(f"{item.path}: file not found")
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     image = is_image(item.path)
+    d = cfg.decode
+    dec = {"backend": d.backend, "threads": d.threads, "device": d.device, "notes": result.notes}
     total = count_frames(item.path)
     if total <= 0:
-        frames = read_frames(item.path, None)  # header without a frame count: decode all
+        frames = read_frames(item.path, None, **dec)  # header without a frame count: decode all
         total = len(frames)
         keep = sample_indices(
             total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
@@ -130,8 +155,8 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         keep = sample_indices(
             total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
         )
-        frames = read_frames(item.path, keep)
-    t["decode"] += time.perf_counter() - t0
+        frames = read_frames(item.path, keep, **dec)
+    t["decode"] += time.process_time() - t0
     if not frames:
         raise MediaReadError(f"{item.path}: no decodable frame")
     if not image and cfg.sampling.mode == "fixed_num_frames" and total < cfg.sampling.num_frames:
@@ -149,16 +174,16 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     every_face = cfg.face.keep == "all"
     found: list[tuple[int, int, np.ndarray]] = []  # (frame number, face rank, landmarks)
     for i in sorted(frames):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         boxes = analyzer.detect(frames[i])
-        t["detect"] += time.perf_counter() - t0
+        t["detect"] += time.process_time() - t0
         if not boxes:
             result.skipped_frames.append({"frame": i, "reason": "no face"})
             continue
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for k, box in enumerate(boxes if every_face else boxes[:1]):
             found.append((i, k, analyzer.landmarks(frames[i], box)))
-        t["landmarks"] += time.perf_counter() - t0
+        t["landmarks"] += time.process_time() - t0
     result.faces = len(found)
     if not found:
         raise MediaReadError(f"{item.path}: no face in any of the {len(frames)} sampled frames")
@@ -168,9 +193,9 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
 
     masks: dict[int, np.ndarray] | None = None
     if item.mask is not None:
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
-            masks = read_frames(item.mask, sorted({i for i, _, _ in found}), gray=True)
+            masks = read_frames(item.mask, sorted({i for i, _, _ in found}), gray=True, **dec)
         except MediaReadError as exc:
             result.notes.append(f"mask unreadable ({exc}); no masks for this video")
             logger.warning("%s: mask unreadable: %s", item.path, exc)
@@ -178,12 +203,13 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
             result.notes.append("mask video shorter than the video; no masks for this video")
             logger.warning("%s: mask video %s is too short", item.path, item.mask)
             masks = None
-        t["decode"] += time.perf_counter() - t0
+        t["decode"] += time.process_time() - t0
 
     video_dir.parent.mkdir(parents=True, exist_ok=True)
     for stale in video_dir.parent.glob(f".{video_dir.name}.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(dir=video_dir.parent, prefix=f".{video_dir.name}.tmp-"))
+    tmp.chmod(file_mode(directory=True))  # mkdtemp makes 0700 whatever the umask
     try:
         record = _write(cfg, frames, found, landmarks, masks, tmp, t, result.skipped_frames)
         if not record["frames"]:
@@ -224,7 +250,7 @@ def _write(
         "frame_indices": [],
     }
     for (i, k, _), lm in zip(found, landmarks, strict=True):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
         except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
@@ -233,8 +259,8 @@ def _write(
         mask = None
         if masks is not None:
             mask = warp_mask(masks[i], matrix, size, cfg.output.mask_threshold)
-        t["align"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t["align"] += time.process_time() - t0
+        t0 = time.process_time()
         name = f"{i:03d}_{k}" if cfg.face.keep == "all" else f"{i:03d}"
         _write_image(tmp / "frames" / f"{name}{suffix}", crop, params)
         np.save(tmp / "landmarks" / f"{name}.npy", crop_lm.astype(np.float32))
@@ -244,5 +270,5 @@ def _write(
             _write_image(tmp / "masks" / f"{name}.png", mask, [cv2.IMWRITE_PNG_COMPRESSION, 1])
             record["masks"].append(f"masks/{name}.png")
         record["frame_indices"].append(i)
-        t["write"] += time.perf_counter() - t0
+        t["write"] += time.process_time() - t0
     return record

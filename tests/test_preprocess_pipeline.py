@@ -446,3 +446,20 @@ def test_a_frame_that_cannot_be_aligned_is_skipped_not_the_video(tmp_path, ff_ra
     )  # fmt: skip
     assert record["frames"] == ["frames/001.png"] and record["frame_indices"] == [1]
     assert skipped[0]["frame"] == 0 and "alignment failed" in skipped[0]["reason"]
+
+
+def test_outputs_honour_the_umask(ff_raw, tmp_path):
+    """Video folders (made through mkdtemp, 0700 by itself) and files follow the umask (022)."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        run_preprocess(config(ff_raw, tmp_path), workers=1, progress=False)
+    finally:
+        os.umask(old)
+    paths = [tmp_path / "demo.json", *(tmp_path / "demo").rglob("*")]
+    assert any(p.is_dir() for p in paths) and any(p.is_file() for p in paths)
+    for p in paths:
+        want = 0o755 if p.is_dir() else 0o644
+        assert stat.S_IMODE(p.stat().st_mode) == want, p
