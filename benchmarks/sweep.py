@@ -11,7 +11,7 @@ plain Python otherwise), all in ``<out>/<detector>/``:
 A detector with a completion record is skipped; one without it (a sweep killed while it ran) is
 redone from scratch, so a killed sweep resumes where it stopped. At the end the evaluation
 folders are joined into the cross-dataset leaderboards with Top-3 counts by
-:func:`evaluation.testing.build_leaderboard` (what ``scripts/test.py --leaderboard`` does), in
+:func:`evaluation.leaderboard.build_leaderboard` (what ``scripts/test.py --leaderboard`` does), in
 ``<out>/leaderboard/``.
 
 With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from detectors import get_detector_class, list_detectors
-from evaluation import testing
+from evaluation.leaderboard import build_leaderboard
+from evaluation.settings import load_test_config
 from preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -176,9 +177,9 @@ def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
     detectors = resolve_detectors(sweep.detectors)
     for detector in detectors:
         run_one(sweep, detector, runner)
-    cfg = testing.load_test_config()
+    cfg = load_test_config()
     out = sweep.out / "leaderboard"
-    testing.build_leaderboard(
+    build_leaderboard(
         [sweep.out / d / "eval" for d in detectors],
         out,
         cfg.metrics,

@@ -152,6 +152,8 @@ def script_help(script: str) -> str:
 def check_example(command: str, where: str) -> None:
     """A command that is not run: its script exists, its flags and config paths are real."""
     argv = shlex.split(command, comments=True)
+    while re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", argv[0]):  # environment assignments
+        argv = argv[1:]
     if argv[0] == "make":
         run_command(command, REPO, where)
         return
