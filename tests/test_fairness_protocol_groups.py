@@ -1,11 +1,18 @@
 """A protocol's groups drive FairSWAP's group key and the fused sampler (paper 001 Sec. III-C, V)."""
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from configs import ConfigError
-from fairness.protocols import SubProtocol, load_protocol, protocol_train_overrides
+from fairness.protocols import (
+    SubProtocol,
+    load_protocol,
+    protocol_train_overrides,
+    run_protocol,
+)
+from tests.test_fairness_protocols import celeb_index  # noqa: F401 (fixture)
 from training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
@@ -67,3 +74,30 @@ def test_a_group_key_that_could_disagree_is_rejected(tmp_path):
         load_protocol(bad)
     bad.write_text(bad.read_text().replace("[false, true]", "[false]"))
     assert load_protocol(bad).swap_key is None
+
+
+def test_run_protocol_hands_each_training_its_groups(celeb_index, tmp_path):  # noqa: F811
+    protocol = load_protocol(PROTOCOLS / "protocol_2.yaml", overrides=["fairswap=[true]"])
+    seen = {}
+
+    def record(detector, data_root, dataset, fairswap, out_dir, run_name, configs, overrides):
+        seen[dataset] = overrides["train"]
+        raise _Stop
+
+    for sub in protocol.subprotocols:
+        one = dataclasses.replace(protocol, subprotocols=[sub])
+        with pytest.raises(_Stop):
+            run_protocol(
+                one, celeb_index, "celeb", tmp_path / sub.id, detectors=["lbp_mlp"], train_fn=record
+            )
+    assert {d: t["fairswap"]["group_key"] for d, t in seen.items()} == {
+        "celeb_p2_1": "occlusion",
+        "celeb_p2_2": "occlusion",
+        "celeb_p2_3": "occlusion",
+    }
+    assert seen["celeb_p2_1"]["sampler"] == "class_group_balanced"
+    assert "sampler" not in seen["celeb_p2_2"]
+
+
+class _Stop(Exception):
+    """Stops a protocol run after its first training call."""
