@@ -10,6 +10,19 @@ trainer, predicts the test split, and writes the paper's tables:
 * ``fdr_abf``: FDR-AUC and ABF-AUC per sub-protocol (or tested attribute) with their average
   (Tables III, V, VII).
 
+Every training of a protocol gets, below its own ``train:`` overrides (:func:`protocol_train_overrides`):
+
+* ``train.fairswap.group_key`` = :attr:`FairnessProtocol.swap_key` (``fairswap_group_key`` when
+  set, else ``train_attribute``), so FairSWAP swaps across the very groups the protocol studies
+  (protocol 2: occlusion, not gender). ``train: {train: {fairswap: {group_key: ...}}}`` in a
+  protocol is an error: the key is the protocol's, set by ``fairswap_group_key``.
+* fused sub-protocols (``train_groups: null``) with ``fused_balance: <attribute>``:
+  ``train.sampler = class_group_balanced`` over (label, attribute) cells, i.e. bona fide : attack
+  about 1:1 and, within each class, e.g. female : male about 1:1 (paper 001 Sec. IV-C and VI-A:
+  "the ratio of male and female samples in the fused training data is close to 1:1, achieved by
+  data oversampling"). Single-group sub-protocols keep the trainer config's sampler
+  (``configs/train/pad.yaml``: class_balanced).
+
 Finished runs are skipped on a re-run (their predictions file is kept), so a killed protocol
 resumes where it stopped.
 """
@@ -88,6 +101,13 @@ class FairnessProtocol:
     level: str = "frame"
     alpha: float = 0.5
     xs: list[float] | None = None
+    fairswap_group_key: str | None = None  # null: train_attribute
+    fused_balance: str | None = None  # fused training: oversample label x this attribute
+
+    @property
+    def swap_key(self) -> str | None:
+        """FairSWAP's group key: ``fairswap_group_key``, else ``train_attribute``."""
+        return self.fairswap_group_key or self.train_attribute
 
     def __post_init__(self) -> None:
         if not self.test_attributes or not self.subprotocols or not self.detectors:
@@ -99,6 +119,16 @@ class FairnessProtocol:
         ids = [s.id for s in self.subprotocols]
         if len(set(ids)) != len(ids):
             raise ValueError(f"subprotocol ids must be unique, got {ids}")
+        if True in self.fairswap and not self.swap_key:
+            raise ValueError(
+                "fairswap: [.., true] needs the groups to swap across: set train_attribute or "
+                "fairswap_group_key"
+            )
+        if "group_key" in ((self.train.get("train") or {}).get("fairswap") or {}):
+            raise ValueError(
+                "train.train.fairswap.group_key: FairSWAP's groups are the protocol's; set "
+                "fairswap_group_key instead (default: train_attribute)"
+            )
         if self.level not in ("frame", "video"):
             raise ValueError(f"level must be 'frame' or 'video', got {self.level!r}")
 
@@ -154,6 +184,18 @@ def train_and_predict(
         num_workers=data["num_workers"],
         device=resolve_device(cfg["device"]),
     )
+
+
+def protocol_train_overrides(protocol: FairnessProtocol, sub: SubProtocol) -> dict[str, Any]:
+    """Trainer overrides of one sub-protocol: FairSWAP's group key, the fused sampler, then the
+    protocol's own ``train:`` section on top (see the module docstring)."""
+    train: dict[str, Any] = {}
+    if protocol.swap_key:
+        train["fairswap"] = {"group_key": protocol.swap_key}
+    if protocol.fused_balance and not sub.train_groups:
+        train["sampler"] = "class_group_balanced"
+        train["group_key"] = protocol.fused_balance
+    return deep_merge({"train": train}, protocol.train)
 
 
 def prepare_index(protocol: FairnessProtocol, data_root: str | Path, dataset: str):
@@ -247,7 +289,7 @@ def run_protocol(
                     out / "runs",
                     run_name,
                     list(train_configs),
-                    dict(protocol.train),
+                    protocol_train_overrides(protocol, sub),
                 )
                 write_predictions(pred_path, pred)
                 results[(det, fs, sub.id)] = pred
@@ -338,6 +380,7 @@ __all__ = [
     "SubProtocol",
     "load_protocol",
     "prepare_index",
+    "protocol_train_overrides",
     "run_protocol",
     "train_and_predict",
     "write_protocol_tables",

@@ -120,8 +120,9 @@ def test_attack_with_bona_fide_partner_large_and_small_partial_attack(faces):
             _check_swap(before, out, i, base, src, box)
             m = out["pixel_map"][i, 0]
             top, left, size = box
-            y0, y1 = top * 12 // SIZE, -(-(top + size) * 12 // SIZE)
-            x0, x1 = left * 12 // SIZE, -(-(left + size) * 12 // SIZE)
+            # 64 px of 96 are 8 of 12 cells, starting at the rounded scaled corner
+            y0, x0 = min(round(top / 8), 4), min(round(left / 8), 4)
+            y1, x1 = y0 + 8, x0 + 8
             inside = torch.zeros_like(m, dtype=torch.bool)
             inside[y0:y1, x0:x1] = True
             assert (m[inside] == src).all() and (m[~inside] == base).all()

@@ -208,7 +208,9 @@ class TrainSection:
     keep_host_memory: bool = True
     ddp_find_unused: bool = False
     seed: int = 1024
-    sampler: Literal["shuffle", "class_balanced", "group_balanced"] = "shuffle"
+    sampler: Literal["shuffle", "class_balanced", "group_balanced", "class_group_balanced"] = (
+        "shuffle"
+    )
     group_key: str | None = None
     augment: AugmentConfig = field(default_factory=AugmentConfig)
     fairswap: FairSwapConfig = field(default_factory=FairSwapConfig)
@@ -227,8 +229,8 @@ class TrainSection:
         for name in ("epochs", "batch_size", "frame_num", "test_frame_num", "frames_per_clip"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
-        if self.sampler == "group_balanced" and not self.group_key:
-            raise ValueError("train.sampler 'group_balanced' needs train.group_key (an attribute)")
+        if self.sampler in ("group_balanced", "class_group_balanced") and not self.group_key:
+            raise ValueError(f"train.sampler {self.sampler!r} needs train.group_key (an attribute)")
         if self.patience is not None and self.patience < 1:
             raise ValueError(f"train.patience must be >= 1 or null, got {self.patience}")
         check_values(

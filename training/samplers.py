@@ -1,10 +1,14 @@
-"""Training samplers: shuffle, class-balanced and group-balanced oversampling, DDP-aware.
+"""Training samplers: shuffle, class-, group- and class x group-balanced oversampling, DDP-aware.
 
 One sampler does what ``DistributedSampler`` does (a per-epoch order seeded by ``seed`` and
 ``set_epoch``, padded to a multiple of the world size and split by rank) and adds oversampling
 and an exact mid-epoch restart (``set_start``) for resume. Balanced modes draw ``len(dataset)``
 indices with replacement, each with weight ``1 / size of its class (or group)``, so classes or
 groups are about equally frequent (PAD: about 1:1 bona fide : attack, paper 001 Sec. IV-C).
+``class_group_balanced`` weighs each sample by ``1 / size of its (label, group) cell``, so every
+cell present is drawn about equally often: bona fide : attack about 1:1 and, within each class,
+the groups about 1:1 (paper 001's fused training: "the ratio of male and female samples in the
+fused training data is close to 1:1, achieved by data oversampling", Sec. VI-A with IV-C).
 """
 
 from __future__ import annotations
@@ -25,8 +29,11 @@ def balance_weights(keys: Sequence) -> torch.Tensor:
     return torch.as_tensor(1.0 / counts[inverse], dtype=torch.float64)
 
 
+SAMPLER_MODES = ("shuffle", "class_balanced", "group_balanced", "class_group_balanced")
+
+
 class TrainSampler(Sampler[int]):
-    """Indices of one epoch for one rank; ``mode`` is shuffle, class_balanced or group_balanced.
+    """Indices of one epoch for one rank; ``mode`` is one of :data:`SAMPLER_MODES`.
 
     With ``tag_epoch`` it yields ``(epoch, index)`` pairs, which :class:`preprocessing.frames.FrameDataset`
     accepts, so the augmentation seeds follow the epoch even in persistent workers.
@@ -43,12 +50,14 @@ class TrainSampler(Sampler[int]):
         rank: int = 0,
         tag_epoch: bool = False,
     ) -> None:
-        if mode not in ("shuffle", "class_balanced", "group_balanced"):
+        if mode not in SAMPLER_MODES:
             raise ValueError(
-                f"sampler mode must be shuffle, class_balanced or group_balanced, got {mode!r}"
+                f"sampler mode must be one of {', '.join(SAMPLER_MODES)}, got {mode!r}"
             )
-        if mode == "group_balanced" and groups is None:
-            raise ValueError("group_balanced sampling needs the group of every sample")
+        if mode in ("group_balanced", "class_group_balanced") and groups is None:
+            raise ValueError(f"{mode} sampling needs the group of every sample")
+        if groups is not None and len(groups) != len(labels):
+            raise ValueError(f"{len(groups)} groups for {len(labels)} samples")
         if not 0 <= rank < num_replicas:
             raise ValueError(f"rank {rank} is not in [0, {num_replicas})")
         self.n = len(labels)
@@ -60,6 +69,9 @@ class TrainSampler(Sampler[int]):
             self.weights = balance_weights(labels)
         elif mode == "group_balanced":
             self.weights = balance_weights(groups)  # type: ignore[arg-type]
+        elif mode == "class_group_balanced":
+            cells = [f"{y}|{g}" for y, g in zip(labels, groups, strict=True)]  # type: ignore[arg-type]
+            self.weights = balance_weights(cells)
         self.seed = seed
         self.num_replicas = num_replicas
         self.rank = rank

@@ -168,6 +168,9 @@ class Trainer:
         train_idx = self._setup_detector()
         self._setup_data(train_idx)
         self._setup_loader()
+        for transform in self.batch_transforms:  # e.g. FairSWAP's partner pool, seed + rank
+            if hasattr(transform, "bind"):
+                transform.bind(self.train_set, self.dist.rank)
         self._setup_optimisation()
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
         self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
@@ -381,7 +384,12 @@ class Trainer:
 
     def _save(self, name: str, full: bool) -> None:
         """Write a checkpoint from rank 0 (``full``: with the trainer state; all ranks call)."""
-        rng = D.gather_lists([_rng_state()]) if full else None  # one RNG state per rank
+        # one RNG state per rank, with the batch transforms' generators (FairSWAP)
+        rng = (
+            D.gather_lists([{**_rng_state(), "transforms": self._transform_states()}])
+            if full
+            else None
+        )
         if not self.dist.is_main:
             return
         payload: dict[str, Any] = {"model": self.detector.state_dict(), "meta": self._meta()}
@@ -422,6 +430,7 @@ class Trainer:
                 "resuming %d saved RNG states on %d processes", len(rng), self.dist.world_size
             )
         _set_rng_state(rng[self.dist.rank % len(rng)])
+        self._load_transform_states(rng[self.dist.rank % len(rng)].get("transforms", []))
         log.info(
             "resuming %s at epoch %d, batch %d (step %d)",
             self.run_dir,
@@ -429,6 +438,23 @@ class Trainer:
             self.batch_in_epoch,
             self.step,
         )
+
+    def _stateful_transforms(self) -> list[Any]:
+        return [t for t in self.batch_transforms if hasattr(t, "state_dict")]
+
+    def _transform_states(self) -> list[Any]:
+        return [t.state_dict() for t in self._stateful_transforms()]
+
+    def _load_transform_states(self, states: list[Any]) -> None:
+        transforms = self._stateful_transforms()
+        if len(states) != len(transforms):
+            raise CheckpointError(
+                f"{self.run_dir}/checkpoints/last.pt holds {len(states)} batch-transform states "
+                f"but this run has {len(transforms)} stateful batch transforms (FairSWAP on/off "
+                "must match the run being resumed)"
+            )
+        for transform, state in zip(transforms, states, strict=True):
+            transform.load_state_dict(state)
 
     # ------------------------------------------------------------------ loop
     def fit(self) -> Path:

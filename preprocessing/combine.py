@@ -1,0 +1,84 @@
+"""Combine several dataset indexes into one (e.g. CAAD-PAD from its six PAD datasets, paper 001
+Sec. III-A), so that one training reads them all.
+
+Every video keeps its label, method (attack species), split, frames, landmarks, masks,
+attributes, source and frame numbers; its ``id`` and ``identity`` are prefixed with its
+dataset (``"<dataset>/<id>"``), so keys and subjects of different datasets never collide and
+identity-disjoint splits stay disjoint. Paths are rewritten relative to the combined index's
+folder. Attributes missing from a dataset stay missing (logged), never invented.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from preprocessing.index import DatasetIndex, DatasetIndexError
+
+log = logging.getLogger(__name__)
+
+
+def _relative_to(root: Path, base: Path, items: list[str] | None) -> list[str] | None:
+    if items is None:
+        return None
+    return [Path(os.path.relpath(base / p, root)).as_posix() for p in items]
+
+
+def combine_indexes(
+    indexes: Sequence[DatasetIndex], dataset: str, root: str | Path
+) -> DatasetIndex:
+    """One index named ``dataset`` holding every video of ``indexes``, paths relative to ``root``
+    (the folder the combined index will be written to)."""
+    if not indexes:
+        raise DatasetIndexError("combine: give at least one dataset index")
+    names = [ix.dataset for ix in indexes]
+    if len(set(names)) != len(names):
+        raise DatasetIndexError(
+            f"combine: dataset names repeat ({names}); each prefix must be unique"
+        )
+    tasks = {ix.task for ix in indexes}
+    if len(tasks) != 1:
+        raise DatasetIndexError(
+            f"combine: indexes mix tasks {sorted(tasks)} "
+            f"({', '.join(f'{ix.dataset}={ix.task}' for ix in indexes)})"
+        )
+    root = Path(root).resolve()
+    all_attributes = sorted({a for ix in indexes for a in ix.attribute_names})
+    videos = []
+    methods: list[str] = []
+    split_info: dict[str, list[str]] = {}
+    for ix in indexes:
+        base = Path(ix.root).resolve()
+        missing = sorted(set(all_attributes) - set(ix.attribute_names))
+        if missing:
+            log.warning("combine: %s has no attribute %s", ix.dataset, ", ".join(missing))
+        for v in ix.videos:
+            videos.append(
+                replace(
+                    v,
+                    id=f"{ix.dataset}/{v.id}",
+                    identity=None if v.identity is None else f"{ix.dataset}/{v.identity}",
+                    frames=_relative_to(root, base, v.frames),
+                    landmarks=_relative_to(root, base, v.landmarks),
+                    masks=_relative_to(root, base, v.masks),
+                    attributes=dict(v.attributes),
+                )
+            )
+        methods += [m for m in ix.method_names if m not in methods]
+        for split, how in ix.split_info.items():
+            split_info.setdefault(split, []).append(f"{ix.dataset}: {how}")
+    methods = (["real"] if "real" in methods else []) + [m for m in methods if m != "real"]
+    return DatasetIndex(
+        dataset=dataset,
+        task=tasks.pop(),
+        videos=videos,
+        root=root,
+        methods=methods,
+        split_info={k: "; ".join(v) for k, v in split_info.items()},
+    )
+
+
+__all__ = ["combine_indexes"]
