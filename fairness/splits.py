@@ -4,14 +4,19 @@ gender-balanced re-splitting (paper 000) and writing an index into another folde
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import numpy as np
 
-from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, write_index
+from preprocessing.index import (
+    DatasetIndex,
+    DatasetIndexError,
+    VideoEntry,
+    rebase_index,
+    write_index,
+)
 
 log = logging.getLogger(__name__)
 
@@ -171,24 +176,6 @@ def gender_balanced_split(
         }
     )
     return replace(index, videos=kept, split_info=info)
-
-
-def rebase_index(index: DatasetIndex, new_root: str | Path) -> DatasetIndex:
-    """The same index with every path made relative to ``new_root`` instead of ``index.root``."""
-    new_root = Path(new_root).resolve()
-    old_root = Path(index.root).resolve()
-
-    def move(rel: str) -> str:
-        return PurePosixPath(Path(os.path.relpath(old_root / rel, new_root)).as_posix()).as_posix()
-
-    def moves(items: list[str] | None) -> list[str] | None:
-        return None if items is None else [move(p) for p in items]
-
-    videos = [
-        replace(v, frames=moves(v.frames), landmarks=moves(v.landmarks), masks=moves(v.masks))
-        for v in index.videos
-    ]
-    return replace(index, videos=videos, root=new_root)
 
 
 def save_index(index: DatasetIndex, path: str | Path, dataset: str | None = None) -> DatasetIndex:

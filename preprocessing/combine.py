@@ -11,20 +11,13 @@ folder. Attributes missing from a dataset stay missing (logged), never invented.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from preprocessing.index import DatasetIndex, DatasetIndexError
+from preprocessing.index import DatasetIndex, DatasetIndexError, rebase_index
 
 log = logging.getLogger(__name__)
-
-
-def _relative_to(root: Path, base: Path, items: list[str] | None) -> list[str] | None:
-    if items is None:
-        return None
-    return [Path(os.path.relpath(base / p, root)).as_posix() for p in items]
 
 
 def combine_indexes(
@@ -51,19 +44,15 @@ def combine_indexes(
     methods: list[str] = []
     split_info: dict[str, list[str]] = {}
     for ix in indexes:
-        base = Path(ix.root).resolve()
         missing = sorted(set(all_attributes) - set(ix.attribute_names))
         if missing:
             log.warning("combine: %s has no attribute %s", ix.dataset, ", ".join(missing))
-        for v in ix.videos:
+        for v in rebase_index(ix, root).videos:
             videos.append(
                 replace(
                     v,
                     id=f"{ix.dataset}/{v.id}",
                     identity=None if v.identity is None else f"{ix.dataset}/{v.identity}",
-                    frames=_relative_to(root, base, v.frames),
-                    landmarks=_relative_to(root, base, v.landmarks),
-                    masks=_relative_to(root, base, v.masks),
                     attributes=dict(v.attributes),
                 )
             )

@@ -31,7 +31,8 @@ Use :func:`read_index` / :func:`write_index` (atomic) and :func:`validate_index`
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -269,3 +270,21 @@ def write_index(index: DatasetIndex, path: str | Path) -> None:
             "refusing to write an invalid index:\n  " + "\n  ".join(errors[:20])
         )
     atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
+def rebase_index(index: DatasetIndex, new_root: str | Path) -> DatasetIndex:
+    """The same index with every path made relative to ``new_root`` instead of ``index.root``."""
+    new_root = Path(new_root).resolve()
+    old_root = Path(index.root).resolve()
+
+    def move(rel: str) -> str:
+        return PurePosixPath(Path(os.path.relpath(old_root / rel, new_root)).as_posix()).as_posix()
+
+    def moves(items: list[str] | None) -> list[str] | None:
+        return None if items is None else [move(p) for p in items]
+
+    videos = [
+        replace(v, frames=moves(v.frames), landmarks=moves(v.landmarks), masks=moves(v.masks))
+        for v in index.videos
+    ]
+    return replace(index, videos=videos, root=new_root)

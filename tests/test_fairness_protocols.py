@@ -24,10 +24,16 @@ from fairness.splits import (
     derive_any,
     filter_train,
     gender_balanced_split,
-    rebase_index,
     save_index,
 )
-from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, read_index, write_index
+from preprocessing.index import (
+    DatasetIndex,
+    DatasetIndexError,
+    VideoEntry,
+    read_index,
+    rebase_index,
+    write_index,
+)
 from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]
