@@ -75,14 +75,15 @@ def matched(dlib_box, mtcnn_faces):
 
 def test_finds_every_face_dlib_finds(faces):
     """Every dlib face has an MTCNN face whose dlib-convention box (``dlib_box_from_mtcnn``, a
-    fixed conversion) overlaps it. Per face the bar is IoU 0.65, not 0.7: dlib's own box moves
-    by more than that with its pyramid level (next test); on average the boxes agree closely."""
+    fixed conversion) overlaps it with IoU >= 0.7 (issue 19; on these photos the lowest is
+    0.72). Over the 62 celebrity portraits too the lowest is 0.69 (docs/preprocessing.md): dlib's
+    own box moves by as much with its pyramid level (next test)."""
     overlaps = []
     for name, _, dlib_faces, mtcnn_faces in faces:
         assert dlib_faces, f"dlib found no face in {name}; the photo set changed"
         for box, _ in dlib_faces:
             _, overlap = matched(box, mtcnn_faces)
-            assert overlap >= 0.65, f"{name}: MTCNN box IoU {overlap:.2f} with dlib's {box}"
+            assert overlap >= 0.7, f"{name}: MTCNN box IoU {overlap:.2f} with dlib's {box}"
             overlaps.append(overlap)
     assert len(overlaps) == len(PHOTOS) + 1  # two_people.jpg holds two
     assert np.mean(overlaps) >= 0.8 and np.median(overlaps) >= 0.8
