@@ -35,6 +35,11 @@ def _case(videos: list[Path], args: argparse.Namespace) -> dict:
             videos, args.frames, args.workers, repeat=args.repeat, overrides=args.set
         )
     }
+    for detector in args.also_detectors:  # e.g. MTCNN beside the default HOG, same videos
+        out[f"pipeline_{detector}"] = bench_pipeline(
+            videos, args.frames, args.workers, repeat=args.repeat,
+            overrides=[*args.set, f"face.detector={detector}"],
+        )  # fmt: skip
     if not args.no_baseline:
         base = bench_deepfakebench_style(videos, args.frames)
         out["deepfakebench_style"] = base
@@ -57,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="list each video this many times")
     parser.add_argument("--set", action="append", default=[], help="config override, repeatable")
     parser.add_argument("--no-baseline", action="store_true", help="skip the emulated baseline")
+    parser.add_argument("--also-detectors", nargs="+", default=[], choices=["hog", "cnn", "mtcnn"],
+                        help="also run the pipeline with these face detectors (e.g. mtcnn)")  # fmt: skip
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     report: dict = {"load_average_1min": os.getloadavg()[0], "cores": os.cpu_count(), "cases": {}}
