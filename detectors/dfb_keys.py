@@ -54,3 +54,15 @@ def xception_rules(src: str, dst: str, head: str | None = None) -> list[tuple[st
     ``dst``; its ``last_linear`` goes to ``head`` (a prefix ending in '.'), if given."""
     rules = [(src + XCEPTION_HEAD, head)] if head is not None else []
     return [*rules, (src, dst)]
+
+
+def remap_xception_detector(
+    state_dict: dict[str, torch.Tensor], extra_rules: Sequence[tuple[str, str]] = ()
+) -> dict[str, torch.Tensor]:
+    """The key map of a DeepfakeBench detector built on one Xception ``backbone`` whose
+    ``last_linear`` is our ``head`` (xception, spsl, fwa, core; ffd adds its map's rules)."""
+    return remap(
+        state_dict,
+        [*xception_rules("backbone.", "backbone.", head="head."), *extra_rules],
+        drop=["backbone." + XCEPTION_UNUSED],
+    )

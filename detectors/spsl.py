@@ -19,7 +19,7 @@ from torch import nn
 
 from detectors.backbones.xception import FEATURES, STAGES, create_xception, widen_first_conv
 from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
+from detectors.dfb_keys import remap_xception_detector
 from detectors.frequency import phase_spectrum
 from detectors.registry import register_detector
 
@@ -57,8 +57,4 @@ class SPSL(Detector):
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """DFB's 4-channel Xception: timm's names, head ``last_linear``, ``adjust_channel`` unused."""
-        return remap(
-            state_dict,
-            xception_rules("backbone.", "backbone.", head="head."),
-            drop=["backbone." + XCEPTION_UNUSED],
-        )
+        return remap_xception_detector(state_dict)
