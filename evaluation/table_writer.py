@@ -9,6 +9,7 @@ missing value), right-aligned numeric columns and bold best cells.
 from __future__ import annotations
 
 import csv
+import html
 import io
 import math
 from collections.abc import Callable, Collection, Sequence
@@ -78,6 +79,36 @@ def markdown_text(
         cells = [f"**{c}**" if (i, j) in bold else c for j, c in enumerate(cells)]
         body.append("| " + " | ".join(cells) + " |")
     return "\n".join([head, rule, *body]) + "\n"
+
+
+def html_text(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    cell: CellFormat = lambda i, j, v: format_number(v),
+    *,
+    bold: Collection[tuple[int, int]] = (),
+    bold_format: str = "<b>{}</b>",
+    caption: str = "",
+    sections: bool = True,
+    row_sep: str = "",
+) -> str:
+    """An HTML ``<table>`` (texts escaped); ``sections``: ``<thead>``/``<tbody>``; ``row_sep``
+    goes before each row and before the closing tag (``"\n"``: one row a line)."""
+
+    def esc(text: Any) -> str:
+        return html.escape(str(text), quote=False)
+
+    head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in columns) + "</tr>"
+    body = ""
+    for i, row in enumerate(rows):
+        cells = [esc(cell(i, j, v)) for j, v in enumerate(row)]
+        cells = [bold_format.format(c) if (i, j) in bold else c for j, c in enumerate(cells)]
+        body += row_sep + "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+    body += row_sep
+    top = f"<caption>{esc(caption)}</caption>" if caption else ""
+    if sections:
+        return f"<table>{top}<thead>{head}</thead><tbody>{body}</tbody></table>"
+    return f"<table>{top}{head}{body}</table>"
 
 
 def json_records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from detectors.registry import detector_family
 from evaluation.table_writer import (
     csv_text,
     format_number,
+    html_text,
     json_records,
     markdown_text,
     write_table_files,
@@ -100,19 +101,14 @@ class Table:
         return f"**{self.title}**\n\n{text}" if self.title else text
 
     def to_html(self, digits: int = 4) -> str:
-        cells = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
-        bold = "<b style='color:#c00'>{}</b>"
-
-        def td(i: int, j: int) -> str:
-            text = _esc(format_number(self.rows[i][j], digits))
-            return bold.format(text) if (i, j) in self.highlight else text
-
-        rows = "".join(
-            "<tr>" + "".join(f"<td>{td(i, j)}</td>" for j in range(len(r))) + "</tr>"
-            for i, r in enumerate(self.rows)
+        return html_text(
+            self.columns,
+            self.rows,
+            lambda i, j, v: format_number(v, digits),
+            bold=self.highlight,
+            bold_format="<b style='color:#c00'>{}</b>",
+            caption=self.title,
         )
-        caption = f"<caption>{_esc(self.title)}</caption>" if self.title else ""
-        return f"<table>{caption}<thead><tr>{cells}</tr></thead><tbody>{rows}</tbody></table>"
 
     def to_json(self) -> str:
         rows = json_records(self.columns, self.rows)
@@ -121,10 +117,6 @@ class Table:
     def write(self, stem: str | Path) -> list[Path]:
         """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.json`` atomically; returns the paths."""
         return write_table_files(stem, self.to_csv(), self.to_markdown(), self.to_json())
-
-
-def _esc(value: Any) -> str:
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _ordered(names: Iterable[str], reference: Sequence[str]) -> list[str]:

@@ -227,3 +227,17 @@ def test_table_writer_options() -> None:
         "p1.5_eer.md",
         "p1.5_eer.json",
     ]
+
+
+def test_table_writer_html() -> None:
+    from evaluation.table_writer import html_text
+
+    rows = [["a<b", 0.5], ["c", float("nan")]]
+    assert html_text(["k", "x"], rows, bold={(0, 1)}, caption="T") == (
+        "<table><caption>T</caption><thead><tr><th>k</th><th>x</th></tr></thead><tbody>"
+        "<tr><td>a&lt;b</td><td><b>0.5000</b></td></tr><tr><td>c</td><td>-</td></tr>"
+        "</tbody></table>"
+    )
+    assert html_text(["k"], [["a"]], sections=False, row_sep="\n") == (
+        "<table><tr><th>k</th></tr>\n<tr><td>a</td></tr>\n</table>"
+    )
