@@ -124,7 +124,8 @@ class Detector(nn.Module):
 
         Keys that DeepfakeBench builds but never uses in its forward pass (e.g. Xception's
         ``adjust_channel``) are dropped here by name; any other key that has no counterpart raises
-        ``KeyError`` listing them, so nothing is dropped silently.
+        ``KeyError`` listing them, so nothing is dropped silently. Write it with
+        :func:`detectors.dfb_keys.remap` (prefix rules), as every detector here does.
         """
         raise NotImplementedError(f"{type(self).__name__} has no DeepfakeBench key map")
 

@@ -145,12 +145,9 @@ def detection_metrics(pred: Predictions, threshold: float = 0.5) -> dict[str, fl
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", MetricWarning)
         levels = evaluate_levels(pred, threshold=threshold, fpr_targets=())
-    for w in caught:
-        log.warning(
-            "%s (%s)",
-            w.message,
-            ", ".join(f"{k}: {v['n_real']} real, {v['n_fake']} fake" for k, v in levels.items()),
-        )
+    counts = ", ".join(f"{k}: {v['n_real']} real, {v['n_fake']} fake" for k, v in levels.items())
+    for message in dict.fromkeys(str(w.message) for w in caught):  # once per distinct warning
+        log.warning("%s (%s)", message, counts)
     out["n_videos"] = float(levels["video"]["n_videos"])
     for level, res in levels.items():
         out.update({f"{level}/{k}": res["metrics"][k] for k in TRAINING_METRICS})

@@ -382,3 +382,4 @@ def test_detection_metrics_single_class_is_nan_and_logged(caplog) -> None:
         assert all(np.isnan(out[f"{level}/{k}"]) for k in ("auc", "ap", "eer"))
     assert out["frame/acc"] == pytest.approx(2 / 6) and out["video/acc"] == pytest.approx(1 / 3)
     assert "need both classes" in caplog.text and "0 real, 6 fake" in caplog.text
+    assert len(caplog.records) == 1
