@@ -124,7 +124,8 @@ class Detector(nn.Module):
 
         Keys that DeepfakeBench builds but never uses in its forward pass (e.g. Xception's
         ``adjust_channel``) are dropped here by name; any other key that has no counterpart raises
-        ``KeyError`` listing them, so nothing is dropped silently.
+        ``KeyError`` listing them, so nothing is dropped silently. Write it with
+        :func:`detectors.dfb_keys.remap` (prefix rules), as every detector here does.
         """
         raise NotImplementedError(f"{type(self).__name__} has no DeepfakeBench key map")
 
@@ -139,30 +140,3 @@ class Detector(nn.Module):
             "feat": feat,
             **extra,
         }
-
-
-def rename_prefixes(
-    state_dict: dict[str, torch.Tensor],
-    prefixes: dict[str, str],
-    drop: tuple[str, ...] = (),
-) -> dict[str, torch.Tensor]:
-    """Rename keys by their longest matching prefix in ``prefixes`` (old -> new).
-
-    Keys starting with a prefix in ``drop`` are left out (tensors the source model builds but
-    never uses); any other key without a matching prefix raises ``KeyError`` listing them.
-    """
-    out: dict[str, torch.Tensor] = {}
-    unmapped = []
-    order = sorted(prefixes, key=len, reverse=True)
-    for key, value in state_dict.items():
-        if key.startswith(drop):
-            continue
-        old = next((p for p in order if key.startswith(p)), None)
-        if old is None:
-            unmapped.append(key)
-            continue
-        out[prefixes[old] + key[len(old) :]] = value
-    if unmapped:
-        more = f" (+{len(unmapped) - 8} more)" if len(unmapped) > 8 else ""
-        raise KeyError(f"{len(unmapped)} keys have no counterpart: {', '.join(unmapped[:8])}{more}")
-    return out

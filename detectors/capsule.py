@@ -30,7 +30,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from detectors.backbones import create_timm_backbone, load_state_dict_file
-from detectors.base import Detector, DetectorConfig, rename_prefixes
+from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap
 from detectors.registry import register_detector
 
 _VGG19_TO_POOL3 = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M")
@@ -166,7 +167,7 @@ class CapsuleForensics(Detector):
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """DFB: ``vgg_ext.vgg_1`` (VGG-19 features 0-18), ``fea_ext.capsules``, ``routing_stats``."""
-        return rename_prefixes(
+        return remap(
             state_dict,
             {
                 "vgg_ext.vgg_1.": "vgg.",

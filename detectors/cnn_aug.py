@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from detectors.base import rename_prefixes
+from detectors.dfb_keys import remap
 from detectors.registry import register_detector
 from detectors.xception import TimmClassifier, TimmClassifierConfig
 
@@ -41,4 +41,4 @@ class CNNAug(TimmClassifier):
         prefixes = {
             f"backbone.resnet.{i}.": f"backbone.{name}." for i, name in enumerate(children) if name
         }
-        return rename_prefixes(state_dict, {**prefixes, "backbone.fc.": "head."})
+        return remap(state_dict, {**prefixes, "backbone.fc.": "head."})

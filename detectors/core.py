@@ -25,7 +25,7 @@ from torch.nn import functional as F
 
 from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
+from detectors.dfb_keys import remap_xception_detector
 from detectors.registry import register_detector
 
 
@@ -100,8 +100,4 @@ class CORE(Detector):
     def map_deepfakebench_state_dict(
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        return remap(
-            state_dict,
-            xception_rules("backbone.", "backbone.", head="head."),
-            drop=["backbone." + XCEPTION_UNUSED],
-        )
+        return remap_xception_detector(state_dict)

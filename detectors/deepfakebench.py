@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from detectors.backbones import read_torch_file, strip_module_prefix
 from detectors.base import Detector
 
 _LIST = 8  # names shown per kind of mismatch
@@ -29,27 +30,10 @@ class WeightsError(RuntimeError):
 def read_weights_file(path: str | Path) -> dict[str, Any]:
     """The dict saved in ``path`` (``weights_only``); a one-line error naming the file otherwise."""
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise WeightsError(f"{path}: weights file not found")
-    if path.stat().st_size == 0:
-        raise WeightsError(f"{path}: weights file is empty (0 bytes); copy or download it again")
-    try:
-        data = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - truncated or corrupt files fail in many ways
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise WeightsError(
-            f"{path}: cannot read weights (truncated or not a torch file?): {first}"
-        ) from None
+    data = read_torch_file(path, WeightsError, "copy or download it again")
     if not isinstance(data, dict):
         raise WeightsError(f"{path}: expected a dict of tensors, got {type(data).__name__}")
     return data
-
-
-def strip_module_prefix(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Remove the ``module.`` prefix DDP puts on every key (when all keys carry it)."""
-    if state_dict and all(k.startswith("module.") for k in state_dict):
-        return {k[len("module.") :]: v for k, v in state_dict.items()}
-    return dict(state_dict)
 
 
 def is_raw_state_dict(data: Mapping[str, Any]) -> bool:

@@ -8,7 +8,7 @@ every such key, so nothing is lost silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import torch
 
@@ -20,10 +20,15 @@ XCEPTION_UNUSED = "adjust_channel."
 
 def remap(
     state_dict: dict[str, torch.Tensor],
-    rules: Sequence[tuple[str, str]],
+    rules: Sequence[tuple[str, str]] | Mapping[str, str],
     drop: Iterable[str] = (),
 ) -> dict[str, torch.Tensor]:
-    """``state_dict`` with each key renamed by the first matching prefix rule; ``drop`` removed."""
+    """``state_dict`` with each key renamed by the first matching prefix rule; ``drop`` removed.
+
+    ``rules`` as a mapping ``{old prefix: new prefix}``: the longest matching prefix wins.
+    """
+    if isinstance(rules, Mapping):
+        rules = sorted(rules.items(), key=lambda rule: len(rule[0]), reverse=True)
     drop = tuple(drop)
     out: dict[str, torch.Tensor] = {}
     unmapped: list[str] = []
@@ -49,3 +54,15 @@ def xception_rules(src: str, dst: str, head: str | None = None) -> list[tuple[st
     ``dst``; its ``last_linear`` goes to ``head`` (a prefix ending in '.'), if given."""
     rules = [(src + XCEPTION_HEAD, head)] if head is not None else []
     return [*rules, (src, dst)]
+
+
+def remap_xception_detector(
+    state_dict: dict[str, torch.Tensor], extra_rules: Sequence[tuple[str, str]] = ()
+) -> dict[str, torch.Tensor]:
+    """The key map of a DeepfakeBench detector built on one Xception ``backbone`` whose
+    ``last_linear`` is our ``head`` (xception, spsl, fwa, core; ffd adds its map's rules)."""
+    return remap(
+        state_dict,
+        [*xception_rules("backbone.", "backbone.", head="head."), *extra_rules],
+        drop=["backbone." + XCEPTION_UNUSED],
+    )

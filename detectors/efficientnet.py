@@ -25,7 +25,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from detectors.backbones import create_timm_backbone
-from detectors.base import rename_prefixes
+from detectors.dfb_keys import remap
 from detectors.registry import register_detector
 from detectors.xception import TimmClassifier, TimmClassifierConfig
 
@@ -128,4 +128,4 @@ class EfficientNetB4(TimmClassifier):
                     names |= {"_project_conv": "conv_pwl", "_bn2": "bn3"}
                 prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
                 n += 1
-        return rename_prefixes(state_dict, prefixes)
+        return remap(state_dict, prefixes)

@@ -43,7 +43,8 @@ from detectors.backbones.xception import (
     run_stage,
     widen_first_conv,
 )
-from detectors.base import Detector, DetectorConfig, rename_prefixes
+from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap
 from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d
 from detectors.registry import register_detector
 
@@ -256,7 +257,7 @@ class F3Net(Detector):
             raise KeyError("DeepfakeBench's F3Net is FAD-only: build it with mode 'fad'")
         constants = ("FAD_head._DCT_all", "FAD_head._DCT_all_T")
         constants += tuple(f"FAD_head.filters.{i}.base" for i in range(4))
-        return rename_prefixes(
+        return remap(
             state_dict,
             {
                 "FAD_head.filters.": "fad.filters.",

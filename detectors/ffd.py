@@ -31,7 +31,7 @@ from torch.nn import functional as F
 
 from detectors.backbones.xception import FEATURES, create_xception
 from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
+from detectors.dfb_keys import remap_xception_detector
 from detectors.registry import register_detector
 
 _STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")  # timm legacy_xception layer names
@@ -136,8 +136,4 @@ class FFD(Detector):
     def map_deepfakebench_state_dict(
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        return remap(
-            state_dict,
-            [*xception_rules("backbone.", "backbone.", head="head."), ("map.c.", "map.conv.")],
-            drop=["backbone." + XCEPTION_UNUSED],
-        )
+        return remap_xception_detector(state_dict, [("map.c.", "map.conv.")])

@@ -28,7 +28,7 @@ from torch import nn
 
 from detectors.backbones.xception import FEATURES, create_xception, widen_first_conv
 from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import XCEPTION_UNUSED, remap, xception_rules
+from detectors.dfb_keys import remap_xception_detector
 from detectors.frequency import phase_spectrum
 from detectors.registry import register_detector
 
@@ -75,11 +75,7 @@ class FWA(Detector):
     def map_deepfakebench_state_dict(
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        return remap(
-            state_dict,
-            xception_rules("backbone.", "backbone.", head="head."),
-            drop=["backbone." + XCEPTION_UNUSED],
-        )
+        return remap_xception_detector(state_dict)
 
 
 @register_detector("ifwa", family="Spatial")

@@ -27,7 +27,8 @@ import torch
 from torch import nn
 
 from detectors.backbones import PretrainedWeightsError
-from detectors.base import Detector, DetectorConfig, rename_prefixes
+from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap
 from detectors.registry import register_detector
 
 
@@ -189,7 +190,7 @@ class _MesoNet(Detector):
         """Same names as DeepfakeBench under ``backbone.`` (the ``deepfakebench`` variant)."""
         if self.cfg.variant != "deepfakebench":
             raise KeyError("DeepfakeBench weights need 'variant: deepfakebench'")
-        return rename_prefixes(state_dict, {"backbone.": "backbone."})
+        return remap(state_dict, {"backbone.": "backbone."})
 
 
 @register_detector("meso4", family="Naive")

@@ -18,7 +18,8 @@ import torch
 from torch import nn
 
 from detectors.backbones.xception import FEATURES, STAGES, create_xception, widen_first_conv
-from detectors.base import Detector, DetectorConfig, rename_prefixes
+from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap_xception_detector
 from detectors.frequency import phase_spectrum
 from detectors.registry import register_detector
 
@@ -56,8 +57,4 @@ class SPSL(Detector):
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """DFB's 4-channel Xception: timm's names, head ``last_linear``, ``adjust_channel`` unused."""
-        return rename_prefixes(
-            state_dict,
-            {"backbone.last_linear.": "head.", "backbone.": "backbone."},
-            drop=("backbone.adjust_channel.",),
-        )
+        return remap_xception_detector(state_dict)

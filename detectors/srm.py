@@ -43,7 +43,8 @@ from detectors.backbones.xception import (
     entry_side,
     run_stage,
 )
-from detectors.base import Detector, DetectorConfig, rename_prefixes
+from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap
 from detectors.registry import register_detector
 
 _KB = [[0, 0, 0, 0, 0], [0, -1, 2, -1, 0], [0, 2, -4, 2, 0], [0, -1, 2, -1, 0], [0, 0, 0, 0, 0]]
@@ -328,4 +329,4 @@ class SRM(Detector):
                 prefixes[a + name] = b + name
         drop = (*constants, "srm_sa.srm.kernel", "backbone_srm.last_linear.")
         drop += ("backbone_rgb.adjust_channel.", "backbone_srm.adjust_channel.")
-        return rename_prefixes(state_dict, prefixes, drop=drop)
+        return remap(state_dict, prefixes, drop=drop)

@@ -16,7 +16,8 @@ from torch import nn
 
 from detectors.backbones import create_timm_backbone
 from detectors.backbones.xception import create_xception
-from detectors.base import Detector, DetectorConfig, rename_prefixes
+from detectors.base import Detector, DetectorConfig
+from detectors.dfb_keys import remap_xception_detector
 from detectors.registry import register_detector
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -77,8 +78,4 @@ class Xception(TimmClassifier):
     ) -> dict[str, torch.Tensor]:
         """DFB's ``training/networks/xception.py`` has timm's names; its head is ``last_linear``
         and its ``adjust_channel`` block is unused by the xception detector."""
-        return rename_prefixes(
-            state_dict,
-            {"backbone.last_linear.": "head.", "backbone.": "backbone."},
-            drop=("backbone.adjust_channel.",),
-        )
+        return remap_xception_detector(state_dict)

@@ -27,10 +27,10 @@ from scipy import stats
 
 from evaluation.metrics import (
     SingleClassError,
-    _check,
     _need_both,
     _rank,
     _summarize,
+    check_scores,
     factorize,
     reduce_by_code,
 )
@@ -75,7 +75,7 @@ def bootstrap_ci(
         raise ValueError(f"n_boot must be positive, got {n_boot}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     if len(video_ids) != len(y_true):
         raise ValueError("video_ids must have one entry per frame")
     codes, uniq = factorize(video_ids)
@@ -136,7 +136,7 @@ def _structural_components(
 
 def delong_variance(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:
     """AUC and its DeLong variance ``var(V10)/m + var(V01)/n``."""
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "DeLong")
     a, v10, v01 = _structural_components(y_score[y_true == 1], y_score[y_true == 0])
     return a, float(np.var(v10, ddof=1) / len(v10) + np.var(v01, ddof=1) / len(v01))
@@ -148,8 +148,8 @@ def delong_test(y_true: Sequence, score_a: Sequence, score_b: Sequence) -> DeLon
     Needs at least two samples of each class. If the difference has zero variance (identical
     rankings) ``z`` is 0 and ``p`` is 1 when the AUCs are equal.
     """
-    y_true, score_a = _check(y_true, score_a)
-    _, score_b = _check(y_true, score_b)
+    y_true, score_a = check_scores(y_true, score_a)
+    _, score_b = check_scores(y_true, score_b)
     _need_both(y_true, "DeLong")
     pos, neg = y_true == 1, y_true == 0
     if pos.sum() < 2 or neg.sum() < 2:

@@ -19,7 +19,11 @@ class SingleClassError(ValueError):
     """The metric needs both classes but ``y_true`` holds only one."""
 
 
-def _check(y_true: Sequence, y_score: Sequence) -> tuple[np.ndarray, np.ndarray]:
+def check_scores(y_true: Sequence, y_score: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """1-D labels in {0, 1} and finite scores of equal length, as int64 and float64 arrays.
+
+    The one input check of every metric here and in :mod:`fairness` (errors say what is wrong).
+    """
     y_true = np.asarray(y_true)
     y_score = np.asarray(y_score, dtype=np.float64)
     if y_true.shape != y_score.shape or y_true.ndim != 1:
@@ -44,14 +48,14 @@ def _need_both(y_true: np.ndarray, name: str) -> None:
 
 def auc(y_true: Sequence, y_score: Sequence) -> float:
     """Area under the ROC curve (ties count one half, as in scikit-learn)."""
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "AUC")
     return float(skm.roc_auc_score(y_true, y_score))
 
 
 def ap(y_true: Sequence, y_score: Sequence) -> float:
     """Average precision of the fake class (scikit-learn's step-wise definition)."""
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "AP")
     return float(skm.average_precision_score(y_true, y_score))
 
@@ -63,7 +67,7 @@ def eer(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:
     operating points where FNR - FPR changes sign; the EER is the crossing value and the
     threshold is interpolated between those two points' thresholds.
     """
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "EER")
     fpr, tpr, thr = skm.roc_curve(y_true, y_score, drop_intermediate=False)
     fnr = 1.0 - tpr
@@ -81,7 +85,7 @@ def eer(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:
 
 def acc(y_true: Sequence, y_score: Sequence, threshold: float = 0.5) -> float:
     """Accuracy of the decision ``score >= threshold`` -> fake/attack."""
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     return float(np.mean((y_score >= threshold).astype(np.int64) == y_true))
 
 
@@ -95,7 +99,7 @@ def video_scores(
     ``median`` or ``max``. Returns labels, scores and ids, sorted by id. A video whose frames
     disagree on the label is an error.
     """
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     ids = np.asarray(video_ids)
     if ids.shape != y_true.shape:
         raise ValueError("video_ids must have one entry per frame")
@@ -157,7 +161,7 @@ def confusion_matrix(
     sample_weight: Sequence | None = None,
 ) -> np.ndarray:
     """``[[TN, FP], [FN, TP]]`` (scikit-learn's layout) of the decision ``score >= threshold``."""
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     w = _weights(sample_weight, len(y_true))
     index = 2 * y_true + (y_score >= threshold)
     counts = np.bincount(index, weights=w, minlength=4)
@@ -258,7 +262,7 @@ def tpr_at_fpr(y_true: Sequence, y_score: Sequence, fpr: float = 0.01) -> float:
     """
     if not 0.0 <= fpr <= 1.0:
         raise ValueError(f"fpr must be in [0, 1], got {fpr}")
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "TPR@FPR")
     _, tps, fps = _curve(y_true, y_score)
     return _tpr_at(*_rates(tps, fps), fpr)
@@ -279,7 +283,7 @@ def summarize(
     by multiplicity). With one class only, the ranking metrics are NaN with a
     :class:`MetricWarning` instead of an error, so a table still gets its other cells.
     """
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     w = _weights(sample_weight, len(y_true))
     out = _summarize(_rank(y_true, y_score, threshold), w, fpr_targets)
     if np.isnan(out["auc"]):
@@ -320,7 +324,7 @@ def _summarize(
 def choose_threshold(y_true: Sequence, y_score: Sequence, rule: str = "eer") -> float:
     """A decision threshold chosen on validation scores: ``eer`` (the EER threshold) or
     ``youden`` (maximises TPR - FPR)."""
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "choose_threshold")
     if rule == "eer":
         return eer(y_true, y_score)[1]
@@ -377,7 +381,7 @@ def group_videos(
 
     Returns ``(labels, scores, ids, codes)`` with ``ids[codes[i]]`` the video of frame ``i``.
     """
-    y_true, y_score = _check(y_true, y_score)
+    y_true, y_score = check_scores(y_true, y_score)
     if len(video_ids) != len(y_true):
         raise ValueError("video_ids must have one entry per frame")
     codes, uniq = factorize(video_ids)

@@ -6,16 +6,20 @@ with the video key ``dataset/method/video_id`` (FF++ fake ids repeat across meth
 
 from __future__ import annotations
 
+import logging
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from evaluation.confidence import DeLongResult, bootstrap_ci, delong_test
-from evaluation.metrics import factorize, reduce_by_code, summarize
+from evaluation.metrics import MetricWarning, factorize, reduce_by_code, summarize
 from evaluation.predictions import Predictions
 
 LEVELS = ("frame", "video")
+
+log = logging.getLogger(__name__)
 
 
 def video_codes(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
@@ -122,3 +126,29 @@ def compare_auc(
     if (ya[ia] != yb[ib]).any():
         raise ValueError("the two predictions files disagree on labels of the same frames/videos")
     return delong_test(ya[ia], sa[ia], sb[ib])
+
+
+#: The metrics the trainer logs and selects checkpoints on, per level.
+TRAINING_METRICS: tuple[str, ...] = ("auc", "ap", "eer", "acc")
+
+
+def detection_metrics(pred: Predictions, threshold: float = 0.5) -> dict[str, float]:
+    """``{"frame/auc", "frame/ap", "frame/eer", "frame/acc", "video/..."}`` plus row counts.
+
+    :func:`evaluate_levels` (videos scored by the mean of their frames) flattened for the
+    trainer. The one single-class rule of :func:`evaluation.metrics.summarize` applies: AUC, AP
+    and EER are NaN when a set holds one class; its :class:`MetricWarning` is logged here.
+    """
+    out: dict[str, float] = {"n_frames": float(len(pred))}
+    if len(pred) == 0:
+        return out
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MetricWarning)
+        levels = evaluate_levels(pred, threshold=threshold, fpr_targets=())
+    counts = ", ".join(f"{k}: {v['n_real']} real, {v['n_fake']} fake" for k, v in levels.items())
+    for message in dict.fromkeys(str(w.message) for w in caught):  # once per distinct warning
+        log.warning("%s (%s)", message, counts)
+    out["n_videos"] = float(levels["video"]["n_videos"])
+    for level, res in levels.items():
+        out.update({f"{level}/{k}": res["metrics"][k] for k in TRAINING_METRICS})
+    return out

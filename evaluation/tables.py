@@ -10,11 +10,8 @@ with ties: a detector is in the top k when fewer than k detectors are strictly b
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +20,14 @@ from typing import Any
 import numpy as np
 
 from detectors.registry import detector_family
-from preprocessing.files import atomic_write_text
+from evaluation.table_writer import (
+    csv_text,
+    format_number,
+    html_text,
+    json_records,
+    markdown_text,
+    write_table_files,
+)
 
 log = logging.getLogger(__name__)
 
@@ -79,85 +83,40 @@ class Table:
     title: str = ""
     highlight: set[tuple[int, int]] = field(default_factory=set)  # (row, column): best cells
 
-    def _cell(self, i: int, j: int, digits: int, bold: str, html: bool = False) -> str:
-        text = _esc(_fmt(self.rows[i][j], digits)) if html else _fmt(self.rows[i][j], digits)
-        return bold.format(text) if (i, j) in self.highlight else text
-
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
     def to_csv(self) -> str:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(self.columns)
-        for row in self.rows:
-            writer.writerow(["" if _missing(c) else c for c in row])
-        return buffer.getvalue()
+        return csv_text(self.columns, self.rows)
 
     def to_markdown(self, digits: int = 4) -> str:
-        head = "| " + " | ".join(self.columns) + " |"
-        numeric = [
-            all(isinstance(r[i], (int, float, np.number)) or _missing(r[i]) for r in self.rows)
-            for i in range(len(self.columns))
-        ]
-        rule = "|" + "|".join("---:" if num else "---" for num in numeric) + "|"
-        body = [
-            "| " + " | ".join(self._cell(i, j, digits, "**{}**") for j in range(len(row))) + " |"
-            for i, row in enumerate(self.rows)
-        ]
-        return (
-            "\n".join([f"**{self.title}**\n" if self.title else "", head, rule, *body]).lstrip()
-            + "\n"
+        """Numbers right-aligned with ``digits`` decimals, missing cells ``-``, best cells bold."""
+        text = markdown_text(
+            self.columns,
+            self.rows,
+            lambda i, j, v: format_number(v, digits),
+            right_align_numbers=True,
+            bold=self.highlight,
         )
+        return f"**{self.title}**\n\n{text}" if self.title else text
 
     def to_html(self, digits: int = 4) -> str:
-        cells = "".join(f"<th>{_esc(c)}</th>" for c in self.columns)
-        bold = "<b style='color:#c00'>{}</b>"
-        rows = "".join(
-            "<tr>"
-            + "".join(
-                f"<td>{self._cell(i, j, digits, bold, html=True)}</td>" for j in range(len(r))
-            )
-            + "</tr>"
-            for i, r in enumerate(self.rows)
+        return html_text(
+            self.columns,
+            self.rows,
+            lambda i, j, v: format_number(v, digits),
+            bold=self.highlight,
+            bold_format="<b style='color:#c00'>{}</b>",
+            caption=self.title,
         )
-        caption = f"<caption>{_esc(self.title)}</caption>" if self.title else ""
-        return f"<table>{caption}<thead><tr>{cells}</tr></thead><tbody>{rows}</tbody></table>"
 
     def to_json(self) -> str:
-        clean = [{k: (None if _missing(v) else v) for k, v in r.items()} for r in self.records()]
-        return json.dumps({"title": self.title, "columns": self.columns, "rows": clean}, indent=2)
+        rows = json_records(self.columns, self.rows)
+        return json.dumps({"title": self.title, "columns": self.columns, "rows": rows}, indent=2)
 
     def write(self, stem: str | Path) -> list[Path]:
         """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.json`` atomically; returns the paths."""
-        stem = Path(stem)
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        paths = []
-        for suffix, text in (
-            (".csv", self.to_csv()),
-            (".md", self.to_markdown()),
-            (".json", self.to_json()),
-        ):
-            path = stem.with_name(stem.name + suffix)
-            atomic_write_text(path, text)
-            paths.append(path)
-        return paths
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _fmt(value: Any, digits: int) -> str:
-    if _missing(value):
-        return "-"
-    if isinstance(value, (float, np.floating)):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def _esc(value: Any) -> str:
-    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return write_table_files(stem, self.to_csv(), self.to_markdown(), self.to_json())
 
 
 def _ordered(names: Iterable[str], reference: Sequence[str]) -> list[str]:

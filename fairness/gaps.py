@@ -158,20 +158,33 @@ def _bootstrap_group(
     local[members] = np.arange(len(members))
     rows = np.flatnonzero(local[u.row_unit] >= 0)
     row_local = local[u.row_unit[rows]]
-    want_rank = [m for m in metrics if m in _RANKING_METRICS]
     out: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     for block in bootstrap_multiplicities(rng, len(members), n_boot):
-        counted = _count_metrics(block @ u.counts[members])
+        values = _weighted_values(
+            block, u.counts[members], y_true[rows], y_score[rows], row_local, metrics
+        )
         for m in metrics:
-            if m in counted:
-                out[m].append(counted[m])
-        if want_rank:
-            ranked = weighted_ranking_metrics(
-                y_true[rows], y_score[rows], (w[row_local] for w in block)
-            )
-            for m in want_rank:
-                out[m].append(ranked[m])
+            out[m].append(values[m])
     return {m: np.concatenate(v) for m, v in out.items()}
+
+
+def _weighted_values(
+    weights: np.ndarray,
+    unit_counts: np.ndarray,
+    y_true: np.ndarray,
+    y_score: np.ndarray,
+    row_unit: np.ndarray,
+    metrics: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Per metric ``[reps]`` values of each unit weighting ``weights [reps, units]``: counted
+    metrics from the units' confusion counts, ranking metrics (AUC, EER; only when ``metrics``
+    asks for them) with each row weighted by its unit's weight (``row_unit``: its unit's column)."""
+    values = _count_metrics(weights @ unit_counts)
+    want_rank = [m for m in metrics if m in _RANKING_METRICS]
+    if want_rank:
+        ranked = weighted_ranking_metrics(y_true, y_score, (w[row_unit] for w in weights))
+        values |= {m: ranked[m] for m in want_rank}
+    return values
 
 
 def _permuted_values(
@@ -190,7 +203,6 @@ def _permuted_values(
     pos = np.full(len(u.unit_group), -1)
     pos[pool] = np.arange(len(pool))
     row_pos = pos[u.row_unit[rows]]
-    want_rank = [m for m in metrics if m in _RANKING_METRICS]
     out: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     per_block = max(1, _PERM_BLOCK_CELLS // len(pool))
     done = 0
@@ -200,16 +212,11 @@ def _permuted_values(
         cols: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
         for g in ranked:
             member = (perm == g).astype(np.float64)
-            counted = _count_metrics(member @ u.counts[pool])
+            values = _weighted_values(
+                member, u.counts[pool], y_true[rows], y_score[rows], row_pos, metrics
+            )
             for m in metrics:
-                if m in counted:
-                    cols[m].append(counted[m])
-            if want_rank:
-                r = weighted_ranking_metrics(
-                    y_true[rows], y_score[rows], (w[row_pos] for w in member)
-                )
-                for m in want_rank:
-                    cols[m].append(r[m])
+                cols[m].append(values[m])
         for m in metrics:
             out[m].append(np.stack(cols[m], axis=1))
         done += reps

@@ -29,30 +29,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evaluation.metrics import SingleClassError, eer
+from evaluation.metrics import SingleClassError, check_scores, eer
 
 #: How attack species enter APCER: a plain proportion (paper 001) or the worst species (ISO).
 SPECIES_RULES: tuple[str, ...] = ("pooled", "worst")
 
 #: The operating points the paper reports (1-BPCER at APCER = 0.5, 1, 5, 10, 15, 20 %).
 ISO_APCER_POINTS: tuple[float, ...] = (0.005, 0.01, 0.05, 0.10, 0.15, 0.20)
-
-
-def check_scores(y_true: Sequence, y_score: Sequence) -> tuple[np.ndarray, np.ndarray]:
-    """1-D labels in {0, 1} and finite scores of equal length (errors say what is wrong)."""
-    y_true = np.asarray(y_true)
-    y_score = np.asarray(y_score, dtype=np.float64)
-    if y_true.ndim != 1 or y_true.shape != y_score.shape:
-        raise ValueError(
-            f"y_true and y_score must be 1-D of equal length, got {y_true.shape} and {y_score.shape}"
-        )
-    if len(y_true) == 0:
-        raise ValueError("no samples")
-    if not np.isin(y_true, (0, 1)).all():
-        raise ValueError("y_true must hold 0 (bona fide/real) and 1 (attack/fake) only")
-    if not np.isfinite(y_score).all():
-        raise ValueError("y_score contains NaN or infinite values")
-    return y_true.astype(np.int64), y_score
 
 
 def apcer(attack_scores: Sequence, threshold: float) -> float:

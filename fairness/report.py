@@ -17,7 +17,6 @@ text that ``scripts/fairness.py`` prints.
 
 from __future__ import annotations
 
-import html
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 from configs import load_config
 from evaluation.metrics import SingleClassError, video_scores
 from evaluation.predictions import Predictions
+from evaluation.table_writer import format_number, html_text
 from fairness import plots
 from fairness.abf import (
     DEFAULT_XS,
@@ -41,7 +41,7 @@ from fairness.abf import (
 from fairness.gaps import GapAnalysis, curve_auc_intervals, group_gaps, iso_group_intervals
 from fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
 from fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
-from fairness.tables import write_table
+from fairness.tables import columns_of, write_table
 from preprocessing.files import atomic_write_text, jsonable, write_json
 
 log = logging.getLogger(__name__)
@@ -626,16 +626,13 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
 
 def html_section(reports: dict[str, AttributeReport]) -> str:
     """The summary and per-group tables as an HTML fragment."""
-    from fairness.tables import columns_of
 
     def table(rows: list[dict[str, Any]]) -> str:
         cols = columns_of(rows)
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(_fmt(r.get(c)))}</td>" for c in cols) + "</tr>"
-            for r in rows
+        cells = [[r.get(c) for c in cols] for r in rows]
+        return html_text(
+            cols, cells, lambda i, j, v: format_number(v, 4, "nan", none=""), sections=False
         )
-        return f"<table><tr>{head}</tr>{body}</table>"
 
     return "\n".join([table(summary_rows(reports)), table(group_rows(reports))])
 
@@ -653,9 +650,3 @@ def report_sections(
                 if path.is_file():
                     items.append(path)
     return [("Fairness", items)]
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        return "nan" if np.isnan(v) else f"{v:.4f}"
-    return "" if v is None else str(v)

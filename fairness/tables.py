@@ -1,23 +1,13 @@
-"""Write a table (a list of row dicts) as CSV, Markdown and JSON, atomically."""
+"""Write a table (a list of row dicts) as CSV, Markdown and JSON with
+:mod:`evaluation.table_writer` (None is blank, NaN prints ``nan``)."""
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from preprocessing.files import atomic_write_text, write_json
-
-
-def _cell(value: Any, digits: int) -> str:
-    if isinstance(value, bool) or value is None:
-        return "" if value is None else str(value)
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
-    return str(value)
+from evaluation.table_writer import csv_text, format_number, markdown_text, write_table_files
 
 
 def columns_of(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -28,26 +18,24 @@ def columns_of(rows: Sequence[dict[str, Any]]) -> list[str]:
     return cols
 
 
+def _cells(rows: Sequence[dict[str, Any]], cols: Sequence[str]) -> list[list[Any]]:
+    return [[row.get(c) for c in cols] for row in rows]
+
+
 def to_markdown(
     rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None, digits: int = 4
 ) -> str:
     """A GitHub Markdown table; floats rounded to ``digits``."""
     cols = list(columns or columns_of(rows))
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(c), digits) for c in cols) + " |")
-    return "\n".join(lines) + "\n"
+    return markdown_text(
+        cols, _cells(rows, cols), lambda i, j, v: format_number(v, digits, "nan", none="")
+    )
 
 
 def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
     """CSV text with a header; floats written at full precision."""
     cols = list(columns or columns_of(rows))
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(cols)
-    for row in rows:
-        writer.writerow(["" if row.get(c) is None else row.get(c) for c in cols])
-    return buffer.getvalue()
+    return csv_text(cols, _cells(rows, cols), blank_nan=False)
 
 
 def write_table(
@@ -57,10 +45,10 @@ def write_table(
     digits: int = 4,
 ) -> list[Path]:
     """Write ``stem``.csv, ``stem``.md and ``stem``.json; returns the three paths."""
-    stem = Path(stem)
     cols = list(columns or columns_of(rows))
-    paths = [stem.with_suffix(".csv"), stem.with_suffix(".md"), stem.with_suffix(".json")]
-    atomic_write_text(paths[0], to_csv(rows, cols))
-    atomic_write_text(paths[1], to_markdown(rows, cols, digits))
-    write_json(paths[2], [{c: row.get(c) for c in cols} for row in rows])
-    return paths
+    return write_table_files(
+        stem,
+        to_csv(rows, cols),
+        to_markdown(rows, cols, digits),
+        [{c: row.get(c) for c in cols} for row in rows],
+    )

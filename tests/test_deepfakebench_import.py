@@ -48,7 +48,10 @@ def test_our_checkpoint_still_loads(tmp_path) -> None:
 def test_unmapped_missing_and_shape_errors_list_keys() -> None:
     model = build_detector("meso4", pretrained=False)
     state = _dfb_meso4_state()
-    with pytest.raises(WeightsError, match=r"no counterpart: head\.extra"):
+    with pytest.raises(
+        WeightsError,
+        match=r"1 DeepfakeBench keys have no counterpart in this model: \['head\.extra'\]",
+    ):
         load_deepfakebench_state_dict(model, {**state, "head.extra": torch.zeros(1)})
     short = {k: v for k, v in state.items() if not k.startswith("backbone.fc2")}
     with pytest.raises(
@@ -89,3 +92,14 @@ def test_pretrained_whole_detector_file(tmp_path) -> None:
     save_checkpoint(mine, {"model": paper.state_dict(), "meta": {"detector": "meso4"}})
     again = build_detector("meso4", variant="paper", pretrained=str(mine))
     assert _same(again, paper.state_dict())
+
+
+def test_remap_mapping_takes_the_longest_prefix_and_drops_by_name() -> None:
+    from detectors.dfb_keys import remap
+
+    t = torch.zeros(1)
+    sd = {"backbone.last_linear.weight": t, "backbone.conv1.weight": t, "backbone.x.k": t}
+    rules = {"backbone.": "body.", "backbone.last_linear.": "head."}
+    assert list(remap(sd, rules, drop=["backbone.x."])) == ["head.weight", "body.conv1.weight"]
+    with pytest.raises(KeyError, match=r"1 DeepfakeBench keys .*\['other'\]"):
+        remap({"other": t}, rules)

@@ -203,3 +203,41 @@ def test_table_formats(tmp_path: Path) -> None:
     paths = t.write(tmp_path / "sub" / "t")
     assert [p.suffix for p in paths] == [".csv", ".md", ".json"]
     assert json.loads(paths[2].read_text())["rows"][1]["b"] is None
+
+
+def test_table_writer_options() -> None:
+    from evaluation.table_writer import csv_text, format_number, markdown_text, table_paths
+
+    assert [format_number(v, 2) for v in (0.125, float("nan"), None, 3, True)] == [
+        "0.12",
+        "-",
+        "-",
+        "3",
+        "True",
+    ]
+    assert format_number(None, missing="nan", none="") == ""
+    assert format_number(0.1234, percent=True) == "12.34"
+    rows = [["a", 0.5, float("nan")], ["b", None, 1.0]]
+    assert csv_text(["k", "x", "y"], rows) == "k,x,y\na,0.5,\nb,,1.0\n"
+    assert csv_text(["k", "x", "y"], rows, blank_nan=False) == "k,x,y\na,0.5,nan\nb,,1.0\n"
+    md = markdown_text(["k", "x", "y"], rows, right_align_numbers=True, bold={(1, 2)})
+    assert md == "| k | x | y |\n|---|---:|---:|\n| a | 0.5000 | - |\n| b | - | **1.0000** |\n"
+    assert [p.name for p in table_paths("out/p1.5_eer")] == [
+        "p1.5_eer.csv",
+        "p1.5_eer.md",
+        "p1.5_eer.json",
+    ]
+
+
+def test_table_writer_html() -> None:
+    from evaluation.table_writer import html_text
+
+    rows = [["a<b", 0.5], ["c", float("nan")]]
+    assert html_text(["k", "x"], rows, bold={(0, 1)}, caption="T") == (
+        "<table><caption>T</caption><thead><tr><th>k</th><th>x</th></tr></thead><tbody>"
+        "<tr><td>a&lt;b</td><td><b>0.5000</b></td></tr><tr><td>c</td><td>-</td></tr>"
+        "</tbody></table>"
+    )
+    assert html_text(["k"], [["a"]], sections=False, row_sep="\n") == (
+        "<table><tr><th>k</th></tr>\n<tr><td>a</td></tr>\n</table>"
+    )

@@ -179,7 +179,7 @@ def test_threshold_at_apcer_and_iso_metrics():
         iso_metrics([1, 1], [0.2, 0.3])
     with pytest.raises(SingleClassError):
         threshold_at_apcer([], 0.1)
-    with pytest.raises(ValueError, match="0 \\(bona fide"):
+    with pytest.raises(ValueError, match="0 \\(real/bona fide\\) and 1 \\(fake/attack\\)"):
         iso_metrics([0, 2], [0.1, 0.2])
 
 

@@ -12,7 +12,12 @@ from sklearn import metrics as skm
 from evaluation import metrics as M
 from evaluation.confidence import bootstrap_ci, delong_test, delong_variance
 from evaluation.predictions import Predictions
-from evaluation.scoring import evaluate_levels, evaluate_predictions, video_codes
+from evaluation.scoring import (
+    detection_metrics,
+    evaluate_levels,
+    evaluate_predictions,
+    video_codes,
+)
 
 
 def _random_case(rng: np.random.Generator, n: int, ties: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -343,3 +348,38 @@ def test_compare_auc_aligns_two_predictions_files() -> None:
     bad.label = 1 - bad.label
     with pytest.raises(ValueError, match="disagree"):
         compare_auc(a, bad)
+
+
+def _two_methods(labels: list[int]) -> Predictions:
+    return Predictions(
+        dataset=["FF"] * 6,
+        video_id=["000_003", "000_003", "000_003", "000_003", "000", "000"],
+        frame=[0, 1, 0, 1, 0, 1],
+        label=labels,
+        score=[0.9, 0.7, 0.2, 0.4, 0.1, 0.3],
+        method=["Deepfakes", "Deepfakes", "Face2Face", "Face2Face", "real", "real"],
+    )
+
+
+def test_detection_metrics_equal_the_core_functions_at_both_levels() -> None:
+    pred = _two_methods([1, 1, 1, 1, 0, 0])
+    out = detection_metrics(pred)
+    assert out["n_frames"] == 6 and out["n_videos"] == 3
+    y, s = pred.label, pred.score
+    assert out["frame/auc"] == pytest.approx(M.auc(y, s)) == pytest.approx(7 / 8)
+    assert out["frame/ap"] == pytest.approx(M.ap(y, s))
+    assert out["frame/eer"] == pytest.approx(M.eer(y, s)[0])
+    assert out["frame/acc"] == pytest.approx(M.acc(y, s, 0.5)) == pytest.approx(4 / 6)
+    assert out["video/auc"] == 1.0 and out["video/acc"] == pytest.approx(2 / 3)
+    assert detection_metrics(pred.subset(np.zeros(6, bool))) == {"n_frames": 0.0}
+
+
+def test_detection_metrics_single_class_is_nan_and_logged(caplog) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the warning is logged, not re-emitted
+        out = detection_metrics(_two_methods([1] * 6))
+    for level in ("frame", "video"):
+        assert all(np.isnan(out[f"{level}/{k}"]) for k in ("auc", "ap", "eer"))
+    assert out["frame/acc"] == pytest.approx(2 / 6) and out["video/acc"] == pytest.approx(1 / 3)
+    assert "need both classes" in caplog.text and "0 real, 6 fake" in caplog.text
+    assert len(caplog.records) == 1

@@ -492,3 +492,16 @@ def test_import_cli_refuses_a_wrong_data_root(tmp_path):
         cmd + ["--allow-missing-frames"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 2 and "no frame found under" in proc.stderr
+
+
+def test_read_json_file_names_the_file_and_its_role(tmp_path: Path) -> None:
+    from preprocessing.datasets.base import DatasetLayoutError, read_json_file
+
+    good = tmp_path / "meta.json"
+    good.write_text('{"a": 1}', encoding="utf-8")
+    assert read_json_file(good, "DFDC-P metadata") == {"a": 1}
+    with pytest.raises(DatasetLayoutError, match=r"missing\.json: DFDC-P metadata not found"):
+        read_json_file(tmp_path / "missing.json", "DFDC-P metadata")
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    with pytest.raises(DatasetLayoutError, match=r"bad\.json: not valid JSON"):
+        read_json_file(tmp_path / "bad.json", "FaceForensics++ split file")

@@ -81,6 +81,6 @@ def test_partial_file_allowed_explicitly(tmp_path, imagenet_xception, caplog) ->
 def test_empty_pretrained_file_is_one_line_error(tmp_path) -> None:
     path = tmp_path / "empty.pth"
     path.write_bytes(b"")
-    with pytest.raises(PretrainedWeightsError, match="empty.pth is empty") as e:
+    with pytest.raises(PretrainedWeightsError, match="empty.pth: weights file is empty") as e:
         build_detector("xception", pretrained=str(path))
     assert "\n" not in str(e.value)

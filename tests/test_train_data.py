@@ -225,6 +225,24 @@ def test_selection_on_a_scripted_metric_sequence() -> None:
         Selector("val").update(0, 0, {"test": {"t": {"frame/auc": 0.5}}})
 
 
+def test_selection_treats_nan_as_not_available() -> None:
+    # a one-class dataset has NaN AUC (evaluation.metrics.summarize); before, the key was absent
+    nan = float("nan")
+    val = [0.6, 0.8, 0.7]
+    for one_class in ({}, {"frame/auc": nan}):
+        for mode, split in (("val", "val"), ("test-top3", "test")):
+            sel = Selector(mode, "auc", "frame")
+            best = [
+                sel.update(s, s, {split: {"both": {"frame/auc": a}, "one": one_class}})
+                for s, a in enumerate(val)
+            ]
+            assert best == [True, True, False] and sel.best_value == 0.8
+            if mode == "test-top3":
+                assert set(sel.summary()["test_top3"]) == {"both"}
+        with pytest.raises(ValueError, match="both classes"):
+            Selector("val").update(0, 0, {"val": {"one": one_class}})
+
+
 def test_lr_schedules() -> None:
     from training.config import SchedulerConfig
 

@@ -6,10 +6,15 @@ DeepfakeBench's protocol (paper 002 Sec. 4.1: "the average value of the top-3 me
 checkpoint is the evaluation with the best mean test metric, and the summary reports, per test
 dataset, the best value and the mean of the three best values over all evaluations. That
 protocol selects on the test sets and is offered only to compare with the published tables.
+
+A metric that is NaN (AUC, AP and EER of a set holding one class, see
+:func:`evaluation.metrics.summarize`) is "not available": it is left out of every mean, exactly
+as a metric that was not computed.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +42,10 @@ class Selector:
     def key(self) -> str:
         return f"{self.level}/{self.metric}"
 
+    def _available(self, m: dict[str, float]) -> bool:
+        """Whether the selection metric was computed on this dataset (present and not NaN)."""
+        return self.key in m and not math.isnan(m[self.key])
+
     def _better(self, value: float, than: float | None) -> bool:
         if than is None:
             return True
@@ -45,7 +54,7 @@ class Selector:
     def score(self, metrics: dict[str, dict[str, dict[str, float]]]) -> float | None:
         """Mean selection metric over the datasets of the split that selection uses."""
         split = "val" if self.mode == "val" else "test"
-        values = [m[self.key] for m in metrics.get(split, {}).values() if self.key in m]
+        values = [m[self.key] for m in metrics.get(split, {}).values() if self._available(m)]
         if not values:
             return None
         return float(sum(values) / len(values))
@@ -90,7 +99,7 @@ class Selector:
             per_ds: dict[str, list[float]] = {}
             for h in self.history:
                 for ds, m in h["metrics"].get("test", {}).items():
-                    if self.key in m:
+                    if self._available(m):
                         per_ds.setdefault(ds, []).append(m[self.key])
             reverse = self.metric not in LOWER_IS_BETTER
             out["test_top3"] = {

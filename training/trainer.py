@@ -40,6 +40,7 @@ from evaluation.predict import (
     rows_to_predictions,
 )
 from evaluation.predictions import write_predictions
+from evaluation.scoring import detection_metrics
 from preprocessing.device import amp_dtype, resolve_device
 from preprocessing.files import write_json, write_yaml
 from preprocessing.frames import FrameDataset, collate, method_names_of
@@ -50,7 +51,6 @@ from training import distributed as D
 from training.augment import build_augment
 from training.cache import PackedCache
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig, read_run_config
-from training.evaluate import detection_metrics
 from training.fair_losses import FairLoss
 from training.host_memory import keep_freed_host_memory
 from training.samplers import ShardSampler, TrainSampler
@@ -594,7 +594,7 @@ class Trainer:
             for split, per_ds in metrics.items():
                 for name, m in per_ds.items():
                     for k, v in m.items():
-                        if "/" in k:
+                        if "/" in k and not math.isnan(v):  # NaN: needs both classes
                             self.writer.add_scalar(f"{split}/{name}/{k}", v, self.step)
             log.info(
                 "eval step %d: %s = %.4f%s",

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -49,26 +50,37 @@ def pretrained_strictness(strict: bool) -> Iterator[None]:
         PRETRAINED_STRICT.reset(token)
 
 
-def _read_state_file(path: Path) -> dict[str, torch.Tensor]:
+def read_torch_file(path: Path, error: type[Exception], hint: str) -> Any:
+    """``torch.load(path, weights_only=True)``; a missing, empty or unreadable file is one
+    ``error`` naming the file and ending with ``hint`` (what to do)."""
     if not path.is_file():
-        raise PretrainedWeightsError(f"pretrained weights file {path} does not exist; {_HOW}")
+        raise error(f"{path}: weights file not found; {hint}")
     if path.stat().st_size == 0:
-        raise PretrainedWeightsError(f"pretrained weights file {path} is empty (0 bytes); {_HOW}")
+        raise error(f"{path}: weights file is empty (0 bytes); {hint}")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the same clear message
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - truncated or corrupt files fail in many ways
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise PretrainedWeightsError(
-            f"cannot read pretrained weights {path}: {first}; {_HOW}"
+        raise error(
+            f"{path}: cannot read weights (truncated or not a torch file?): {first}; {hint}"
         ) from None
+
+
+def strip_module_prefix(state_dict: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Remove the ``module.`` prefix DDP puts on every key (when all keys carry it)."""
+    if state_dict and all(k.startswith("module.") for k in state_dict):
+        return {k[len("module.") :]: v for k, v in state_dict.items()}
+    return dict(state_dict)
+
+
+def _read_state_file(path: Path) -> dict[str, torch.Tensor]:
+    state = read_torch_file(path, PretrainedWeightsError, _HOW)
     for key in ("state_dict", "model"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]
     if not isinstance(state, dict):
         raise PretrainedWeightsError(f"{path}: expected a state dict, got {type(state).__name__}")
-    if state and all(k.startswith("module.") for k in state):
-        state = {k[len("module.") :]: v for k, v in state.items()}
-    return state
+    return strip_module_prefix(state)
 
 
 def _adapt_layout(

@@ -15,7 +15,6 @@ All files are written atomically.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from matplotlib.figure import Figure
 from configs import config_to_dict
 from evaluation.plots import save_figure
 from evaluation.predictions import write_predictions
+from evaluation.table_writer import format_number, html_text
 from fairness.metamorphic.pose import NON_FRONTAL
 from fairness.metamorphic.relations import BENCHMARK
 from fairness.metamorphic.runner import MetamorphicResult
@@ -114,26 +114,19 @@ def example_sheet(
 
 def _html(rows: list[dict[str, Any]], skipped: int) -> str:
     """The summary table as an HTML fragment (figures are linked by :func:`report_section`)."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in SUMMARY_COLUMNS)
-    body = []
-    for row in rows:
-        cells = []
-        for c in SUMMARY_COLUMNS:
-            v = row[c]
-            text = (
-                "n/a"
-                if isinstance(v, float) and np.isnan(v)
-                else (f"{v:.4g}" if c.endswith("_p") else f"{100 * v:.2f}")
-                if isinstance(v, float)
-                else str(v)
-            )
-            cells.append(f"<td>{html.escape(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
+
+    def cell(i: int, j: int, v: Any) -> str:
+        if isinstance(v, float) and not np.isnan(v) and SUMMARY_COLUMNS[j].endswith("_p"):
+            return f"{v:.4g}"
+        return format_number(v, missing="n/a", percent=True)
+
+    cells = [[row[c] for c in SUMMARY_COLUMNS] for row in rows]
     return (
         f"<p>Rates in percent (p-values as they are); bias_diff is the signed ACC difference "
         f"of the pair with its bootstrap interval, mcnemar_p McNemar's exact test of the "
         f"accuracy change; {skipped} face(s) skipped (see manifest.json).</p>\n"
-        f"<table><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>\n"
+        + html_text(SUMMARY_COLUMNS, cells, cell, row_sep="\n")
+        + "\n"
     )
 
 

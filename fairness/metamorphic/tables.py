@@ -21,14 +21,12 @@ its own unit).
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 from typing import Any
 
 import numpy as np
 
 from evaluation.confidence import bootstrap_proportion, mcnemar_exact
+from evaluation.table_writer import csv_text, format_number, json_records, markdown_text
 from fairness.gaps import group_gaps
 from fairness.metamorphic.relations import BENCHMARK, relation_holds
 from fairness.metamorphic.runner import MetamorphicResult
@@ -216,39 +214,25 @@ def case_table(
     return rows
 
 
-def _json_value(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def table_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows with NaN replaced by ``null`` (strict JSON)."""
-    return [{k: _json_value(v) for k, v in row.items()} for row in rows]
+    return json_records(COLUMNS, _cells(rows))
 
 
-def _cell(value: Any, percent: bool) -> str:
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "n/a"
-        return f"{100 * value:.2f}" if percent else f"{value:.4f}"
-    return str(value)
+def _cells(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> list[list[Any]]:
+    return [[row.get(c) for c in columns] for row in rows]
 
 
 def table_markdown(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> str:
-    """A Markdown table; rates are printed in percent, as in the paper."""
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        cells = (_cell(row[c], percent=c not in _PLAIN) for c in columns)
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    """A Markdown table; rates are printed in percent, as in the paper (undefined: ``n/a``)."""
+    percent = [c not in _PLAIN for c in columns]
+    return markdown_text(
+        columns,
+        _cells(rows, columns),
+        lambda i, j, v: format_number(v, missing="n/a", percent=percent[j]),
+    )
 
 
 def table_csv(rows: list[dict[str, Any]]) -> str:
     """CSV text of the rows (NaN as an empty cell)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(COLUMNS), lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if _json_value(v) is None else v) for k, v in row.items()})
-    return buffer.getvalue()
+    return csv_text(COLUMNS, _cells(rows))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import zlib
 from collections.abc import Callable, Iterable
@@ -99,6 +100,17 @@ def build_listing(
     listing = _REGISTRY[type_name][0](root, opts)
     check_unique(listing)
     return listing
+
+
+def read_json_file(path: Path, what: str) -> Any:
+    """The JSON in ``path``; a missing file or invalid JSON is a :class:`DatasetLayoutError`
+    naming the file (``what``: the file's role, e.g. "DFDC-P metadata")."""
+    if not path.is_file():
+        raise DatasetLayoutError(f"{path}: {what} not found")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DatasetLayoutError(f"{path}: not valid JSON: {exc}") from None
 
 
 def rel_of(path: Path, root: Path) -> str:

@@ -23,6 +23,7 @@ from preprocessing.datasets.base import (
     derive_splits,
     files_under,
     holdout_val,
+    read_json_file,
     register_dataset,
     rel_of,
 )
@@ -182,12 +183,7 @@ class DFDCPOptions:
 def list_dfdcp(root: Path, opts: DFDCPOptions) -> Listing:
     """DFDC preview: dataset.json gives label and set; the method is the top folder."""
     meta_file = root / opts.metadata
-    if not meta_file.is_file():
-        raise DatasetLayoutError(f"{meta_file}: DFDC-P metadata not found")
-    try:
-        meta = json.loads(meta_file.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise DatasetLayoutError(f"{meta_file}: not valid JSON: {exc}") from None
+    meta = read_json_file(meta_file, "DFDC-P metadata")
     listing = Listing(task="deepfake", items=[])
     for rel_file, info in sorted(meta.items()):
         label_name, split = str(info.get("label", "")).lower(), info.get("set")

@@ -19,7 +19,6 @@ DFD (no official split; derived identity-disjoint by actor, see ``DFDOptions``):
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -31,6 +30,7 @@ from preprocessing.datasets.base import (
     SourceItem,
     derive_splits,
     files_under,
+    read_json_file,
     register_dataset,
     rel_of,
 )
@@ -49,12 +49,7 @@ class FFOptions:
 
 
 def _read_pairs(path: Path) -> list[tuple[str, str]]:
-    if not path.is_file():
-        raise DatasetLayoutError(f"{path}: FaceForensics++ split file not found")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise DatasetLayoutError(f"{path}: not valid JSON: {exc}") from None
+    data = read_json_file(path, "FaceForensics++ split file")
     if not isinstance(data, list) or not all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in data
     ):
