@@ -71,7 +71,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, help="output folder (default RUN_DIR/eval/<weights>)")
     p.add_argument(
-        "--overwrite", action="store_true", help="predict again even if predictions exist"
+        "--overwrite",
+        action="store_true",
+        help="predict again even if predictions of the same provenance exist",
     )
     p.add_argument("--within", nargs="+", help="leaderboard: within-domain test sets (default FF*)")
     p.add_argument(
