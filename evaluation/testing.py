@@ -26,6 +26,7 @@ from evaluation.runs import load_run
 from evaluation.scoring import video_codes
 from evaluation.settings import TestConfig
 from preprocessing.device import resolve_device
+from preprocessing.index import DatasetIndexError
 from preprocessing.resolve import resolve_index, resolve_index_path
 from preprocessing.rundir import RunDir
 
@@ -43,11 +44,13 @@ def run_test(
     overwrite: bool = False,
     extra_sections: Sequence[Section | tuple] = (),
     tensorboard_dir: str | Path | None = None,
+    allow_missing: bool = False,
 ) -> Path:
     """Predict every ``cfg.test_data`` set with ``detector`` and evaluate; returns ``out_dir``.
 
-    A test set whose index is missing or fails is logged, recorded in ``manifest.json`` and
-    skipped. A predictions file already in ``out_dir`` is reused (a killed run resumes where it
+    A missing test-set index is an error naming every missing one, before anything is
+    predicted, unless ``allow_missing``; then it, like a set whose prediction fails, is logged,
+    recorded in ``manifest.json`` and ``eval.json`` (``skipped``) and the report, and skipped. A predictions file already in ``out_dir`` is reused (a killed run resumes where it
     stopped) only if ``overwrite`` is false and its provenance (:mod:`evaluation.provenance`:
     ``detector_name``, ``meta``'s ``weights_file``/``weights_sha256``/``model``, the index hash
     and the prediction settings) is unchanged; otherwise the set is predicted again.
@@ -59,6 +62,12 @@ def run_test(
     root = Path(cfg.data_root or "datasets")
     files: dict[str, Path] = {}
     skipped: list[dict[str, str]] = []
+    missing = [n for n in cfg.test_data if not _index_exists(n, root)]
+    if missing and not allow_missing:
+        raise ConfigError(
+            f"test sets without a dataset index under {root}: {', '.join(missing)}; fix the names "
+            "or data_root, or pass --allow-missing to skip them"
+        )
     check_writable(out / "predictions")
     producer = {
         "detector": detector_name,
@@ -127,6 +136,14 @@ def run_test(
         files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
     )
     return out
+
+
+def _index_exists(name: str, root: Path) -> bool:
+    try:
+        resolve_index_path(name, root)
+    except DatasetIndexError:
+        return False
+    return True
 
 
 def check_writable(folder: str | Path) -> None:

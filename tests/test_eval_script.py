@@ -91,6 +91,7 @@ def test_run_dir_end_to_end(setup) -> None:
             "--test-data",
             "tiny",
             "absent",
+            "--allow-missing",
             *(a for s in sets for a in ("--set", s)),
         ]
     )
@@ -270,3 +271,22 @@ def test_unwritable_out_fails_before_predicting(setup, tmp_path) -> None:
 
     with pytest.raises(ConfigError, match="not writable.*--out"):
         script().main(["--run", str(run), "--test-data", "tiny", "--out", str(blocker / "out")])
+
+
+def test_missing_test_set_is_an_error_unless_allowed(setup, tmp_path) -> None:
+    """Issue 14 item 7: a missing test set fails before predicting; --allow-missing lists it."""
+    _, data, run, _ = setup
+    from configs import ConfigError
+
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tiny", "absent", "--out", str(out)]
+    args += ["--set", "n_boot=0", "--set", "plots=false"]
+    with pytest.raises(ConfigError, match="absent.*--allow-missing"):
+        script().main(args)
+    assert not (out / "predictions" / "tiny.csv").exists()  # failed before predicting
+    assert script().main([*args, "--allow-missing"]) == 0
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["test_data"] == ["tiny"] and "absent" in ev["skipped"][0]
+    assert "absent" in (out / "report.html").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["test_data"] for s in manifest["skipped"]] == ["absent"]

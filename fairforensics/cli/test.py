@@ -72,6 +72,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="predict again even if predictions of the same provenance exist",
     )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="skip test sets whose index is missing (listed in eval.json and the report)",
+    )
     p.add_argument("--within", nargs="+", help="leaderboard: within-domain test sets (default FF*)")
     p.add_argument(
         "--section",
@@ -178,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             overwrite=args.overwrite,
             extra_sections=extra,
             tensorboard_dir=meta.get("tensorboard"),
+            allow_missing=args.allow_missing,
         )
     for level in cfg.levels:
         summary = out / "tables" / f"{level}_summary.md"
