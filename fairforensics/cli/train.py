@@ -15,17 +15,52 @@ import argparse
 import logging
 
 from configs import ConfigError, import_modules
+from configs.loader import build_config, deep_merge, parse_overrides
 from detectors import CheckpointError
 from detectors.backbones import PretrainedWeightsError
 from detectors.deepfakebench import WeightsError
-from fairforensics.cli.errors import run_cli
+from fairforensics.cli.errors import UserInputError, run_cli
 from fairness.fairswap import fairswap_transforms
 from preprocessing.datasets.base import DatasetLayoutError
+from preprocessing.files import write_yaml
 from preprocessing.frames import TrainDataError
 from preprocessing.index import DatasetIndexError
-from training.config import load_train_config, read_run_config
+from preprocessing.rundir import RunDir
+from training.config import TrainConfig, load_train_config, read_run_config
 from training.distributed import teardown
 from training.trainer import NonFiniteLossError, Trainer
+
+#: Settings ``--resume RUN --set KEY=VALUE`` may change: they do not alter what was trained so far
+#: (the learning-rate schedule keeps the length it was built with from the checkpoint).
+RESUME_SAFE = ("train.epochs", "train.patience", "train.log_every_steps")
+
+
+def _keys(tree: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        out.extend(_keys(value, name + ".") if isinstance(value, dict) else [name])
+    return out
+
+
+def resume_config(run_dir: str, overrides: list[str]) -> TrainConfig:
+    """The saved config of ``run_dir`` with the :data:`RESUME_SAFE` ``overrides`` applied (and
+    written back to its ``config.yaml``); any other key is a :class:`UserInputError`."""
+    if not overrides:
+        return read_run_config(run_dir)
+    changes = parse_overrides(overrides)
+    bad = [k for k in _keys(changes) if k not in RESUME_SAFE]
+    if bad:
+        raise UserInputError(
+            f"--resume {run_dir}: {', '.join(bad)} cannot change in a resumed run (allowed: "
+            f"{', '.join(RESUME_SAFE)}); start a new run to change it"
+        )
+    run = RunDir(run_dir)
+    data = deep_merge(run.read_config(), changes)
+    cfg = build_config(TrainConfig, data, f"{run.config} + --set")
+    write_yaml(run.config, data)
+    logging.getLogger("train").info("resume with %s", ", ".join(overrides))
+    return cfg
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +113,18 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import_modules(args.imports)
         if args.resume:
-            cfg = read_run_config(args.resume)
+            given = [
+                f"--{k.replace('_', '-')}"
+                for k in ("detector", "variant", "detector_config", "config", "train_data")
+                + ("val_data", "test_data", "data_root", "output_dir")
+                if getattr(args, k)
+            ]
+            if given:
+                raise UserInputError(
+                    f"--resume continues the saved config; {', '.join(given)} cannot be "
+                    f"combined with it (only --set {'/'.join(RESUME_SAFE)})"
+                )
+            cfg = resume_config(args.resume, args.overrides)
             trainer = Trainer(
                 cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train)
             )
