@@ -77,7 +77,8 @@ def run_cli(
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         name = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
-        print(f"stopped ({name})", file=sys.stderr)
+        detail = str(exc) if type(exc) in (KeyboardInterrupt, Terminated) else ""
+        print(f"stopped ({name})" + (f": {detail}" if detail else ""), file=sys.stderr)
         sys.exit(128 + int(signum))
     except USER_ERRORS as exc:
         if os.environ.get("FF_TRACEBACK"):

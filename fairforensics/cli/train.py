@@ -63,6 +63,14 @@ def resume_config(run_dir: str, overrides: list[str]) -> TrainConfig:
     return cfg
 
 
+def _resume_hint(trainer: Trainer) -> str:
+    """What to do after a stop: the unfinished epoch is abandoned, checkpoints are atomic."""
+    run = getattr(trainer, "run", None)
+    if run is not None and (run.checkpoints / "last.pt").is_file():
+        return f"the unfinished epoch is abandoned; resume with --resume {trainer.run_dir}"
+    return "no checkpoint was written yet; run the same command again"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -149,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
                 variant=args.variant,
             )
             trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
-        run_dir = trainer.fit()
+        try:
+            run_dir = trainer.fit()
+        except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM (fairforensics.cli.errors)
+            raise type(exc)(_resume_hint(trainer)) from None
         rank = trainer.dist.rank
         teardown()
     except (
