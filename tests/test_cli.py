@@ -119,6 +119,10 @@ def test_bad_config_value_is_one_line(tmp_path) -> None:
     cmd = [sys.executable, str(REPO / "scripts" / "test.py"), "--detector", "meso4"]
     cmd += ["--weights", "w.pt", "--test-data", "x", "--set", "metrics=[bogus]"]
     _one_line_error(_run(cmd, cwd=tmp_path), "metrics")
+    train = [sys.executable, str(REPO / "scripts" / "train.py"), "--detector", "meso4"]
+    _one_line_error(
+        _run([*train, "--set", "data.num_workers=-1"], cwd=tmp_path), "num_workers", "-1"
+    )
 
 
 def test_fairforensics_dispatches_verbs(capsys) -> None:
