@@ -121,6 +121,8 @@ def evaluate_prediction_files(
         "test_data": list(pred_files),
         **(meta or {}),
     }
+    if skipped:  # named in eval.json and in the report's header
+        info["skipped"] = [f"{s['test_data']}: {s['reason']}" for s in skipped]
     info["settings"] = config_to_dict(cfg)
     write_json(out / "eval.json", info, indent=2)
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)

@@ -13,13 +13,22 @@ from detectors import load_detector_file, load_detector_yaml
 from evaluation.metrics import choose_threshold, video_scores
 from evaluation.predict import predict_index
 from evaluation.predictions import write_predictions
+from evaluation.provenance import (
+    changed_keys,
+    file_sha256,
+    prediction_provenance,
+    provenance_path,
+    write_provenance,
+)
 from evaluation.report import Section
 from evaluation.results import evaluate_prediction_files, slug
 from evaluation.runs import load_run
 from evaluation.scoring import video_codes
 from evaluation.settings import TestConfig
 from preprocessing.device import resolve_device
-from preprocessing.resolve import resolve_index
+from preprocessing.index import DatasetIndexError
+from preprocessing.resolve import resolve_index, resolve_index_path
+from preprocessing.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +44,16 @@ def run_test(
     overwrite: bool = False,
     extra_sections: Sequence[Section | tuple] = (),
     tensorboard_dir: str | Path | None = None,
+    allow_missing: bool = False,
 ) -> Path:
     """Predict every ``cfg.test_data`` set with ``detector`` and evaluate; returns ``out_dir``.
 
-    A test set whose index is missing or fails is logged, recorded in ``manifest.json`` and
-    skipped. Predictions already in ``out_dir`` are reused unless ``overwrite`` (a killed run
-    resumes where it stopped).
+    A missing test-set index is an error naming every missing one, before anything is
+    predicted, unless ``allow_missing``; then it, like a set whose prediction fails, is logged,
+    recorded in ``manifest.json`` and ``eval.json`` (``skipped``) and the report, and skipped. A predictions file already in ``out_dir`` is reused (a killed run resumes where it
+    stopped) only if ``overwrite`` is false and its provenance (:mod:`evaluation.provenance`:
+    ``detector_name``, ``meta``'s ``weights_file``/``weights_sha256``/``model``, the index hash
+    and the prediction settings) is unchanged; otherwise the set is predicted again.
     """
     if not cfg.test_data:
         raise ConfigError("no test sets: pass --test-data NAME ... or set test_data")
@@ -49,14 +62,31 @@ def run_test(
     root = Path(cfg.data_root or "datasets")
     files: dict[str, Path] = {}
     skipped: list[dict[str, str]] = []
+    missing = [n for n in cfg.test_data if not _index_exists(n, root)]
+    if missing and not allow_missing:
+        raise ConfigError(
+            f"test sets without a dataset index under {root}: {', '.join(missing)}; fix the names "
+            "or data_root, or pass --allow-missing to skip them"
+        )
+    check_writable(out / "predictions")
+    producer = {
+        "detector": detector_name,
+        **{k: (meta or {}).get(k) for k in ("weights_file", "weights_sha256", "model")},
+    }
     for name in cfg.test_data:
         target = out / "predictions" / f"{slug(name)}.csv"
-        if target.is_file() and not overwrite:
-            log.info("%s: reusing %s", name, target)
-            files[name] = target
-            continue
         index_path = root / f"{name}.json"
         try:
+            index_path = resolve_index_path(name, root)
+            provenance = prediction_provenance(producer, index_path, cfg)
+            if target.is_file() and not overwrite:
+                changed = changed_keys(target, provenance)
+                if not changed:
+                    log.info("%s: reusing %s (same provenance)", name, target)
+                    files[name] = target
+                    continue
+                log.info("%s: predicting again, %s changed since %s", name, changed, target)
+            provenance_path(target).unlink(missing_ok=True)
             pred = predict_index(
                 detector,
                 resolve_index(name, root),
@@ -79,8 +109,8 @@ def run_test(
                 }
             )
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
         write_predictions(target, pred)
+        write_provenance(target, provenance)
         files[name] = target
     info = {"device": device, "split": cfg.split, **(meta or {})}
     sections = list(extra_sections)
@@ -106,6 +136,30 @@ def run_test(
         files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
     )
     return out
+
+
+def _index_exists(name: str, root: Path) -> bool:
+    try:
+        resolve_index_path(name, root)
+    except DatasetIndexError:
+        return False
+    return True
+
+
+def check_writable(folder: str | Path) -> None:
+    """Create ``folder`` and prove a file can be written in it, before any prediction is made
+    (a ``ConfigError`` naming the folder otherwise)."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write_test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"{folder}: output folder is not writable ({exc.strerror or exc}); "
+            "pass --out to a folder you can write"
+        ) from None
 
 
 def validation_threshold(
@@ -167,7 +221,9 @@ def load_for_test(
         label = weights if weights in ("best", "last") else Path(weights).stem
         out_dir = Path(out) if out else Path(run) / "eval" / label
         tb = Path(run) / "tensorboard"
+        weights_file = RunDir(run).checkpoint(weights)
         meta = {"run": str(run), "weights": str(weights), "tensorboard": str(tb)}
+        model_cfg = run_cfg.get("model")
     else:
         if detector is None or weights in ("best", "last"):
             raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
@@ -177,5 +233,9 @@ def load_for_test(
         model = load_detector_file(detector, weights, model_cfg)
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
+        weights_file = Path(weights)
         meta = {"weights": str(weights)}
+    meta["weights_file"] = str(weights_file.resolve())
+    meta["weights_sha256"] = file_sha256(weights_file)
+    meta["model"] = model_cfg
     return model, name, train_data, meta, out_dir

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from fairforensics.cli.errors import run_cli  # noqa: E402
 from fairness.splits import save_index  # noqa: E402
 from preprocessing.demographics import (  # noqa: E402
     CODES,
@@ -53,4 +54,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

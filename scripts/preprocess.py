@@ -1,130 +1,15 @@
 #!/usr/bin/env python
-"""Preprocess a dataset: aligned face crops, landmarks, masks and the dataset index JSON.
+"""Thin wrapper of :mod:`fairforensics.cli.preprocess` (installed as ``fairforensics preprocess`` and
+``ff-preprocess``); run ``python scripts/preprocess.py --help``."""
 
-Example::
-
-    python scripts/preprocess.py --config configs/preprocess/demo.yaml --workers 2
-    python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml \
-        --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID
-    python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml --index-only
-    python scripts/preprocess.py --import-deepfakebench FaceForensics++.json \
-        --data-root /data/deepfakebench --out datasets/FF-c23.json
-"""
-
-from __future__ import annotations
-
-import argparse
-import json
-import logging
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from configs import import_modules  # noqa: E402
-from configs.loader import ConfigError  # noqa: E402
-from preprocessing.config import load_preprocess_config  # noqa: E402
-from preprocessing.datasets import DatasetLayoutError  # noqa: E402
-from preprocessing.datasets.deepfakebench import import_deepfakebench_json, rebase_index  # noqa: E402
-from preprocessing.index import DatasetIndexError, write_index  # noqa: E402
-from preprocessing.pipeline import (  # noqa: E402
-    PreprocessInterrupted,
-    StopRequested,
-    run_preprocess,
-)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", action="append", help="YAML (repeatable)")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
-    parser.add_argument("--num-shards", type=int, default=1)
-    parser.add_argument("--shard-index", type=int, default=0)
-    parser.add_argument("--overwrite", action="store_true", help="redo finished videos")
-    parser.add_argument(
-        "--index-only", action="store_true", help="write the index, process nothing"
-    )
-    parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module first (e.g. one that registers a dataset layout; repeatable)",
-    )
-    dfb = parser.add_argument_group("import a DeepfakeBench JSON instead of preprocessing")
-    dfb.add_argument("--import-deepfakebench", type=Path, metavar="JSON")
-    dfb.add_argument("--data-root", type=Path, help="folder the JSON's frame paths start from")
-    dfb.add_argument("--out", type=Path, help="index to write (inside --data-root or above it)")
-    dfb.add_argument("--compression", default="c23")
-    dfb.add_argument("--strip-prefix", help="leading path to remove from the JSON's frame paths")
-    dfb.add_argument(
-        "--dataset", help="name of the index and its predictions (default: the stem of --out)"
-    )
-    dfb.add_argument("--attributes", type=Path, help="CSV of per-video attributes (gender, ...)")
-    dfb.add_argument(
-        "--attributes-key",
-        default="video",
-        help="its key column: <label name>/<video>, <method>/<video> or the video id",
-    )
-    dfb.add_argument(
-        "--allow-missing-frames",
-        action="store_true",
-        help="drop frames that do not exist (logged, counted in split_info) instead of failing",
-    )
-    args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    if args.import_deepfakebench:
-        if not (args.data_root and args.out):
-            parser.error("--import-deepfakebench needs --data-root and --out")
-        return _import(args)
-    if not args.config:
-        parser.error("--config is required")
-    try:
-        import_modules(args.imports)
-        cfg = load_preprocess_config(*args.config, overrides=args.overrides)
-        summary = run_preprocess(
-            cfg,
-            workers=args.workers,
-            num_shards=args.num_shards,
-            shard_index=args.shard_index,
-            overwrite=args.overwrite,
-            index_only=args.index_only,
-            progress=not args.no_progress,
-        )
-    except (ConfigError, DatasetLayoutError, FileNotFoundError, ValueError) as exc:
-        logging.getLogger("preprocess").error("%s", exc)
-        return 2
-    except PreprocessInterrupted as exc:  # Ctrl-C / SIGTERM: the finished videos are indexed
-        logging.getLogger("preprocess").error("%s", exc)
-        return exc.exit_code
-    except StopRequested as exc:  # while listing, or while writing the index
-        logging.getLogger("preprocess").error("interrupted; re-run the same command to resume")
-        return 128 + exc.signum
-    print(json.dumps(summary.to_json(), indent=1))
-    return 0
-
-
-def _import(args: argparse.Namespace) -> int:
-    try:
-        index = import_deepfakebench_json(
-            args.import_deepfakebench, args.data_root, compression=args.compression,
-            strip_prefix=args.strip_prefix, dataset=args.dataset or args.out.stem,
-            attributes=args.attributes, attributes_key=args.attributes_key,
-            allow_missing_frames=args.allow_missing_frames,
-        )  # fmt: skip
-        rebase_index(index, args.out.parent)
-        write_index(index, args.out)
-    except (DatasetLayoutError, DatasetIndexError, ValueError) as exc:
-        logging.getLogger("preprocess").error("%s", exc)
-        return 2
-    print(json.dumps({"index": str(args.out), "videos": len(index.videos)}))
-    return 0
-
+from fairforensics.cli.errors import run_cli  # noqa: E402
+from fairforensics.cli.preprocess import *  # noqa: E402, F403
+from fairforensics.cli.preprocess import main  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_cli(main)

@@ -161,6 +161,10 @@ def check_example(command: str, where: str) -> None:
         argv = argv[next(i for i, a in enumerate(argv) if a.endswith(".py")) :]
     elif argv[0] in PYTHONS:
         argv = argv[1:]
+    elif argv[0] == "fairforensics" and len(argv) > 1:  # the installed command: its wrapper
+        argv = [f"scripts/{argv[1]}.py", *argv[2:]]
+    elif argv[0].startswith("ff-"):
+        argv = [f"scripts/{argv[0][3:]}.py", *argv[1:]]
     else:
         raise AssertionError(f"{where}: unknown program in {command!r}")
     script = argv[0]

@@ -91,6 +91,7 @@ def test_run_dir_end_to_end(setup) -> None:
             "--test-data",
             "tiny",
             "absent",
+            "--allow-missing",
             *(a for s in sets for a in ("--set", s)),
         ]
     )
@@ -222,3 +223,70 @@ def test_deepfakebench_checkpoint_through_weights(setup, tmp_path) -> None:
         script().main([*common, "--weights", str(weights), "--out", str(out)])
     a = (tmp_path / "ours" / "predictions" / "tiny.csv").read_text()
     assert (tmp_path / "dfb" / "predictions" / "tiny.csv").read_text() == a
+
+
+def test_changed_weights_are_predicted_again(setup, tmp_path, caplog) -> None:
+    """Issue 14 item 2: an existing --out with other weights is never reused stale."""
+    _, data, run, _ = setup
+    model_yaml = tmp_path / "meso4_small.yaml"
+    model_yaml.write_text("detector: meso4\nmodel:\n  input_size: 64\n")
+    torch.manual_seed(1)
+    other = tmp_path / "other.pt"
+    save_checkpoint(other, {"model": build_detector("meso4", input_size=64).state_dict()})
+    out = tmp_path / "out"
+    common = ["--detector", "meso4", "--model-config", str(model_yaml), "--data-root", str(data)]
+    common += ["--test-data", "tiny", "--set", "n_boot=0", "--set", "plots=false"]
+    common += ["--out", str(out)]
+    csv = out / "predictions" / "tiny.csv"
+    script().main([*common, "--weights", str(run / "checkpoints" / "best.pt")])
+    first = read_predictions(csv).score.copy()
+    stamp = csv.stat().st_mtime_ns
+    with caplog.at_level("INFO"):
+        script().main([*common, "--weights", str(run / "checkpoints" / "best.pt")])
+    assert csv.stat().st_mtime_ns == stamp and "same provenance" in caplog.text
+    script().main([*common, "--weights", str(other)])
+    second = read_predictions(csv).score
+    assert not np.allclose(first, second)
+    prov = json.loads((out / "predictions" / "tiny.provenance.json").read_text())
+    assert prov["weights_file"] == str(other.resolve()) and prov["detector"] == "meso4"
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["weights_sha256"] == prov["weights_sha256"]
+    # a changed index or split is predicted again too; a CSV without provenance is not trusted
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        script().main([*common, "--weights", str(other), "--set", "frame_num=1"])
+    assert "['settings'] changed" in caplog.text
+    (out / "predictions" / "tiny.provenance.json").unlink()
+    caplog.clear()
+    with caplog.at_level("INFO"):
+        script().main([*common, "--weights", str(other)])
+    assert "['provenance'] changed" in caplog.text
+
+
+def test_unwritable_out_fails_before_predicting(setup, tmp_path) -> None:
+    _, data, run, _ = setup
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    from configs import ConfigError
+
+    with pytest.raises(ConfigError, match="not writable.*--out"):
+        script().main(["--run", str(run), "--test-data", "tiny", "--out", str(blocker / "out")])
+
+
+def test_missing_test_set_is_an_error_unless_allowed(setup, tmp_path) -> None:
+    """Issue 14 item 7: a missing test set fails before predicting; --allow-missing lists it."""
+    _, data, run, _ = setup
+    from configs import ConfigError
+
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tiny", "absent", "--out", str(out)]
+    args += ["--set", "n_boot=0", "--set", "plots=false"]
+    with pytest.raises(ConfigError, match="absent.*--allow-missing"):
+        script().main(args)
+    assert not (out / "predictions" / "tiny.csv").exists()  # failed before predicting
+    assert script().main([*args, "--allow-missing"]) == 0
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["test_data"] == ["tiny"] and "absent" in ev["skipped"][0]
+    assert "absent" in (out / "report.html").read_text()
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [s["test_data"] for s in manifest["skipped"]] == ["absent"]

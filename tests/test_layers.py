@@ -10,7 +10,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
-# configs < preprocessing, detectors < evaluation < training, fairness < benchmarks < scripts
+# configs < preprocessing, detectors < evaluation < training, fairness < benchmarks
+# < fairforensics (the commands) < scripts (their thin wrappers)
 LEVELS = {
     "configs": 0,
     "preprocessing": 1,
@@ -19,7 +20,8 @@ LEVELS = {
     "training": 3,
     "fairness": 3,
     "benchmarks": 4,
-    "scripts": 5,
+    "fairforensics": 5,
+    "scripts": 6,
 }
 
 

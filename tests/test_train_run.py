@@ -345,6 +345,15 @@ def test_train_script(data_root: Path, tmp_path: Path, caplog: pytest.LogCapture
     (run,) = tmp_path.iterdir()
     assert yaml.safe_load((run / "config.yaml").read_text())["data"]["val_data"] == ["tiny"]
     assert script.main(["--resume", str(run)]) == 0  # already finished: nothing left to do
+    # --resume --set: epochs (safe) extends the run; other keys and flags are refused
+    caplog.clear()
+    assert script.main(["--resume", str(run), "--set", "train.lr=0.5"]) == 2
+    assert "train.lr cannot change in a resumed run" in caplog.text
+    assert script.main(["--resume", str(run), "--train-data", "tiny"]) == 2
+    assert "--train-data cannot be combined" in caplog.text
+    assert script.main(["--resume", str(run), "--set", "train.epochs=2"]) == 0
+    assert yaml.safe_load((run / "config.yaml").read_text())["train"]["epochs"] == 2
+    assert set(json.loads((run / "manifest.json").read_text())["epochs"]) == {"0", "1"}
     assert script.main([*common, "--train-data", "nope", *sets]) == 2
     assert "nope.json" in caplog.text
     assert script.main([*common, "--train-data", "tiny", "--set", "train.lr=1"]) == 2

@@ -259,9 +259,16 @@ class DataSection:
     num_workers: int = 2
     cache: bool = False
     cache_dir: str | None = None
+    max_unreadable_fraction: float = 0.01  # of an epoch's frames; more stops the run
 
     def __post_init__(self) -> None:
-        check_values(self, {"num_workers": (lambda v: v >= 0, "an integer >= 0 (0: no workers)")})
+        check_values(
+            self,
+            {
+                "num_workers": (lambda v: v >= 0, "an integer >= 0 (0: no workers)"),
+                "max_unreadable_fraction": (lambda v: 0 <= v <= 1, "a fraction in [0, 1]"),
+            },
+        )
 
 
 @dataclass

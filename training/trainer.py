@@ -53,6 +53,7 @@ from training.cache import PackedCache
 from training.config import OptimizerConfig, SchedulerConfig, TrainConfig, read_run_config
 from training.fair_losses import FairLoss
 from training.host_memory import keep_freed_host_memory
+from training.preflight import check_splits, check_unreadable
 from training.samplers import ShardSampler, TrainSampler
 from training.selection import Selector
 from training.step import NonFiniteLossError, TrainStep
@@ -254,6 +255,7 @@ class Trainer:
                     frames_per_clip=t.frames_per_clip,
                 )
                 self.eval_sets[split].append((name, ds))
+        check_splits(("+".join(cfg.data.train_data), self.train_set), self.eval_sets, t.selection)
         if cfg.data.cache:
             self._attach_caches()
 
@@ -549,6 +551,8 @@ class Trainer:
             self.manifest[key].extend(sorted({i for i in items if i not in known}))
         if self.dist.is_main:
             write_json(self.run.manifest, self.manifest)
+        frames = len(self.train_set) * self.cfg.train.frames_per_clip
+        check_unreadable(self.epoch, replaced, frames, self.cfg.data.max_unreadable_fraction)
 
     # ------------------------------------------------------------------ evaluation
     def _evaluate(self) -> None:

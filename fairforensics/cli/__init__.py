@@ -1,0 +1,77 @@
+"""The commands: ``fairforensics <verb> [args]`` or ``ff-<verb> [args]`` once installed, and
+``python scripts/<verb>.py [args]`` in a checkout (thin wrappers of these modules).
+
+The console entry points that pip writes put their own ``bin/`` folder, not the working directory,
+first on ``sys.path``, so a same-named folder (``evaluation/``, ``training/``, ...) in the working
+directory does not shadow the installed packages (``python -m`` and ``python scripts/...`` do put
+a folder first on ``sys.path``; see the README's note on the generic package names).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import NoReturn
+
+from fairforensics.cli.errors import run_cli
+
+#: verb -> module of this package with ``main(argv) -> int``.
+VERBS = {
+    "preprocess": "preprocess",
+    "train": "train",
+    "test": "test",
+    "fairness": "fairness",
+    "metamorphic": "metamorphic",
+    "benchmark": "benchmark",
+}
+
+USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
+
+
+def run_verb(verb: str, argv: list[str] | None = None) -> NoReturn:
+    """Run one command with the shared error handling (:func:`run_cli`)."""
+    module = importlib.import_module(f"fairforensics.cli.{VERBS[verb]}")
+    run_cli(module.main, argv)
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """``fairforensics <verb> [args]``."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE)
+        sys.exit(0 if args else 2)
+    if args[0] not in VERBS:
+        print(f"error: unknown command {args[0]!r}; {USAGE}", file=sys.stderr)
+        sys.exit(2)
+    sys.argv[0] = f"fairforensics {args[0]}"
+    run_verb(args[0], args[1:])
+
+
+def preprocess() -> NoReturn:
+    """``ff-preprocess``."""
+    run_verb("preprocess")
+
+
+def train() -> NoReturn:
+    """``ff-train``."""
+    run_verb("train")
+
+
+def test() -> NoReturn:
+    """``ff-test``."""
+    run_verb("test")
+
+
+def fairness() -> NoReturn:
+    """``ff-fairness``."""
+    run_verb("fairness")
+
+
+def metamorphic() -> NoReturn:
+    """``ff-metamorphic``."""
+    run_verb("metamorphic")
+
+
+def benchmark() -> NoReturn:
+    """``ff-benchmark``."""
+    run_verb("benchmark")

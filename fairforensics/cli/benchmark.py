@@ -1,0 +1,73 @@
+"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably; leaderboard.
+
+  scripts/benchmark.py --detectors all --train-data FF-c23 --test-data FF-c23 CDFv2 DFDC --out sweep
+  scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep        (torchrun per run)
+  scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
+
+A killed sweep resumes when run again with the same --out (see benchmarks.sweep and
+docs/evaluation.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
+from configs import ConfigError
+from fairforensics.cli.errors import run_cli
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--detectors", nargs="+", required=True, help="detector names, or 'all'")
+    p.add_argument("--out", type=Path, required=True, help="sweep folder (resumes if it exists)")
+    p.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE, help="train YAML for every run")
+    p.add_argument("--train-data", nargs="+", default=["FF-c23"])
+    p.add_argument("--val-data", nargs="+", default=[])
+    p.add_argument("--test-data", nargs="+", default=[])
+    p.add_argument("--data-root", help="folder of the dataset indexes")
+    p.add_argument("--gpus", type=int, default=0, help="GPUs per training run (torchrun)")
+    p.add_argument(
+        "--weights-dir", type=Path, help="DeepfakeBench checkpoints: test them, train nothing"
+    )
+    p.add_argument("--within", nargs="+", help="within-domain test sets of the leaderboard")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="train override for every run, e.g. train.epochs=1",
+    )
+    args = p.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    sweep = Sweep(
+        detectors=args.detectors,
+        out=args.out,
+        train_data=args.train_data,
+        test_data=args.test_data,
+        val_data=args.val_data,
+        data_root=args.data_root,
+        recipe=args.recipe,
+        gpus=args.gpus,
+        weights_dir=args.weights_dir,
+        overrides=args.overrides,
+        within=args.within,
+    )
+    try:
+        out = run_sweep(sweep)
+    except (SweepError, ConfigError, ValueError) as exc:
+        logging.getLogger("benchmark").error("%s", exc)
+        return 2
+    print(f"leaderboard: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)

@@ -1,0 +1,165 @@
+"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
+
+    python scripts/fairness.py --predictions runs/x/predictions/test.csv --attributes gender \
+        --out runs/x/fairness
+    # intersectional groups (female/Asian, ...); groups under 30 rows reported but not ranked
+    python scripts/fairness.py --predictions test.csv --attributes gender,race \
+        --min-group-size 30 --out runs/x/fairness_gxr
+    python scripts/fairness.py --protocol configs/fairness/protocol_1.yaml --out runs/p1 \
+        --data-root demo_data/processed --dataset demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import logging
+import sys
+from pathlib import Path
+
+from configs import ConfigError, import_modules
+from evaluation.predictions import PredictionsError, read_predictions
+from evaluation.testing import check_writable
+from fairforensics.cli.errors import run_cli
+from fairness import protocols
+from fairness.fairswap import fairswap_transforms
+from fairness.report import fairness_report, format_summary, load_report_config, write_report
+from training.config import load_train_config
+from training.trainer import Trainer
+
+
+def train_run(detector: str, train_configs: list, overrides: dict) -> Path:
+    """One training of a fairness protocol (with FairSWAP when its config enables it)."""
+    cfg = load_train_config(detector, *train_configs, overrides=overrides)
+    return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
+
+
+def evaluation_threshold(path: str) -> float:
+    """The decision threshold recorded in an ``eval.json`` written by scripts/test.py."""
+    try:
+        return float(json.loads(Path(path).read_text(encoding="utf-8"))["settings"]["threshold"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: no decision threshold in it ({exc})") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--predictions", help="predictions CSV (one row per frame)")
+    parser.add_argument(
+        "--attributes",
+        nargs="+",
+        help="attribute columns to group by (default: all); a,b groups by their intersection",
+    )
+    parser.add_argument(
+        "--scores",
+        choices=("prob", "logits"),
+        default="prob",
+        help="the predictions' score column: probabilities (default) or logits (sigmoid applied)",
+    )
+    parser.add_argument("--out", required=True, help="output folder for tables and figures")
+    parser.add_argument("--config", help="report YAML (configs/fairness/report.yaml)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override a report key"
+    )
+    parser.add_argument("--level", choices=("frame", "video"), help="frame- or video-level metrics")
+    parser.add_argument("--no-figures", action="store_true", help="skip the figures")
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        help="FDR/ABF weight of APCER (beats a protocol's alpha, which beats the report's)",
+    )
+    parser.add_argument(
+        "--species-rule",
+        choices=("pooled", "worst"),
+        help="attack species in APCER: pooled proportion (paper 001) or worst species (ISO)",
+    )
+    parser.add_argument(
+        "--min-group-size",
+        type=int,
+        help="groups with fewer rows are reported but not ranked (no gaps, tests, FDR/ABF)",
+    )
+    parser.add_argument(
+        "--threshold-from",
+        help="eval.json of scripts/test.py: use its decision threshold (e.g. chosen with --val-data)",
+    )
+    parser.add_argument(
+        "--protocol", help="run a fairness protocol YAML instead (trains detectors)"
+    )
+    parser.add_argument("--data-root", help="protocol: folder of the dataset index")
+    parser.add_argument("--dataset", help="protocol: dataset name (<data-root>/<name>.json)")
+    parser.add_argument(
+        "--detectors", nargs="+", help="protocol: override the protocol's detectors"
+    )
+    parser.add_argument(
+        "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    overrides = list(args.set)
+    if args.level:
+        overrides.append(f"level={args.level}")
+    if args.no_figures:
+        overrides.append("figures=false")
+    for key in ("alpha", "species_rule", "min_group_size"):
+        if getattr(args, key) is not None:
+            overrides.append(f"{key}={getattr(args, key)}")
+    explicit_alpha = any(o.split("=", 1)[0].strip() == "alpha" for o in overrides)
+    if args.out is not None:
+        check_writable(args.out)  # before any fairness protocol trains
+    try:
+        import_modules(args.imports)
+        if args.threshold_from:
+            overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
+        cfg = load_report_config(args.config, overrides=overrides)
+        if args.protocol:
+            protocol = protocols.load_protocol(args.protocol)
+            if not (args.data_root and args.dataset):
+                parser.error("--protocol needs --data-root and --dataset")
+            if not explicit_alpha:  # --alpha / --set alpha= > the protocol's alpha > report's
+                cfg.alpha = protocol.alpha
+            tables = protocols.run_protocol(
+                protocol,
+                args.data_root,
+                args.dataset,
+                args.out,
+                detectors=args.detectors,
+                train_configs=[args.train_config] if args.train_config else [],
+                report_cfg=cfg,
+                train_fn=functools.partial(protocols.train_and_predict, train_run),
+            )
+            for name, path in tables.items():
+                print(f"{name}: {path}")
+            return 0
+        if not args.predictions:
+            parser.error("give --predictions FILE (or --protocol FILE)")
+        pred = read_predictions(args.predictions, scores=args.scores)
+        reports = fairness_report(pred, args.attributes, cfg)
+        if not reports:
+            print("no attribute with two or more groups: nothing to report", file=sys.stderr)
+            return 1
+        write_report(reports, args.out, figures=cfg.figures)
+    except (ConfigError, PredictionsError, KeyError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(format_summary(reports))
+    print(f"tables and figures: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)

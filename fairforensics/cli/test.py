@@ -1,0 +1,198 @@
+"""Evaluate a detector on test sets, or join evaluations into a leaderboard.
+
+  scripts/test.py --run RUN_DIR [--weights best|last|FILE] --test-data FF-c23 CDFv2 ...
+  scripts/test.py --detector NAME --weights FILE [--model-config YAML] --test-data ...
+  scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
+  scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
+  scripts/test.py --compare A.csv B.csv     (DeLong's test of two detectors' AUCs, JSON)
+
+Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from configs import ConfigError, import_modules
+from evaluation import leaderboard, results, settings, testing
+from fairforensics.cli.errors import UserInputError, run_cli
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", type=Path, help="run directory of scripts/train.py")
+    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
+    src.add_argument(
+        "--predictions", nargs="+", metavar="SET=CSV", help="evaluate existing predictions files"
+    )
+    src.add_argument(
+        "--leaderboard", nargs="+", type=Path, metavar="EVAL_DIR", help="join evaluation folders"
+    )
+    src.add_argument(
+        "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
+    )
+    p.add_argument("--weights", default="best", help="best | last | path to a .pt file")
+    p.add_argument(
+        "--model-config",
+        type=Path,
+        help="detector YAML for --detector (default configs/detectors/NAME.yaml)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=["deepfakebench", "paper"],
+        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
+        "or configs/detectors/paper/NAME.yaml (paper)",
+    )
+    p.add_argument("--name", help="detector name shown in tables for --predictions")
+    p.add_argument(
+        "--train-data",
+        default="",
+        help="training data shown in tables (for --detector/--predictions)",
+    )
+    p.add_argument(
+        "--test-data", nargs="+", default=None, help="dataset names (<data_root>/<name>.json)"
+    )
+    p.add_argument("--data-root", help="folder of the dataset indexes")
+    p.add_argument(
+        "--val-data", help="choose the decision threshold on this dataset's val split (EER rule)"
+    )
+    p.add_argument(
+        "--config", type=Path, action="append", default=[], help="test YAML (repeatable)"
+    )
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", type=Path, help="output folder (default RUN_DIR/eval/<weights>)")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="predict again even if predictions of the same provenance exist",
+    )
+    p.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="skip test sets whose index is missing (listed in eval.json and the report)",
+    )
+    p.add_argument("--within", nargs="+", help="leaderboard: within-domain test sets (default FF*)")
+    p.add_argument(
+        "--section",
+        action="append",
+        default=[],
+        metavar="TITLE=PATH[,PATH]",
+        help="extra report section (fairness, metamorphic): images or .html files",
+    )
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module that registers detectors first (repeatable)",
+    )
+    return p.parse_args(argv)
+
+
+def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
+    out = []
+    for item in items:
+        title, sep, paths = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--section {item!r}: expected TITLE=PATH[,PATH]")
+        out.append((title, paths.split(",")))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import_modules(args.imports)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    overrides = list(args.overrides)
+    if args.test_data:
+        overrides.append("test_data=[" + ",".join(args.test_data) + "]")
+    if args.data_root:
+        overrides.append(f"data_root={args.data_root}")
+    cfg = settings.load_test_config(*args.config, overrides=overrides)
+    extra = _sections(args.section)
+    if args.compare:
+        from dataclasses import asdict
+
+        from evaluation.predictions import read_predictions
+        from evaluation.scoring import compare_auc
+
+        a, b = (read_predictions(p) for p in args.compare)
+        result = {lvl: asdict(compare_auc(a, b, lvl, cfg.reduce)) for lvl in cfg.levels}
+        print(json.dumps(result, indent=2))
+        return 0
+    if args.leaderboard:
+        out = args.out or Path("leaderboard")
+        leaderboard.build_leaderboard(
+            args.leaderboard,
+            out,
+            cfg.metrics,
+            cfg.levels[0],
+            reduce=cfg.reduce,
+            threshold=cfg.threshold,
+            within=args.within,
+            extra_sections=extra,
+        )
+    elif args.predictions:
+        if not args.out or not args.name:
+            raise ConfigError("--predictions needs --name and --out")
+        files = dict(item.partition("=")[::2] for item in args.predictions)
+        out = args.out
+        results.evaluate_prediction_files(
+            files, out, cfg, args.name, args.train_data, extra_sections=extra
+        )
+    else:
+        if args.detector:
+            from detectors import list_detectors
+
+            if args.detector not in list_detectors():
+                raise UserInputError(
+                    f"--detector {args.detector!r} is not a registered detector; choose one of "
+                    f"{', '.join(list_detectors())} (or --import the module that registers it)"
+                )
+        detector, name, train_data, meta, out = testing.load_for_test(
+            args.run,
+            args.detector,
+            args.weights,
+            args.model_config,
+            cfg,
+            args.out,
+            variant=args.variant,
+        )
+        if args.val_data:
+            root = Path(cfg.data_root or "datasets")
+            cfg.threshold = testing.validation_threshold(
+                detector, root / f"{args.val_data}.json", cfg, out_dir=out
+            )
+            meta["threshold_from"] = f"{args.val_data}/val (EER)"
+        testing.run_test(
+            detector,
+            name,
+            cfg,
+            out,
+            train_data=train_data or args.train_data,
+            meta=meta,
+            overwrite=args.overwrite,
+            extra_sections=extra,
+            tensorboard_dir=meta.get("tensorboard"),
+            allow_missing=args.allow_missing,
+        )
+    for level in cfg.levels:
+        summary = out / "tables" / f"{level}_summary.md"
+        if summary.is_file():
+            print(summary.read_text(encoding="utf-8"))
+    print(f"report: {(out / 'report.html').resolve()}")
+    print(f"predictions: {(out / 'predictions').resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_cli(main)
