@@ -1,7 +1,8 @@
 """The Table-3 sweep (paper 002, Sec. 4 and Table 3): train and test many detectors, resumably.
 
-For each detector the sweep launches ``scripts/train.py`` and then ``scripts/test.py`` as
-subprocesses (training under ``torchrun --standalone --nproc_per_node N`` when ``gpus`` is N >= 1,
+For each detector the sweep launches ``fairforensics train`` and then ``fairforensics test``
+(``python -m fairforensics.cli``, the code of ``scripts/train.py`` and ``scripts/test.py``) as
+subprocesses in the current folder (training under ``torchrun --standalone --nproc_per_node N`` when ``gpus`` is N >= 1,
 plain Python otherwise), all in ``<out>/<detector>/``:
 
 * ``run/``: the training run directory (``output_dir=<out>/<detector>``, ``run_name=run``);
@@ -15,7 +16,7 @@ folders are joined into the cross-dataset leaderboards with Top-3 counts by
 ``<out>/leaderboard/``.
 
 With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
-checkpoint :func:`deepfakebench_weights` finds there, through ``scripts/test.py --detector NAME
+checkpoint :func:`deepfakebench_weights` finds there, through ``fairforensics test --detector NAME
 --weights FILE``, so Table 3's test half comes with our video grouping and fairness columns.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
@@ -107,7 +109,7 @@ def launcher(gpus: int) -> list[str]:
 
 
 def train_command(sweep: Sweep, detector: str) -> list[str]:
-    cmd = [*launcher(sweep.gpus), str(REPO / "scripts" / "train.py"), "--detector", detector]
+    cmd = [*launcher(sweep.gpus), "-m", "fairforensics.cli", "train", "--detector", detector]
     if sweep.recipe is not None:
         cmd += ["--config", str(sweep.recipe)]
     cmd += ["--train-data", *sweep.train_data]
@@ -124,7 +126,7 @@ def train_command(sweep: Sweep, detector: str) -> list[str]:
 
 
 def eval_command(sweep: Sweep, detector: str) -> list[str]:
-    cmd = [sys.executable, str(REPO / "scripts" / "test.py")]
+    cmd = [sys.executable, "-m", "fairforensics.cli", "test"]
     if sweep.weights_dir is not None:
         weights = deepfakebench_weights(sweep.weights_dir, detector)
         cmd += ["--detector", detector, "--weights", str(weights)]
@@ -139,7 +141,9 @@ def eval_command(sweep: Sweep, detector: str) -> list[str]:
 
 def _subprocess_runner(cmd: list[str]) -> None:
     log.info("running %s", " ".join(cmd))
-    done = subprocess.run(cmd, cwd=REPO, check=False)
+    # this code's own packages first, also when the sweep runs from a checkout that is not installed
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    done = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": path}, check=False)
     if done.returncode != 0:
         raise SweepError(f"command failed with exit code {done.returncode}: {' '.join(cmd)}")
 

@@ -27,6 +27,8 @@ def test_commands_launchers_and_resume_without_running(tmp_path: Path) -> None:
     s = sw.Sweep(["meso4", "xception"], tmp_path, train_data=["demo"], test_data=["a", "b"], gpus=2)
     train = sw.train_command(s, "meso4")
     assert train[1:5] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2"]
+    assert train[5:8] == ["-m", "fairforensics.cli", "train"]  # no checkout path: works installed
+    assert sw.eval_command(s, "meso4")[:4] == [sys.executable, "-m", "fairforensics.cli", "test"]
     assert train[train.index("--output-dir") + 1] == str(tmp_path / "meso4")
     assert "run_name=run" in train and "--config" in train
     assert sw.launcher(0) == [sys.executable]
