@@ -15,8 +15,7 @@ from preprocessing import pyav_reader
 from preprocessing.config import load_preprocess_config
 from preprocessing.pyav_reader import _ranges, read_frames_pyav
 from preprocessing.video import MediaReadError, count_frames, read_frames, sample_indices
-
-SHARED_VIDEOS = Path(__file__).resolve().parents[2] / "shared" / "data" / "videos"
+from tests.testdata import VIDEOS, shared
 
 
 def _frames(n: int, w: int = 128, h: int = 96) -> list[np.ndarray]:
@@ -132,19 +131,21 @@ def test_every_frame_and_opencv_agree(videos):
         assert gray[i].shape == pyav[i].shape[:2]
 
 
-@pytest.mark.parametrize("name", ["short_hamilton_clip.mp4", "facenet_walk_1080p.mp4"])
-def test_real_clips(name, monkeypatch):
-    path = SHARED_VIDEOS / name
-    if not path.is_file():
-        pytest.skip(f"needs ../shared/data/videos/{name}")
+def test_real_clip(monkeypatch):
+    monkeypatch.setattr(pyav_reader, "SEEK_GAP", 8)
+    path = VIDEOS / "short_hamilton_clip.mp4"
+    _check(path, sample_indices(count_frames(path), "fixed_num_frames", 32))
+
+
+@pytest.mark.extended
+def test_real_1080p_clip(monkeypatch):
+    path = shared("data", "videos", "facenet_walk_1080p.mp4")
     monkeypatch.setattr(pyav_reader, "SEEK_GAP", 8)
     _check(path, sample_indices(count_frames(path), "fixed_num_frames", 32))
 
 
 def test_real_frames_reencoded_with_b_frames(tmp_path):
-    path = SHARED_VIDEOS / "short_hamilton_clip.mp4"
-    if not path.is_file():
-        pytest.skip("needs ../shared/data/videos/short_hamilton_clip.mp4")
+    path = VIDEOS / "short_hamilton_clip.mp4"
     frames = [f[::2, ::2].copy() for f in _sequential(path)[:150]]
     out = _encode(tmp_path / "hamilton_b.mp4", frames)
     assert _packet_info(out)[0]
