@@ -6,6 +6,7 @@ Set ``FF_TRACEBACK=1`` to see the traceback of a handled error (for bug reports)
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -86,3 +87,13 @@ def run_cli(
         print(f"error: {describe(exc)}", file=sys.stderr)
         sys.exit(2)
     sys.exit(code or 0)
+
+
+def add_import_argument(
+    parser: argparse.ArgumentParser,
+    help: str = "import a module that registers detectors first (repeatable)",
+) -> None:
+    """``--import MODULE`` (repeatable, into ``args.imports``), the option every command has."""
+    parser.add_argument(
+        "--import", dest="imports", action="append", default=[], metavar="MODULE", help=help
+    )

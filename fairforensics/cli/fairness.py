@@ -21,7 +21,7 @@ from pathlib import Path
 from configs import ConfigError, import_modules
 from evaluation.predictions import PredictionsError, read_predictions
 from evaluation.testing import check_writable
-from fairforensics.cli.errors import run_cli
+from fairforensics.cli.errors import add_import_argument, run_cli
 from fairness import protocols
 from fairness.fairswap import fairswap_transforms
 from fairness.report import fairness_report, format_summary, load_report_config, write_report
@@ -97,14 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
     )
     parser.add_argument("-v", "--verbose", action="store_true")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module that registers detectors first (repeatable)",
-    )
+    add_import_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,

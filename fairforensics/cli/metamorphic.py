@@ -17,7 +17,7 @@ from configs import (
 )
 from detectors import CheckpointError
 from evaluation.testing import check_writable
-from fairforensics.cli.errors import run_cli
+from fairforensics.cli.errors import add_import_argument, run_cli
 from fairness.metamorphic.pipeline import evaluate_run
 from fairness.metamorphic.relations import DEFAULT_RELATIONS
 
@@ -48,14 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="override a relations-file key, e.g. threshold=0.4",
     )
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module that registers detectors first (repeatable)",
-    )
+    add_import_argument(p)
     return p.parse_args(argv)
 
 

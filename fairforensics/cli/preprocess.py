@@ -19,7 +19,7 @@ from pathlib import Path
 
 from configs import import_modules
 from configs.loader import ConfigError
-from fairforensics.cli.errors import run_cli
+from fairforensics.cli.errors import add_import_argument, run_cli
 from preprocessing.config import load_preprocess_config
 from preprocessing.datasets import DatasetLayoutError
 from preprocessing.datasets.deepfakebench import import_deepfakebench_json, rebase_index
@@ -43,13 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         "--index-only", action="store_true", help="write the index, process nothing"
     )
     parser.add_argument("--no-progress", action="store_true")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module first (e.g. one that registers a dataset layout; repeatable)",
+    add_import_argument(
+        parser, "import a module first (e.g. one that registers a dataset layout; repeatable)"
     )
     dfb = parser.add_argument_group("import a DeepfakeBench JSON instead of preprocessing")
     dfb.add_argument("--import-deepfakebench", type=Path, metavar="JSON")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from configs import ConfigError, import_modules
 from evaluation import leaderboard, results, settings, testing
-from fairforensics.cli.errors import UserInputError, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -85,14 +85,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="TITLE=PATH[,PATH]",
         help="extra report section (fairness, metamorphic): images or .html files",
     )
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module that registers detectors first (repeatable)",
-    )
+    add_import_argument(p)
     return p.parse_args(argv)
 
 

@@ -19,7 +19,7 @@ from configs.loader import build_config, deep_merge, parse_overrides
 from detectors import CheckpointError
 from detectors.backbones import PretrainedWeightsError
 from detectors.deepfakebench import WeightsError
-from fairforensics.cli.errors import UserInputError, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
 from fairness.fairswap import fairswap_transforms
 from preprocessing.datasets.base import DatasetLayoutError
 from preprocessing.files import write_yaml
@@ -105,14 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "--resume", metavar="RUN_DIR", help="continue a run exactly where it stopped"
     )
     parser.add_argument("--log-level", default="INFO")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module that registers detectors first (repeatable)",
-    )
+    add_import_argument(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
