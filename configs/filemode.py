@@ -1,9 +1,13 @@
-"""File modes that honour the umask, for writers that go through temporary files (lowest layer:
-every package's atomic writer uses it)."""
+"""Atomic writes: a temporary file beside the target, with the mode the umask gives a plain
+write, renamed over the target on success and removed on failure or interruption (lowest layer:
+every package's writer uses it)."""
 
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -27,3 +31,20 @@ def file_mode(directory: bool = False) -> int:
     sets this mode on its temporary file so that outputs are as readable as plain writes.
     """
     return (0o777 if directory else 0o666) & ~current_umask()
+
+
+@contextmanager
+def atomic_path(path: str | Path, suffix: str = ".tmp") -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; write it in the block. On success it replaces
+    ``path``; on any exception, Ctrl-C and SIGTERM included, it is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    try:
+        os.fchmod(fd, file_mode())
+        os.close(fd)
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -7,14 +7,12 @@ position, RNG states, selection history).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from configs.filemode import file_mode
+from configs.filemode import atomic_path
 from detectors.base import Detector
 from detectors.deepfakebench import (
     WeightsError,
@@ -31,17 +29,8 @@ class CheckpointError(RuntimeError):
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> None:
     """``torch.save`` through a temporary file and a rename (atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.fchmod(fd, file_mode())
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         torch.save(payload, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_checkpoint(path: str | Path) -> dict[str, Any]:

@@ -8,9 +8,7 @@ pyplot state or display is needed; each is saved as PNG and PDF, atomically.
 from __future__ import annotations
 
 import logging
-import os
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -18,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from sklearn import metrics as skm
 
-from configs.filemode import file_mode
+from configs.filemode import atomic_path
 from evaluation.tables import Table
 
 log = logging.getLogger(__name__)
@@ -43,15 +41,8 @@ def save_figure(
     paths = []
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{fmt}", dir=path.parent)
-        os.fchmod(fd, file_mode())
-        os.close(fd)
-        try:
+        with atomic_path(path, suffix=f".{fmt}") as tmp:
             fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         paths.append(path)
     return paths
 

@@ -24,8 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -36,7 +34,7 @@ import albumentations as A
 import cv2
 import numpy as np
 
-from configs.filemode import file_mode
+from configs.filemode import atomic_path
 from preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
@@ -411,17 +409,13 @@ class NearestLandmarks:
             )
         table = cls.build([entries[i] for i in keep], np.stack(points), k=k)
         try:
-            cache_root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=cache_root, suffix=".npz")
-            os.close(fd)
-            np.savez(
-                tmp,
-                keep=np.asarray(keep, dtype=np.int64),
-                landmarks=table.landmarks,
-                table=table.table,
-            )
-            os.chmod(tmp, file_mode())
-            os.replace(tmp, cache_file)
+            with atomic_path(cache_file, suffix=".npz") as tmp:
+                np.savez(
+                    tmp,
+                    keep=np.asarray(keep, dtype=np.int64),
+                    landmarks=table.landmarks,
+                    table=table.table,
+                )
         except OSError as exc:  # e.g. a read-only dataset folder: keep the table in memory
             log.warning("NearestLandmarks: cannot write cache %s (%s); not cached", cache_file, exc)
         return table
