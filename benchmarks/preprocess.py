@@ -166,7 +166,7 @@ def bench_deepfakebench_style(videos: list[Path], num_frames: int = 32) -> dict[
     for video in videos:
         t0 = time.process_time()
         _load.cache_clear()  # DeepfakeBench loads the models again for every video
-        analyzer = FaceAnalyzer("hog", upsample=1, detect_max_side=None)
+        analyzer = FaceAnalyzer("hog", upsample=1, detect_max_side=None, detect_on="rgb")
         _load("hog"), _load("shape68")
         stages["load_models"] += time.process_time() - t0
         keep = set(sample_indices(count_frames(video), "fixed_num_frames", num_frames))

@@ -76,6 +76,10 @@ class FaceConfig:
     detect_max_side: int | None = 640  # detect on a downscaled copy; null: full resolution
     retry_upsample: int = 1  # no face found: retry with up to this many more upsamplings
     keep: Literal["largest", "all"] = "largest"  # all: every face (PAD images of several people)
+    detect_on: Literal["gray", "rgb"] = "gray"  # HOG scans the luma copy; rgb: as DeepfakeBench
+    # videos with keep=largest: search each kept frame first at the coarsest scale where the
+    # previous kept frame's face is 1.5x the smallest findable face (nothing found: as usual)
+    face_size_from_previous: bool = True
 
     def __post_init__(self) -> None:
         if self.upsample < 0 or self.retry_upsample < 0:

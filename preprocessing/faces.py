@@ -1,10 +1,12 @@
 """Face detection (dlib HOG or CNN, or MTCNN) and dlib's 68-point landmarks.
 
 dlib is DeepfakeBench's detector (Appendix A.1 "Face Detection"); MTCNN (``preprocessing.mtcnn``)
-is the detector paper 001 crops its PAD faces with. Detection runs on a copy downscaled to ``detect_max_side`` pixels (the HOG detector is the
-bottleneck of DeepfakeBench's pipeline) and boxes are mapped back to full resolution; the
-68-point predictor then runs on the full-resolution frame. The models ship in the PyPI package
-``face-recognition-models`` and are loaded lazily, once per process.
+is the detector paper 001 crops its PAD faces with. Detection runs on a copy downscaled to
+``detect_max_side`` pixels (the HOG detector is the bottleneck of DeepfakeBench's pipeline), for
+HOG on its grey (luma) version, and boxes are mapped back to full resolution; the 68-point
+predictor then runs on the full-resolution colour frame. In a video, the size of the face found
+in one kept frame lets the next one be searched on a coarser copy (``face_size``). The models
+ship in the PyPI package ``face-recognition-models`` and are loaded lazily, once per process.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ DETECTORS = ("hog", "cnn", "mtcnn")
 # as much between upsample 0 and 1 (IoU 0.64 on pad/silent_face/image_T1.jpg). dlib's
 # 68-point predictor expects boxes of its detector's convention.
 MTCNN_BOX_SIDE = 0.92
+
+# Smallest face (box side, pixels) each detector finds without upsampling: dlib's HOG and MMOD
+# models scan 80x80 windows; MTCNN's is preprocessing.mtcnn.MIN_FACE_SIZE (not imported: torch).
+SMALLEST_FACE = {"hog": 80.0, "cnn": 80.0, "mtcnn": 20.0}
+# With a face size from the previous kept frame, detect on a copy where that face is this many
+# times the smallest findable face: it may shrink by as much before the fallback is needed.
+FACE_SIZE_MARGIN = 1.5
 
 
 def models_dir() -> Path:
@@ -100,7 +109,9 @@ class FaceAnalyzer:
     ``detect_max_side``: detect on a copy whose longest side is at most this many pixels
     (``None`` or 0: full resolution). ``retry_upsample``: when nothing is found, try again
     with up to this many more upsamplings of the same copy (small faces; costs only on frames
-    without a detection).
+    without a detection). ``detect_on``: HOG scans the ``"gray"`` (luma) copy, a fifth less
+    CPU than the ``"rgb"`` one DeepfakeBench scans (the same boxes on 164 of the 165 photos of
+    ../shared/data); CNN and MTCNN always see the colour copy.
     """
 
     def __init__(
@@ -110,6 +121,7 @@ class FaceAnalyzer:
         detect_max_side: int | None = 640,
         retry_upsample: int = 0,
         device: str = "cpu",
+        detect_on: Literal["gray", "rgb"] = "gray",
     ) -> None:
         if detector not in DETECTORS:
             raise ValueError(f"detector must be one of {DETECTORS}, got {detector!r}")
@@ -126,10 +138,20 @@ class FaceAnalyzer:
             )
         self.retry_upsample = retry_upsample
         self.device = device
+        if detect_on not in ("gray", "rgb"):
+            raise ValueError(f"detect_on must be 'gray' or 'rgb', got {detect_on!r}")
+        self.gray = detect_on == "gray" and detector == "hog"
 
-    def detect(self, rgb: np.ndarray) -> list[Box]:
-        """Face boxes (left, top, right, bottom) in full-resolution pixels, largest first."""
-        return [box for box, _ in self._detect(rgb)]
+    def detect(self, rgb: np.ndarray, face_size: float | None = None) -> list[Box]:
+        """Face boxes (left, top, right, bottom) in full-resolution pixels, largest first.
+
+        ``face_size``: side (full-resolution pixels) of the face expected, e.g. the one found in
+        the previous kept frame of a video. Detection then runs first on the coarsest copy where
+        such a face is still ``FACE_SIZE_MARGIN`` times the smallest findable face, and only when
+        that finds nothing as without it. Faces much smaller than ``face_size`` can go unseen
+        when a larger one is found, so it suits ``keep: largest`` only.
+        """
+        return [box for box, _ in self._detect(rgb, face_size)]
 
     def detect_five(self, rgb: np.ndarray) -> list[tuple[Box, np.ndarray]]:
         """(box, five points (5, 2): eye centres, nose tip, mouth corners) per face, largest
@@ -139,21 +161,45 @@ class FaceAnalyzer:
             return [(box, five_points(self.landmarks(rgb, box))) for box in self.detect(rgb)]
         return self._detect(rgb)  # type: ignore[return-value]
 
-    def _detect(self, rgb: np.ndarray) -> list[tuple[Box, np.ndarray | None]]:
+    def _detect(
+        self, rgb: np.ndarray, face_size: float | None = None
+    ) -> list[tuple[Box, np.ndarray | None]]:
         rgb = _check_rgb(rgb)
         h, w = rgb.shape[:2]
         scale = 1.0
-        small = rgb
         if self.detect_max_side and max(h, w) > self.detect_max_side:
             scale = self.detect_max_side / max(h, w)
-            size = (max(1, round(w * scale)), max(1, round(h * scale)))
-            small = cv2.resize(rgb, size, interpolation=cv2.INTER_AREA)
+        smallest = SMALLEST_FACE[self.detector] / 2**self.upsample
+        if face_size is not None and face_size > 0:
+            coarse = FACE_SIZE_MARGIN * smallest / face_size
+            if coarse < scale and min(h, w) * coarse >= smallest:
+                found = self._detect_at(rgb, coarse, self.upsample)
+                if found:
+                    return found
+        image = self._copy(rgb, scale)
         for upsample in range(self.upsample, self.upsample + self.retry_upsample + 1):
-            found = self._detect_once(small, upsample)
+            found = self._detect_at(rgb, scale, upsample, image)
             if found:
                 break
+        return found
+
+    def _copy(self, rgb: np.ndarray, scale: float) -> np.ndarray:
+        """The image the detector scans: grey for HOG unless ``detect_on="rgb"``, resized."""
+        image = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY) if self.gray else rgb
+        if scale < 1.0:
+            h, w = rgb.shape[:2]
+            size = (max(1, round(w * scale)), max(1, round(h * scale)))
+            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+        return image
+
+    def _detect_at(
+        self, rgb: np.ndarray, scale: float, upsample: int, image: np.ndarray | None = None
+    ) -> list[tuple[Box, np.ndarray | None]]:
+        """Faces found on the copy at ``scale``, in full-resolution pixels, largest first."""
+        h, w = rgb.shape[:2]
+        small = self._copy(rgb, scale) if image is None else image
         faces = []
-        for (left, top, right, bottom), points in found:
+        for (left, top, right, bottom), points in self._detect_once(small, upsample):
             left = int(round(max(left, 0) / scale))
             top = int(round(max(top, 0) / scale))
             right = int(round(min(right, small.shape[1] - 1) / scale))

@@ -303,6 +303,8 @@ def _run_pool(
     # fresh interpreters: forking a parent that already ran OpenCV or dlib threads can deadlock
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     ctx = multiprocessing.get_context(method)
+    if method == "forkserver":  # no effect once this process's fork server is running
+        ctx.set_forkserver_preload(["preprocessing.pool_preload"])
     with tempfile.TemporaryDirectory(prefix="preprocess-inflight-") as markers:
         while todo:
             left: list[SourceItem] = []
