@@ -37,8 +37,8 @@ class TreeCPU:
     Linux: the descendants' times are polled from ``/proc`` every ``interval`` seconds (a pool
     worker's CPU after the last poll, at most ``interval`` s each, is missed), minus what the
     ones alive at the start (a forkserver) had used before; a child that started before the
-    block and is waited for inside it counts whole. Elsewhere only this process and the
-    children it waited for are counted.
+    block and is waited for inside it counts whole. The polling thread's own CPU is not
+    counted. Elsewhere only this process and the children it waited for are counted.
     """
 
     def __init__(self, interval: float = 0.1) -> None:
@@ -75,11 +75,13 @@ class TreeCPU:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._poll()
+        self._poll_cpu = time.thread_time()  # what measuring cost, not the work measured
 
     def __enter__(self) -> TreeCPU:
         self._self0 = resource.getrusage(resource.RUSAGE_SELF)
         self._kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         self._thread = None
+        self._poll_cpu = 0.0
         if Path("/proc/self/stat").is_file():
             self._before = self._descendants()  # e.g. a forkserver started by an earlier run
             self._thread = threading.Thread(target=self._run, daemon=True)
@@ -96,7 +98,7 @@ class TreeCPU:
 
         own = cpu(self._self0, resource.getrusage(resource.RUSAGE_SELF))
         waited = cpu(self._kids0, resource.getrusage(resource.RUSAGE_CHILDREN))
-        self.seconds = own + max(waited, sum(self._seen.values()))
+        self.seconds = own - self._poll_cpu + max(waited, sum(self._seen.values()))
 
 
 def bench_pipeline(

@@ -78,7 +78,7 @@ class FaceConfig:
     keep: Literal["largest", "all"] = "largest"  # all: every face (PAD images of several people)
     detect_on: Literal["gray", "rgb"] = "gray"  # HOG scans the luma copy; rgb: as DeepfakeBench
     # videos with keep=largest: search each kept frame first at the coarsest scale where the
-    # previous kept frame's face is 1.5x the smallest findable face (nothing found: as usual)
+    # previous kept frame's face is 1.25x the smallest findable face (nothing found: as usual)
     face_size_from_previous: bool = True
 
     def __post_init__(self) -> None:

@@ -151,3 +151,66 @@ def test_warp_mask_binarises():
     out = warp_mask(mask, matrix, 100)
     assert set(np.unique(out)) == {0, 255}
     assert out[50, 50] == 255 and out[10, 10] == 0
+
+
+def test_grey_and_colour_detection_agree():
+    """HOG scans the grey copy by default; DeepfakeBench's colour scan finds the same boxes."""
+    for name in ("obama.jpg", "obama-480p.jpg", "obama-1080p.jpg", "two_people.jpg"):
+        img = load_rgb(FACES / name)
+        grey = FaceAnalyzer(upsample=1).detect(img)
+        colour = FaceAnalyzer(upsample=1, detect_on="rgb").detect(img)
+        assert len(grey) == len(colour) >= 1
+        assert all(iou(a, b) > 0.8 for a, b in zip(grey, colour, strict=True))
+
+
+class _Scans:
+    """Records the size of every copy the detector scans."""
+
+    def __init__(self, monkeypatch):
+        self.shapes: list[tuple[int, ...]] = []
+        real = FaceAnalyzer._detect_once
+
+        def spy(analyzer, small, upsample):
+            self.shapes.append(small.shape)
+            return real(analyzer, small, upsample)
+
+        monkeypatch.setattr(FaceAnalyzer, "_detect_once", spy)
+
+
+def test_face_size_searches_a_coarser_copy_first(monkeypatch):
+    img = load_rgb(FACES / "obama.jpg")  # face about 268 px, 1137x910
+    fa = FaceAnalyzer()
+    (plain,) = fa.detect(img)
+    scans = _Scans(monkeypatch)
+    side = plain[2] - plain[0]
+    (hinted,) = fa.detect(img, face_size=side)
+    # 1.25 x 80 px / side = 0.37 of full size (the 640 px copy is 0.56), scanned once
+    assert len(scans.shapes) == 1 and max(scans.shapes[0]) == round(1137 * 100 / side) < 500
+    assert scans.shapes[0] == scans.shapes[0][:2]  # grey
+    assert iou(hinted, plain) > 0.7
+    lm_plain, lm_hinted = fa.landmarks(img, plain), fa.landmarks(img, hinted)
+    eyes = np.linalg.norm(lm_plain[36:42].mean(axis=0) - lm_plain[42:48].mean(axis=0))
+    assert np.linalg.norm(lm_plain - lm_hinted, axis=1).mean() < 0.05 * eyes
+
+
+def test_face_size_falls_back_when_the_face_shrank(monkeypatch):
+    img = load_rgb(FACES / "obama-480p.jpg")  # face about 107 px
+    fa = FaceAnalyzer()
+    plain = fa.detect(img)
+    scans = _Scans(monkeypatch)
+    assert fa.detect(img, face_size=300.0) == plain  # too coarse a copy: then as without
+    assert len(scans.shapes) == 2 and max(scans.shapes[0]) < max(scans.shapes[1])
+    scans.shapes.clear()
+    assert fa.detect(img, face_size=20.0) == plain  # a finer copy is never used
+    assert len(scans.shapes) == 1
+
+
+def test_smallest_face_of_mtcnn_is_its_minimum():
+    from preprocessing import faces, mtcnn
+
+    assert faces.SMALLEST_FACE["mtcnn"] == mtcnn.MIN_FACE_SIZE
+
+
+def test_bad_detect_on_raises():
+    with pytest.raises(ValueError, match="detect_on"):
+        FaceAnalyzer(detect_on="hsv")  # type: ignore[arg-type]

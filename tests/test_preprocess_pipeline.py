@@ -300,6 +300,8 @@ def test_read_frames_decodes_only_what_is_asked(ff_raw):
     [
         ("sampling.mode=every", "sampling.mode"),
         ("face.detector=retinaface", "face.detector"),
+        ("face.detect_on=hsv", "face.detect_on"),
+        ("face.face_size_from_previous=maybe", "face.face_size_from_previous"),
         ("align.scale=0.5", "align"),
         ("dataset.colour=red", "dataset.colour"),
         ("dataset.options.compression=c99", "compression"),
@@ -463,3 +465,57 @@ def test_outputs_honour_the_umask(ff_raw, tmp_path):
     for p in paths:
         want = 0o755 if p.is_dir() else 0o644
         assert stat.S_IMODE(p.stat().st_mode) == want, p
+
+
+@pytest.mark.parametrize(
+    ("over", "follows"),
+    [({}, True), ({"face.face_size_from_previous": "false"}, False), ({"face.keep": "all"}, False)],
+)
+def test_each_kept_frame_gets_the_previous_face_size(ff_raw, tmp_path, monkeypatch, over, follows):
+    from preprocessing import worker
+    from preprocessing.faces import FaceAnalyzer
+
+    calls: list[tuple[float | None, tuple | None]] = []  # (face_size given, largest box)
+    real = FaceAnalyzer.detect
+
+    def spy(analyzer, rgb, face_size=None):
+        boxes = real(analyzer, rgb, face_size)
+        calls.append((face_size, boxes[0] if boxes else None))
+        return boxes
+
+    monkeypatch.setattr(FaceAnalyzer, "detect", spy)
+    monkeypatch.setattr(worker, "_ANALYZERS", {})
+    cfg = config(ff_raw, tmp_path / "out", **over)
+    cfg.dataset.options["methods"] = []  # the real videos only
+    run_preprocess(cfg, workers=1, progress=False)
+    hints = [hint for hint, _ in calls]
+    assert len(calls) >= 4
+    if not follows:
+        assert hints == [None] * len(calls)
+        return
+    # within a video each call gets the side of the face found the call before
+    for (_, before), (hint, _) in zip(calls[:-1], calls[1:], strict=True):
+        if hint is not None:
+            assert before is not None and hint == min(before[2] - before[0], before[3] - before[1])
+    assert hints.count(None) >= 2  # each video starts without one
+
+
+@pytest.mark.parametrize(("models", "loaded"), [(None, 2), ("/nonexistent", 1)])
+def test_pool_preload_loads_the_models_and_never_fails(models, loaded):
+    """The fork server imports preprocessing.pool_preload: models loaded once, errors left to
+    the worker that needs the model (a missing file must not stop the server)."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    code = (
+        "from pathlib import Path\n"
+        "import preprocessing.faces as faces\n"
+        + (f"faces.models_dir = lambda: Path({models!r})\n" if models else "")
+        + "import preprocessing.pool_preload\n"
+        "print(faces._load.cache_info().currsize)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [str(loaded)]
