@@ -426,3 +426,15 @@ def test_detect_batch_on_cuda_matches_the_cpu():
         np.testing.assert_allclose(bg, bc, atol=0.5)
         np.testing.assert_allclose(sg, sc, atol=1e-3)
         np.testing.assert_allclose(pg, pc, atol=0.5)
+
+
+def test_cpu_chunks_give_the_batch_results(monkeypatch):
+    """On a CPU the networks run in chunks of ``CPU_CHUNK_PIXELS``: any chunking (here one
+    frame or crop per call, and everything in one call) gives the same detections."""
+    import preprocessing.mtcnn as mtcnn_module
+
+    frames = hamilton_frames(4)
+    chunked = MTCNN().detect_batch(frames)
+    for pixels in (1, 1 << 40):
+        monkeypatch.setattr(mtcnn_module, "CPU_CHUNK_PIXELS", pixels)
+        assert_same_detections(MTCNN().detect_batch(frames), chunked)

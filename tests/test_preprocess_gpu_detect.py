@@ -125,11 +125,14 @@ def test_config_errors_name_the_key(tmp_path, override, message):
         clip_config(tmp_path, *override)
 
 
-def test_defaults():
-    cfg = load_preprocess_config(
-        overrides=["dataset.name=x", "dataset.type=generic", "dataset.root=."]
-    )
-    assert cfg.face.device == "cpu" and cfg.face.batch_size == 32
+def test_defaults_batch_on_cuda_only():
+    base = ["dataset.name=x", "dataset.type=generic", "dataset.root=."]
+    cfg = load_preprocess_config(overrides=base)
+    assert cfg.face.device == "cpu" and cfg.face.batch_size == 1
+    cfg = load_preprocess_config(overrides=[*base, "face.detector=mtcnn", "face.device=cuda"])
+    assert cfg.face.batch_size == 32
+    cfg = load_preprocess_config(overrides=[*base, "face.detector=mtcnn", "face.batch_size=8"])
+    assert cfg.face.device == "cpu" and cfg.face.batch_size == 8
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
@@ -146,7 +149,7 @@ def test_cuda_without_cuda_is_an_error_not_a_cpu_fallback(tmp_path):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_worker_on_cuda_finds_the_faces_the_cpu_finds(tmp_path):
-    cpu, _ = run_clip(tmp_path, "cpu")
-    gpu, _ = run_clip(tmp_path, "gpu", "face.device=cuda")
+    cpu, _ = run_clip(tmp_path, "cpu", "face.batch_size=32")
+    gpu, _ = run_clip(tmp_path, "gpu", "face.device=cuda")  # batches of 32 by default
     assert gpu.reason is None and gpu.record["frame_indices"] == cpu.record["frame_indices"]
     assert gpu.skipped_frames == cpu.skipped_frames
