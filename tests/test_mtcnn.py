@@ -416,16 +416,16 @@ def test_detect_batch_sets_threads_and_runs_without_autograd(monkeypatch):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_detect_batch_on_cuda_matches_the_cpu():
-    """On the GPU the convolutions round differently: the same faces, boxes and points within
-    half a pixel of the CPU's."""
+    """On the GPU the convolutions round differently (cuDNN may use TF32, torch's default): the
+    same faces, boxes and points within a pixel of the CPU's."""
     frames = hamilton_frames(8) + [np.zeros((360, 640, 3), np.uint8)]
     cpu = MTCNN().detect_batch(frames)
     gpu = MTCNN(device="cuda").detect_batch(frames)
     for (bc, sc, pc), (bg, sg, pg) in zip(cpu, gpu, strict=True):
         assert bc.shape == bg.shape
-        np.testing.assert_allclose(bg, bc, atol=0.5)
-        np.testing.assert_allclose(sg, sc, atol=1e-3)
-        np.testing.assert_allclose(pg, pc, atol=0.5)
+        np.testing.assert_allclose(bg, bc, atol=1.0)
+        np.testing.assert_allclose(sg, sc, atol=0.01)
+        np.testing.assert_allclose(pg, pc, atol=1.0)
 
 
 def test_cpu_chunks_give_the_batch_results(monkeypatch):
