@@ -146,9 +146,13 @@ _THREADS_LIMITED = False
 
 
 def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> VideoResult:
-    """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``)."""
+    """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``).
+
+    A ``face.device`` this process cannot use raises (``check_face_device``): every video would
+    fail alike, so the run stops instead of skipping them all.
+    """
     limit_threads()
-    check_face_device(cfg)  # raises: every video would fail alike
+    check_face_device(cfg)
     result = VideoResult(key=item.key)
     cpu0 = time.process_time()
     try:
