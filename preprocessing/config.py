@@ -80,10 +80,27 @@ class FaceConfig:
     # videos with keep=largest: search each kept frame first at the coarsest scale where the
     # previous kept frame's face is 1.25x the smallest findable face (nothing found: as usual)
     face_size_from_previous: bool = True
+    # where MTCNN runs (cuda: mtcnn only; no CUDA at run time is an error, never a CPU fallback;
+    # the pool's workers then share the GPU, each with its own CUDA context)
+    device: Literal["cpu", "cuda"] = "cpu"
+    # mtcnn: kept frames of a video detected together (MTCNN.detect_batch); 1: frame by frame.
+    # Batches do not use face_size_from_previous (every frame is searched at detect_max_side),
+    # which on a CPU saves more than batching (docs/preprocessing.md "Speed"); null: 32 with
+    # face.device cuda, 1 on the cpu
+    batch_size: int | None = None
 
     def __post_init__(self) -> None:
         if self.upsample < 0 or self.retry_upsample < 0:
             raise ValueError("face.upsample and face.retry_upsample must be >= 0")
+        if self.device != "cpu" and self.detector != "mtcnn":
+            raise ValueError(
+                f"face.device: {self.device} needs face.detector: mtcnn (dlib's detectors run "
+                f"on the CPU), got face.detector: {self.detector}"
+            )
+        if self.batch_size is None:
+            self.batch_size = 32 if self.device == "cuda" else 1
+        if self.batch_size < 1:
+            raise ValueError(f"face.batch_size must be an integer >= 1, got {self.batch_size!r}")
         if self.detect_max_side is not None and self.detect_max_side < 32:
             raise ValueError("face.detect_max_side must be >= 32 or null")
 

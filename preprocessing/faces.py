@@ -154,6 +154,34 @@ class FaceAnalyzer:
         """
         return [box for box, _ in self._detect(rgb, face_size)]
 
+    def detect_batch(self, frames: list[np.ndarray]) -> list[list[Box]]:
+        """``[self.detect(f) for f in frames]`` (no ``face_size``), batched with MTCNN.
+
+        MTCNN runs its cascade once on the detection copies of all frames of one size (e.g. the
+        kept frames of a video; frames of other sizes form their own batches), and each retry
+        upsampling once on the frames where nothing was found yet. dlib's detectors run frame
+        by frame.
+        """
+        frames = [_check_rgb(f) for f in frames]
+        if self.detector != "mtcnn":
+            return [self.detect(f) for f in frames]
+        out: list[list[Box]] = [[] for _ in frames]
+        by_size: dict[tuple[int, ...], list[int]] = {}
+        for k, rgb in enumerate(frames):
+            by_size.setdefault(rgb.shape, []).append(k)
+        for ks in by_size.values():
+            scale = self._scale(*frames[ks[0]].shape[:2])
+            copies = {k: self._copy(frames[k], scale) for k in ks}
+            pending = ks
+            for upsample in range(self.upsample, self.upsample + self.retry_upsample + 1):
+                found = self._mtcnn([copies[k] for k in pending], upsample)
+                for k, faces in zip(pending, found, strict=True):
+                    out[k] = [b for b, _ in self._full_res(frames[k], scale, copies[k], faces)]
+                pending = [k for k in pending if not out[k]]
+                if not pending:
+                    break
+        return out
+
     def detect_five(self, rgb: np.ndarray) -> list[tuple[Box, np.ndarray]]:
         """(box, five points (5, 2): eye centres, nose tip, mouth corners) per face, largest
         first: MTCNN's own points with ``"mtcnn"``, else derived from dlib's 68 landmarks."""
@@ -167,9 +195,7 @@ class FaceAnalyzer:
     ) -> list[tuple[Box, np.ndarray | None]]:
         rgb = _check_rgb(rgb)
         h, w = rgb.shape[:2]
-        scale = 1.0
-        if self.detect_max_side and max(h, w) > self.detect_max_side:
-            scale = self.detect_max_side / max(h, w)
+        scale = self._scale(h, w)
         smallest = SMALLEST_FACE[self.detector] / 2**self.upsample
         if face_size is not None and face_size > 0:
             coarse = FACE_SIZE_MARGIN * smallest / face_size
@@ -184,6 +210,12 @@ class FaceAnalyzer:
                 break
         return found
 
+    def _scale(self, h: int, w: int) -> float:
+        """Scale of the detection copy of an h x w frame (``detect_max_side``)."""
+        if self.detect_max_side and max(h, w) > self.detect_max_side:
+            return self.detect_max_side / max(h, w)
+        return 1.0
+
     def _copy(self, rgb: np.ndarray, scale: float) -> np.ndarray:
         """The image the detector scans: grey for HOG unless ``detect_on="rgb"``, resized."""
         image = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY) if self.gray else rgb
@@ -197,10 +229,20 @@ class FaceAnalyzer:
         self, rgb: np.ndarray, scale: float, upsample: int, image: np.ndarray | None = None
     ) -> list[tuple[Box, np.ndarray | None]]:
         """Faces found on the copy at ``scale``, in full-resolution pixels, largest first."""
-        h, w = rgb.shape[:2]
         small = self._copy(rgb, scale) if image is None else image
+        return self._full_res(rgb, scale, small, self._detect_once(small, upsample))
+
+    def _full_res(
+        self,
+        rgb: np.ndarray,
+        scale: float,
+        small: np.ndarray,
+        found: list[tuple[tuple[float, float, float, float], np.ndarray | None]],
+    ) -> list[tuple[Box, np.ndarray | None]]:
+        """Faces ``found`` on the copy ``small`` mapped to ``rgb``'s pixels, largest first."""
+        h, w = rgb.shape[:2]
         faces = []
-        for (left, top, right, bottom), points in self._detect_once(small, upsample):
+        for (left, top, right, bottom), points in found:
             left = int(round(max(left, 0) / scale))
             top = int(round(max(top, 0) / scale))
             right = int(round(min(right, small.shape[1] - 1) / scale))
@@ -216,13 +258,22 @@ class FaceAnalyzer:
     ) -> list[tuple[tuple[float, float, float, float], np.ndarray | None]]:
         """Boxes (and MTCNN's five points) on the detection copy, in its pixels."""
         if self.detector == "mtcnn":
-            from preprocessing.mtcnn import MIN_FACE_SIZE, MTCNN
-
-            boxes, _, points = MTCNN(MIN_FACE_SIZE / 2**upsample, device=self.device).detect(small)
-            return [(dlib_box_from_mtcnn(b, p), p) for b, p in zip(boxes, points, strict=True)]
+            return self._mtcnn([small], upsample)[0]
         found = _load(self.detector)(small, upsample)
         rects = [d.rect for d in found] if self.detector == "cnn" else list(found)
         return [((r.left(), r.top(), r.right(), r.bottom()), None) for r in rects]
+
+    def _mtcnn(
+        self, smalls: list[np.ndarray], upsample: int
+    ) -> list[list[tuple[tuple[float, float, float, float], np.ndarray]]]:
+        """MTCNN's dlib-convention boxes and five points on each copy (one size), in its pixels."""
+        from preprocessing.mtcnn import MIN_FACE_SIZE, MTCNN
+
+        mtcnn = MTCNN(MIN_FACE_SIZE / 2**upsample, device=self.device)
+        return [
+            [(dlib_box_from_mtcnn(b, p), p) for b, p in zip(boxes, points, strict=True)]
+            for boxes, _, points in mtcnn.detect_batch(smalls)
+        ]
 
     def landmarks(self, rgb: np.ndarray, box: Box) -> np.ndarray:
         """dlib's 68 landmarks of the face in ``box`` on the full-resolution image, (68, 2)."""

@@ -23,10 +23,11 @@ import numpy as np
 from scipy.ndimage import uniform_filter1d
 
 from configs.filemode import file_mode
+from configs.loader import ConfigError
 from preprocessing.align import align_face, warp_mask
 from preprocessing.config import PreprocessConfig
 from preprocessing.datasets.base import SourceItem
-from preprocessing.faces import FaceAnalyzer
+from preprocessing.faces import Box, FaceAnalyzer
 from preprocessing.video import MediaReadError, count_frames, is_image, read_frames, sample_indices
 
 logger = logging.getLogger(__name__)
@@ -69,10 +70,28 @@ def read_record(video_dir: Path, fingerprint: str) -> dict[str, Any] | None:
 
 def _analyzer(cfg: PreprocessConfig) -> FaceAnalyzer:
     f = cfg.face
-    key = (f.detector, f.upsample, f.detect_max_side, f.retry_upsample, f.detect_on)
+    key = (f.detector, f.upsample, f.detect_max_side, f.retry_upsample, f.device, f.detect_on)
     if key not in _ANALYZERS:
-        _ANALYZERS[key] = FaceAnalyzer(*key[:4], detect_on=f.detect_on)
+        _ANALYZERS[key] = FaceAnalyzer(*key[:5], detect_on=f.detect_on)
     return _ANALYZERS[key]
+
+
+def check_face_device(cfg: PreprocessConfig) -> None:
+    """``face.device: cuda`` without a usable CUDA device is a ConfigError, never a CPU fallback."""
+    global _CUDA_CHECKED
+    if cfg.face.device != "cuda" or _CUDA_CHECKED:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            f"face.device: cuda, but torch {torch.__version__} sees no CUDA device in this "
+            "process; set face.device: cpu (--set face.device=cpu) or run on a machine with CUDA"
+        )
+    _CUDA_CHECKED = True
+
+
+_CUDA_CHECKED = False
 
 
 _ANALYZERS: dict[tuple, FaceAnalyzer] = {}
@@ -127,8 +146,13 @@ _THREADS_LIMITED = False
 
 
 def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> VideoResult:
-    """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``)."""
+    """Preprocess ``item`` into ``video_dir``; never raises on bad input (see ``reason``).
+
+    A ``face.device`` this process cannot use raises (``check_face_device``): every video would
+    fail alike, so the run stops instead of skipping them all.
+    """
     limit_threads()
+    check_face_device(cfg)
     result = VideoResult(key=item.key)
     cpu0 = time.process_time()
     try:
@@ -181,13 +205,18 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
 
     analyzer = _analyzer(cfg)
     every_face = cfg.face.keep == "all"
-    follow = cfg.face.face_size_from_previous and not every_face
+    batched = cfg.face.detector == "mtcnn" and cfg.face.batch_size > 1
+    detected = _detect_batched(analyzer, frames, cfg.face.batch_size, t) if batched else {}
+    follow = cfg.face.face_size_from_previous and not every_face and not batched
     face_size: float | None = None  # side of the largest face of the previous kept frame
     found: list[tuple[int, int, np.ndarray]] = []  # (frame number, face rank, landmarks)
     for i in sorted(frames):
-        t0 = time.process_time()
-        boxes = analyzer.detect(frames[i], face_size)
-        t["detect"] += time.process_time() - t0
+        if batched:
+            boxes = detected[i]
+        else:
+            t0 = time.process_time()
+            boxes = analyzer.detect(frames[i], face_size)
+            t["detect"] += time.process_time() - t0
         if not boxes:
             result.skipped_frames.append({"frame": i, "reason": "no face"})
             continue
@@ -237,6 +266,20 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     result.record = record
+
+
+def _detect_batched(
+    analyzer: FaceAnalyzer, frames: dict[int, np.ndarray], batch_size: int, t: dict[str, float]
+) -> dict[int, list[Box]]:
+    """Face boxes of every frame, ``batch_size`` frames per ``detect_batch`` call."""
+    order = sorted(frames)
+    out: dict[int, list[Box]] = {}
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        t0 = time.process_time()
+        out.update(zip(chunk, analyzer.detect_batch([frames[i] for i in chunk]), strict=True))
+        t["detect"] += time.process_time() - t0
+    return out
 
 
 def _write(

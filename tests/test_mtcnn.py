@@ -17,7 +17,7 @@ from preprocessing.align import align_face, five_points, template
 from preprocessing.faces import FaceAnalyzer, dlib_box_from_mtcnn
 from preprocessing.index import read_index
 from preprocessing.mtcnn import MTCNN, NETS, WEIGHTS_DIR, load_net
-from tests.testdata import FACE_RECOGNITION, SHARED, SILENT_FACE, shared
+from tests.testdata import FACE_RECOGNITION, SHARED, SILENT_FACE, VIDEOS, shared
 
 REPO = Path(__file__).resolve().parents[1]
 PAD = SILENT_FACE
@@ -328,3 +328,113 @@ def test_pad_configs_use_mtcnn_as_paper_001(name):
     path = REPO / "configs" / "preprocess" / f"{name}.yaml"
     assert load_preprocess_config(path).face.detector == "mtcnn"
     assert "paper 001" in path.read_text()
+
+
+def assert_same_detections(batch, singles) -> None:
+    """Per image: the same number of faces in the same order, values within float rounding."""
+    assert len(batch) == len(singles)
+    for got, want in zip(batch, singles, strict=True):
+        for a, b in zip(got, want, strict=True):
+            assert a.shape == b.shape and a.dtype == b.dtype == np.float32
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-4)
+
+
+def letterbox(rgb: np.ndarray, side: int) -> np.ndarray:
+    """``rgb`` shrunk to fit a side x side grey square, aspect ratio kept, top-left aligned."""
+    s = side / max(rgb.shape[:2])
+    small = cv2.resize(rgb, None, fx=s, fy=s, interpolation=cv2.INTER_AREA)
+    out = np.full((side, side, 3), 128, np.uint8)
+    out[: small.shape[0], : small.shape[1]] = small
+    return out
+
+
+def hamilton_frames(n: int = 8) -> list[np.ndarray]:
+    """``n`` frames spread over the repository's 640x360 Hamilton clip (RGB)."""
+    from preprocessing.video import read_frames
+
+    frames = read_frames(VIDEOS / "short_hamilton_clip.mp4", list(range(0, 8 * 30, 30))[:n])
+    return [frames[i] for i in sorted(frames)]
+
+
+def test_detect_batch_equals_detect_on_photos_of_one_size():
+    """The repository's PAD and face photos letterboxed into 480x480 (one size, as a video's
+    frames), with a black frame and a noise frame among them: per image the same boxes, scores
+    and points as ``detect`` (count and order included)."""
+    images = [letterbox(load_rgb(p), 480) for p in PHOTOS[:6]]
+    images.insert(2, np.zeros((480, 480, 3), np.uint8))
+    images.append(np.random.default_rng(0).integers(0, 256, (480, 480, 3), dtype=np.uint8))
+    mtcnn = MTCNN()
+    singles = [mtcnn.detect(im) for im in images]
+    batch = mtcnn.detect_batch(images)
+    assert_same_detections(batch, singles)
+    counts = [len(b) for b, _, _ in batch]
+    assert counts[2] == 0 and counts[-1] == 0 and sum(counts) >= 7  # two_people.jpg has 2
+
+
+def test_detect_batch_equals_detect_on_video_frames():
+    frames = hamilton_frames(8)
+    mtcnn = MTCNN()
+    batch = mtcnn.detect_batch(frames)
+    assert_same_detections(batch, [mtcnn.detect(f) for f in frames])
+    assert sum(len(b) for b, _, _ in batch) >= 8
+    # a batch of one is detect itself, and batches of any split agree
+    assert_same_detections(mtcnn.detect_batch(frames[:3]) + mtcnn.detect_batch(frames[3:]), batch)
+
+
+def test_detect_batch_edge_cases():
+    mtcnn = MTCNN()
+    assert mtcnn.detect_batch([]) == []
+    tiny = mtcnn.detect_batch([np.zeros((11, 40, 3), np.uint8)] * 3)  # below P-Net's window
+    assert [b.shape for b, _, _ in tiny] == [(0, 4)] * 3
+    with pytest.raises(ValueError, match="one size"):
+        mtcnn.detect_batch([np.zeros((64, 64, 3), np.uint8), np.zeros((64, 80, 3), np.uint8)])
+    with pytest.raises(ValueError, match="uint8"):
+        mtcnn.detect_batch([np.zeros((64, 64, 3), np.uint8), np.zeros((64, 64, 3), np.float32)])
+    with pytest.raises(ValueError, match="HxWx3"):
+        mtcnn.detect_batch([np.zeros((64, 64), np.uint8)])
+
+
+def test_detect_batch_sets_threads_and_runs_without_autograd(monkeypatch):
+    import preprocessing.mtcnn as mtcnn_module
+
+    seen = []
+    real = mtcnn_module.MTCNN._cascade
+
+    def spy(self, images):
+        seen.append((torch.get_num_threads(), torch.is_inference_mode_enabled()))
+        return real(self, images)
+
+    monkeypatch.setattr(mtcnn_module.MTCNN, "_cascade", spy)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        MTCNN(threads=1).detect_batch([np.zeros((64, 64, 3), np.uint8)] * 2)
+        assert seen == [(1, True)]
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_detect_batch_on_cuda_matches_the_cpu():
+    """On the GPU the convolutions round differently (cuDNN may use TF32, torch's default): the
+    same faces, boxes and points within a pixel of the CPU's."""
+    frames = hamilton_frames(8) + [np.zeros((360, 640, 3), np.uint8)]
+    cpu = MTCNN().detect_batch(frames)
+    gpu = MTCNN(device="cuda").detect_batch(frames)
+    for (bc, sc, pc), (bg, sg, pg) in zip(cpu, gpu, strict=True):
+        assert bc.shape == bg.shape
+        np.testing.assert_allclose(bg, bc, atol=1.0)
+        np.testing.assert_allclose(sg, sc, atol=0.01)
+        np.testing.assert_allclose(pg, pc, atol=1.0)
+
+
+def test_cpu_chunks_give_the_batch_results(monkeypatch):
+    """On a CPU the networks run in chunks of ``CPU_CHUNK_PIXELS``: any chunking (here one
+    frame or crop per call, and everything in one call) gives the same detections."""
+    import preprocessing.mtcnn as mtcnn_module
+
+    frames = hamilton_frames(4)
+    chunked = MTCNN().detect_batch(frames)
+    for pixels in (1, 1 << 40):
+        monkeypatch.setattr(mtcnn_module, "CPU_CHUNK_PIXELS", pixels)
+        assert_same_detections(MTCNN().detect_batch(frames), chunked)
