@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from preprocessing.demo_dataset import DemoDataError, make_demo_dataset
+from fairforensics.cli.errors import run_cli
+from preprocessing.demo_dataset import make_demo_dataset
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,23 +27,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        out = make_demo_dataset(
-            args.out,
-            args.videos,
-            args.frames,
-            args.size,
-            width=args.width,
-            faces_dir=args.faces,
-            attributes_csv=args.attributes,
-            seed=args.seed,
-        )
-    except DemoDataError as exc:
-        logging.error("%s", exc)
-        return 2
+    out = make_demo_dataset(  # a DemoDataError or an unwritable --out: one "error:" line, exit 2
+        args.out,
+        args.videos,
+        args.frames,
+        args.size,
+        width=args.width,
+        faces_dir=args.faces,
+        attributes_csv=args.attributes,
+        seed=args.seed,
+    )
     print(f"demo dataset written to {out}")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_cli(main)

@@ -168,3 +168,26 @@ def test_bad_arguments(tmp_path: Path) -> None:
         make_demo_dataset(tmp_path, n_videos=7)
     with pytest.raises(DemoDataError, match="faces folder not found"):
         load_face_photos(tmp_path / "none")
+
+
+def _make_demo_data(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "scripts/make_demo_data.py", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--videos", "7"], "even number"),
+        (["--faces", "/nonexistent"], "faces folder not found"),
+        (["--out", "{file}/raw"], "{file}/raw"),  # a file where a folder is needed
+    ],
+)
+def test_make_demo_data_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    done = _make_demo_data("--out", str(tmp_path / "raw"), *(a.format(file=file) for a in args))
+    assert done.returncode == 2 and done.stderr.startswith("error: ")
+    assert "Traceback" not in done.stderr and message.format(file=file) in done.stderr
