@@ -89,7 +89,8 @@ def dlib_box_from_mtcnn(box: np.ndarray, points: np.ndarray) -> tuple[float, flo
     return cx - half, cy - half, cx + half, cy + half
 
 
-def _check_rgb(rgb: np.ndarray) -> np.ndarray:
+def check_rgb(rgb: np.ndarray) -> np.ndarray:
+    """``rgb`` as a contiguous HxWx3 uint8 array; a ValueError naming what is wrong otherwise."""
     if not isinstance(rgb, np.ndarray) or rgb.ndim != 3 or rgb.shape[2] != 3:
         shape = getattr(rgb, "shape", None)
         raise ValueError(f"expected an HxWx3 RGB image, got shape {shape}")
@@ -162,7 +163,7 @@ class FaceAnalyzer:
         upsampling once on the frames where nothing was found yet. dlib's detectors run frame
         by frame.
         """
-        frames = [_check_rgb(f) for f in frames]
+        frames = [check_rgb(f) for f in frames]
         if self.detector != "mtcnn":
             return [self.detect(f) for f in frames]
         out: list[list[Box]] = [[] for _ in frames]
@@ -186,14 +187,14 @@ class FaceAnalyzer:
         """(box, five points (5, 2): eye centres, nose tip, mouth corners) per face, largest
         first: MTCNN's own points with ``"mtcnn"``, else derived from dlib's 68 landmarks."""
         if self.detector != "mtcnn":
-            rgb = _check_rgb(rgb)
+            rgb = check_rgb(rgb)
             return [(box, five_points(self.landmarks(rgb, box))) for box in self.detect(rgb)]
         return self._detect(rgb)  # type: ignore[return-value]
 
     def _detect(
         self, rgb: np.ndarray, face_size: float | None = None
     ) -> list[tuple[Box, np.ndarray | None]]:
-        rgb = _check_rgb(rgb)
+        rgb = check_rgb(rgb)
         h, w = rgb.shape[:2]
         scale = self._scale(h, w)
         smallest = SMALLEST_FACE[self.detector] / 2**self.upsample
@@ -279,7 +280,7 @@ class FaceAnalyzer:
         """dlib's 68 landmarks of the face in ``box`` on the full-resolution image, (68, 2)."""
         import dlib
 
-        rgb = _check_rgb(rgb)
+        rgb = check_rgb(rgb)
         if len(box) != 4:
             raise ValueError(f"box must be (left, top, right, bottom), got {box!r}")
         left, top, right, bottom = (int(v) for v in box)
@@ -288,5 +289,5 @@ class FaceAnalyzer:
 
     def analyze(self, rgb: np.ndarray) -> list[tuple[Box, np.ndarray]]:
         """(box, landmarks) for every detected face, largest first."""
-        rgb = _check_rgb(rgb)
+        rgb = check_rgb(rgb)
         return [(box, self.landmarks(rgb, box)) for box in self.detect(rgb)]

@@ -35,6 +35,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchvision.ops import batched_nms, nms
 
+from preprocessing.faces import check_rgb
+
 WEIGHTS_DIR = Path(__file__).resolve().parent / "models" / "mtcnn"
 THRESHOLDS = (0.6, 0.7, 0.7)
 MIN_FACE_SIZE = 20
@@ -163,15 +165,6 @@ def _nets(device: str) -> tuple[nn.Module, nn.Module, nn.Module]:
     return tuple(  # type: ignore[return-value]
         load_net(kind).to(device, memory_format=torch.channels_last) for kind in NETS
     )
-
-
-def _check_rgb(rgb: np.ndarray) -> np.ndarray:
-    """``rgb`` as a contiguous HxWx3 uint8 array; a ValueError naming what is wrong otherwise."""
-    if not isinstance(rgb, np.ndarray) or rgb.ndim != 3 or rgb.shape[2] != 3:
-        raise ValueError(f"expected an HxWx3 RGB image, got shape {getattr(rgb, 'shape', None)}")
-    if rgb.dtype != np.uint8:
-        raise ValueError(f"expected a uint8 image, got dtype {rgb.dtype}")
-    return np.ascontiguousarray(rgb)
 
 
 def _use_threads(n: int | None) -> None:
@@ -335,7 +328,7 @@ class MTCNN:
         (up to float rounding in the batched convolutions). The images must all have one size
         (a ValueError otherwise: call it once per size); an empty list gives ``[]``.
         """
-        images = [_check_rgb(rgb) for rgb in images]
+        images = [check_rgb(rgb) for rgb in images]
         if not images:
             return []
         shapes = sorted({rgb.shape for rgb in images})
