@@ -21,12 +21,12 @@ from typing import Any
 
 import cv2
 
-from configs.loader import config_to_dict
-from preprocessing.align import align_face
-from preprocessing.config import load_preprocess_config
-from preprocessing.faces import FaceAnalyzer, _load
-from preprocessing.pipeline import run_preprocess
-from preprocessing.video import count_frames, sample_indices
+from fairforensics.configs.loader import config_to_dict
+from fairforensics.preprocessing.align import align_face
+from fairforensics.preprocessing.config import load_preprocess_config
+from fairforensics.preprocessing.faces import FaceAnalyzer, _load
+from fairforensics.preprocessing.pipeline import run_preprocess
+from fairforensics.preprocessing.video import count_frames, sample_indices
 
 logger = logging.getLogger(__name__)
 

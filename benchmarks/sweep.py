@@ -33,15 +33,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from detectors import get_detector_class, list_detectors
-from evaluation.leaderboard import build_leaderboard
-from evaluation.settings import load_test_config
-from preprocessing.files import atomic_write_text
+import fairforensics
+from fairforensics.configs import CONFIG_DIR
+from fairforensics.detectors import get_detector_class, list_detectors
+from fairforensics.evaluation.leaderboard import build_leaderboard
+from fairforensics.evaluation.settings import load_test_config
+from fairforensics.preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_RECIPE = REPO / "configs" / "train" / "deepfakebench.yaml"
+#: the folder this ``fairforensics`` is imported from (a checkout or site-packages), put first on
+#: the runs' PYTHONPATH so that they run this same code, installed or not
+IMPORT_ROOT = Path(fairforensics.__file__).resolve().parents[1]
+DEFAULT_RECIPE = CONFIG_DIR / "train" / "deepfakebench.yaml"
 DONE = "done.json"
 #: file names tried in ``weights_dir`` for a detector, ``{dfb}`` = its DeepfakeBench config name
 WEIGHT_NAMES = ("{dfb}_best.pth", "{dfb}.pth", "{dfb}/ckpt_best.pth", "{dfb}_best.pt")
@@ -141,8 +145,8 @@ def eval_command(sweep: Sweep, detector: str) -> list[str]:
 
 def _subprocess_runner(cmd: list[str]) -> None:
     log.info("running %s", " ".join(cmd))
-    # this code's own packages first, also when the sweep runs from a checkout that is not installed
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+    # this code's own package first, also when the sweep runs from a checkout that is not installed
+    path = os.pathsep.join(p for p in (str(IMPORT_ROOT), os.environ.get("PYTHONPATH")) if p)
     done = subprocess.run(cmd, env={**os.environ, "PYTHONPATH": path}, check=False)
     if done.returncode != 0:
         raise SweepError(f"command failed with exit code {done.returncode}: {' '.join(cmd)}")

@@ -23,24 +23,23 @@ from sklearn.metrics import average_precision_score, roc_curve
 from torch.utils.data import DataLoader
 from torchvision import transforms as T
 
-from detectors import build_detector
-from preprocessing.frames import FrameDataset, collate, to_device
-from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
-from training.augment import FancyPCA, build_augment
-from training.cache import PackedCache
-from training.config import AugmentConfig
-from training.host_memory import keep_freed_host_memory
-from training.samplers import TrainSampler
-from training.step import TrainStep
-
-SHARED_FACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "faces"
+from fairforensics.detectors import build_detector
+from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
+from fairforensics.training.augment import FancyPCA, build_augment
+from fairforensics.training.cache import PackedCache
+from fairforensics.training.config import AugmentConfig
+from fairforensics.training.host_memory import keep_freed_host_memory
+from fairforensics.training.samplers import TrainSampler
+from fairforensics.training.step import TrainStep
 
 
-def real_face_index(folder: Path, n_frames: int = 224, size: int = 256) -> Path:
-    """An index of ``n_frames`` real face photos (shared data) resized to ``size``, 8 per video."""
-    photos = sorted(p for p in SHARED_FACES.rglob("*") if p.suffix.lower() in (".jpg", ".png"))
+def real_face_index(folder: Path, faces_dir: Path, n_frames: int = 224, size: int = 256) -> Path:
+    """An index of ``n_frames`` face photos found under ``faces_dir``, resized to ``size``, 8 per
+    video, written to ``folder``."""
+    photos = sorted(p for p in Path(faces_dir).rglob("*") if p.suffix.lower() in (".jpg", ".png"))
     if not photos:
-        raise FileNotFoundError(f"no face photos under {SHARED_FACES}")
+        raise FileNotFoundError(f"no face photos under {faces_dir}")
     videos = []
     for v in range(0, n_frames, 8):
         rel = Path("bench") / f"v{v:04d}"
@@ -130,19 +129,23 @@ def bench_train(
     warmup: int = 2,
     num_workers: int = 2,
     index: str | Path | None = None,
+    faces_dir: str | Path | None = None,
     cache: bool = True,
     rounds: int = 3,
     compile: bool = False,
     keep_host_memory: bool = True,
 ) -> dict[str, Any]:
-    """Images/s for ``getitem`` alone, the DataLoader alone, the step alone and both together."""
+    """Images/s for ``getitem`` alone, the DataLoader alone, the step alone and both together,
+    on the frames of ``index``, or else of 224 photos under ``faces_dir``."""
+    if index is None and faces_dir is None:
+        raise ValueError("bench_train needs a dataset index or a folder of face photos")
     dev = torch.device(device)
     if keep_host_memory:  # as the trainer does; process-wide, so the reference gains as well
         keep_freed_host_memory()
     tmp = None
     if index is None:
         tmp = tempfile.TemporaryDirectory(prefix="bench_train_")
-        index = real_face_index(Path(tmp.name), size=resolution)
+        index = real_face_index(Path(tmp.name), Path(faces_dir), size=resolution)
     try:
         idx = read_index(index)
         model = build_detector(detector, input_size=resolution).to(dev)

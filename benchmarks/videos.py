@@ -21,7 +21,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from preprocessing.demo_dataset import FacePhoto, _camera_path, _frame_matrix, load_face_photos
+from fairforensics.preprocessing.demo_dataset import (
+    FacePhoto,
+    _camera_path,
+    _frame_matrix,
+    load_face_photos,
+)
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ Layering is always ``dataclass defaults < YAML file(s) < CLI --set a.b=c``. A co
 unknown key or a wrong value fails with the file, the dotted key and what is allowed.
 """
 
-from configs.loader import (
+from fairforensics.configs.loader import (
     CONFIG_DIR,
     ConfigError,
     build_config,
@@ -14,7 +14,7 @@ from configs.loader import (
     load_yaml,
     parse_overrides,
 )
-from configs.plugins import import_modules
+from fairforensics.configs.plugins import import_modules
 
 __all__ = [
     "CONFIG_DIR",

@@ -6,12 +6,14 @@ import dataclasses
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
 import yaml
 
-CONFIG_DIR = Path(__file__).resolve().parent
+#: the YAML files shipped in this package (package data, found through importlib.resources)
+CONFIG_DIR = Path(str(resources.files(__package__)))
 T = TypeVar("T")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 
-from configs.loader import ConfigError
+from fairforensics.configs.loader import ConfigError
 
 
 def import_modules(modules: Sequence[str]) -> None:

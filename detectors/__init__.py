@@ -1,7 +1,7 @@
 """Detector registry and models: ``build_detector(name, cfg)``, ``list_detectors()``."""
 
-from detectors.base import Detector, DetectorConfig
-from detectors.registry import (
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.registry import (
     build_detector,
     detector_family,
     get_detector_class,
@@ -9,7 +9,12 @@ from detectors.registry import (
     load_detector_yaml,
     register_detector,
 )
-from detectors.weights import CheckpointError, load_detector_file, read_checkpoint, save_checkpoint
+from fairforensics.detectors.weights import (
+    CheckpointError,
+    load_detector_file,
+    read_checkpoint,
+    save_checkpoint,
+)
 
 __all__ = [
     "CheckpointError",

@@ -29,10 +29,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones import create_timm_backbone, load_state_dict_file
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import create_timm_backbone, load_state_dict_file
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
 
 _VGG19_TO_POOL3 = (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M")
 

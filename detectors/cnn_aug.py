@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
-from detectors.xception import TimmClassifier, TimmClassifierConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
+from fairforensics.detectors.xception import TimmClassifier, TimmClassifierConfig
 
 
 @dataclass

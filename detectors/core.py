@@ -23,10 +23,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, create_xception
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap_xception_detector
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones.xception import FEATURES, create_xception
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap_xception_detector
+from fairforensics.detectors.registry import register_detector
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from detectors.backbones import read_torch_file, strip_module_prefix
-from detectors.base import Detector
+from fairforensics.detectors.backbones import read_torch_file, strip_module_prefix
+from fairforensics.detectors.base import Detector
 
 _LIST = 8  # names shown per kind of mismatch
 

@@ -23,9 +23,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones import create_timm_backbone
-from detectors.base import Detector, DetectorConfig
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.registry import register_detector
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

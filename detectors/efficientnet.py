@@ -24,10 +24,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones import create_timm_backbone
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
-from detectors.xception import TimmClassifier, TimmClassifierConfig
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
+from fairforensics.detectors.xception import TimmClassifier, TimmClassifierConfig
 
 #: efficientnet_pytorch's EfficientNet-B4 image size, from which its static padding is computed.
 B4_IMAGE_SIZE = 380

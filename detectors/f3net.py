@@ -36,17 +36,17 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import (
+from fairforensics.detectors.backbones.xception import (
     FEATURES,
     create_xception,
     entry_side,
     run_stage,
     widen_first_conv,
 )
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap
-from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d
-from detectors.registry import register_detector
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.frequency import band_mask, dct2d, dct_matrix, idct2d
+from fairforensics.detectors.registry import register_detector
 
 
 class BandFilter(nn.Module):

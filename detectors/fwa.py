@@ -26,11 +26,11 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from detectors.backbones.xception import FEATURES, create_xception, widen_first_conv
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap_xception_detector
-from detectors.frequency import phase_spectrum
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones.xception import FEATURES, create_xception, widen_first_conv
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap_xception_detector
+from fairforensics.detectors.frequency import phase_spectrum
+from fairforensics.detectors.registry import register_detector
 
 
 @dataclass

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.backbones import PretrainedWeightsError
 
 _KINDS = {"conv2d": nn.Conv2d, "batch_normalization": nn.BatchNorm2d, "dense": nn.Linear}
 

@@ -46,8 +46,8 @@ from skimage.feature import local_binary_pattern
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.base import Detector, DetectorConfig
-from detectors.registry import register_detector
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.registry import register_detector
 
 LBP_POINTS = 8
 LBP_RADIUS = 1

@@ -43,10 +43,16 @@ from scipy.fft import dct
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones import create_timm_backbone
-from detectors.base import Detector, DetectorConfig
-from detectors.deeppixbis import IMAGENET_MEAN, IMAGENET_STD, Score, pixel_target, score_logits
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.deeppixbis import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    Score,
+    pixel_target,
+    score_logits,
+)
+from fairforensics.detectors.registry import register_detector
 
 log = logging.getLogger(__name__)
 

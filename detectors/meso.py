@@ -26,10 +26,10 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from detectors.backbones import PretrainedWeightsError
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
 
 
 @dataclass
@@ -173,7 +173,7 @@ class _MesoNet(Detector):
         side = -(-cfg.input_size // 32)  # ceil: pools of 2, 2, 2, 4
         self.head = _MesoHead(16 * side * side, cfg.dropout)
         if isinstance(weights, str) and weights.lower().endswith(".h5"):
-            from detectors.keras_meso import load_keras_mesonet
+            from fairforensics.detectors.keras_meso import load_keras_mesonet
 
             load_keras_mesonet(self, weights, (side, side, 16))
 

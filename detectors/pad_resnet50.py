@@ -16,10 +16,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones import create_timm_backbone
-from detectors.base import Detector, DetectorConfig
-from detectors.deeppixbis import IMAGENET_MEAN, IMAGENET_STD
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.deeppixbis import IMAGENET_MEAN, IMAGENET_STD
+from fairforensics.detectors.registry import register_detector
 
 
 @dataclass

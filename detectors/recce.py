@@ -33,10 +33,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import FEATURES, create_xception
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones.xception import FEATURES, create_xception
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
 
 _timm_xception = importlib.import_module("timm.models.xception")
 _STEM = ("conv1", "bn1", "act1", "conv2", "bn2", "act2")  # timm legacy_xception layer names

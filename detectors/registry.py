@@ -20,9 +20,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from configs import CONFIG_DIR, ConfigError, build_config, load_yaml
-from configs.loader import deep_merge
-from detectors.base import Detector, DetectorConfig
+from fairforensics.configs import CONFIG_DIR, ConfigError, build_config, load_yaml
+from fairforensics.configs.loader import deep_merge
+from fairforensics.detectors.base import Detector, DetectorConfig
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _builtin_decorators() -> dict[str, tuple[str, str | None]]:
     found: dict[str, tuple[str, str | None]] = {}
     for path in sorted(_PACKAGE_DIR.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        module = ".".join(("detectors", *path.relative_to(_PACKAGE_DIR).with_suffix("").parts))
+        module = ".".join((__package__, *path.relative_to(_PACKAGE_DIR).with_suffix("").parts))
         for node in ast.walk(tree):
             if not isinstance(node, ast.ClassDef):
                 continue
@@ -213,8 +213,8 @@ def build_detector(
             raise ConfigError(f"detector {name!r} has no paper variant (no 'variant' field)")
     data = deep_merge(data, overrides)
     config = build_config(cls.Config, data, source=source)
-    from detectors.backbones import pretrained_strictness
-    from detectors.deepfakebench import build_from_detector_file
+    from fairforensics.detectors.backbones import pretrained_strictness
+    from fairforensics.detectors.deepfakebench import build_from_detector_file
 
     with pretrained_strictness(getattr(config, "pretrained_strict", True)):
         return build_from_detector_file(cls, config) or cls(config)

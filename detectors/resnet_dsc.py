@@ -12,9 +12,14 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from detectors.backbones import create_timm_backbone
-from detectors.registry import register_detector
-from detectors.xception import IMAGENET_MEAN, IMAGENET_STD, TimmClassifier, TimmClassifierConfig
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.registry import register_detector
+from fairforensics.detectors.xception import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    TimmClassifier,
+    TimmClassifierConfig,
+)
 
 
 def depthwise_separable(conv: nn.Conv2d) -> nn.Sequential:

@@ -36,16 +36,16 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones.xception import (
+from fairforensics.detectors.backbones.xception import (
     FEATURES,
     STAGES,
     create_xception,
     entry_side,
     run_stage,
 )
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
 
 _KB = [[0, 0, 0, 0, 0], [0, -1, 2, -1, 0], [0, 2, -4, 2, 0], [0, -1, 2, -1, 0], [0, 0, 0, 0, 0]]
 _KV = [

@@ -12,15 +12,15 @@ from typing import Any
 
 import torch
 
-from configs.filemode import atomic_path
-from detectors.base import Detector
-from detectors.deepfakebench import (
+from fairforensics.configs.filemode import atomic_path
+from fairforensics.detectors.base import Detector
+from fairforensics.detectors.deepfakebench import (
     WeightsError,
     checkpoint_state_dict,
     load_weights,
     read_weights_file,
 )
-from detectors.registry import build_detector
+from fairforensics.detectors.registry import build_detector
 
 
 class CheckpointError(RuntimeError):

@@ -14,11 +14,11 @@ from typing import Any, ClassVar
 import torch
 from torch import nn
 
-from detectors.backbones import create_timm_backbone
-from detectors.backbones.xception import create_xception
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap_xception_detector
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.backbones.xception import create_xception
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap_xception_detector
+from fairforensics.detectors.registry import register_detector
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

@@ -32,10 +32,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.backbones import create_timm_backbone
-from detectors.base import Detector, DetectorConfig
-from detectors.dfb_keys import remap
-from detectors.registry import register_detector
+from fairforensics.detectors.backbones import create_timm_backbone
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.registry import register_detector
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from evaluation.metrics import (
+from fairforensics.evaluation.metrics import (
     SingleClassError,
     _need_both,
     _rank,

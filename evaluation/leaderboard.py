@@ -7,12 +7,12 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from evaluation import plots
-from evaluation.predictions import read_predictions
-from evaluation.report import Section, write_report
-from evaluation.results import slug
-from evaluation.scoring import evaluate_predictions
-from evaluation.tables import Result, cross_manipulation, leaderboard
+from fairforensics.evaluation import plots
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.evaluation.report import Section, write_report
+from fairforensics.evaluation.results import slug
+from fairforensics.evaluation.scoring import evaluate_predictions
+from fairforensics.evaluation.tables import Result, cross_manipulation, leaderboard
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from sklearn import metrics as skm
 
-from configs.filemode import atomic_path
-from evaluation.tables import Table
+from fairforensics.configs.filemode import atomic_path
+from fairforensics.evaluation.tables import Table
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,12 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 from tqdm import tqdm
 
-from detectors.base import Detector
-from evaluation.predictions import Predictions
-from preprocessing.device import amp_dtype as amp_precision
-from preprocessing.frames import FrameDataset, collate, to_device
-from preprocessing.index import DatasetIndex
-from preprocessing.resolve import resolve_index
+from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.predictions import Predictions
+from fairforensics.preprocessing.device import amp_dtype as amp_precision
+from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
+from fairforensics.preprocessing.index import DatasetIndex
+from fairforensics.preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 

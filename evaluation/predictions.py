@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 from scipy.special import expit
 
-from preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import atomic_write_text
 
 BASE_COLUMNS = ("dataset", "video_id", "frame", "label", "score", "method")
 SCORE_KINDS = ("prob", "logits")

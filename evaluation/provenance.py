@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evaluation.settings import TestConfig
-from preprocessing.files import jsonable, write_json
+from fairforensics.evaluation.settings import TestConfig
+from fairforensics.preprocessing.files import jsonable, write_json
 
 #: Test settings that change the predictions themselves (the metrics are recomputed anyway).
 PREDICTION_SETTINGS = ("split", "frame_num", "amp")

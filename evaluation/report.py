@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from evaluation.tables import Table
-from preprocessing.files import atomic_write_text
+from fairforensics.evaluation.tables import Table
+from fairforensics.preprocessing.files import atomic_write_text
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"}
 _STYLE = """

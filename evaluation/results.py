@@ -25,15 +25,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from configs import config_to_dict
-from evaluation import plots
-from evaluation.metrics import video_scores
-from evaluation.predictions import PredictionsError, read_predictions, write_predictions
-from evaluation.report import Section, write_report
-from evaluation.scoring import evaluate_levels, video_codes
-from evaluation.settings import TestConfig
-from evaluation.tables import Result, Table, leaderboard, metric_table
-from preprocessing.files import write_json
+from fairforensics.configs import config_to_dict
+from fairforensics.evaluation import plots
+from fairforensics.evaluation.metrics import video_scores
+from fairforensics.evaluation.predictions import (
+    PredictionsError,
+    read_predictions,
+    write_predictions,
+)
+from fairforensics.evaluation.report import Section, write_report
+from fairforensics.evaluation.scoring import evaluate_levels, video_codes
+from fairforensics.evaluation.settings import TestConfig
+from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
+from fairforensics.preprocessing.files import write_json
 
 log = logging.getLogger(__name__)
 

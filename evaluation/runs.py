@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from detectors import Detector, load_detector_file
-from preprocessing.rundir import RunDir
+from fairforensics.detectors import Detector, load_detector_file
+from fairforensics.preprocessing.rundir import RunDir
 
 
 def load_run(run_dir: str | Path, weights: str = "best") -> tuple[Detector, dict[str, Any]]:

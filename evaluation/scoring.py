@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.confidence import DeLongResult, bootstrap_ci, delong_test
-from evaluation.metrics import MetricWarning, factorize, reduce_by_code, summarize
-from evaluation.predictions import Predictions
+from fairforensics.evaluation.confidence import DeLongResult, bootstrap_ci, delong_test
+from fairforensics.evaluation.metrics import MetricWarning, factorize, reduce_by_code, summarize
+from fairforensics.evaluation.predictions import Predictions
 
 LEVELS = ("frame", "video")
 

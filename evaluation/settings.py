@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from configs import CONFIG_DIR, ConfigError, load_config
+from fairforensics.configs import CONFIG_DIR, ConfigError, load_config
 
 DEFAULT_CONFIG = CONFIG_DIR / "test" / "default.yaml"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from preprocessing.files import atomic_write_text, jsonable, write_json
+from fairforensics.preprocessing.files import atomic_write_text, jsonable, write_json
 
 #: ``(row index, column index, value) -> Markdown text`` of one cell.
 CellFormat = Callable[[int, int, Any], str]

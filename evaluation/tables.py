@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from detectors.registry import detector_family
-from evaluation.table_writer import (
+from fairforensics.detectors.registry import detector_family
+from fairforensics.evaluation.table_writer import (
     csv_text,
     format_number,
     html_text,

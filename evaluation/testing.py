@@ -8,27 +8,27 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from configs import ConfigError
-from detectors import load_detector_file, load_detector_yaml
-from evaluation.metrics import choose_threshold, video_scores
-from evaluation.predict import predict_index
-from evaluation.predictions import write_predictions
-from evaluation.provenance import (
+from fairforensics.configs import ConfigError
+from fairforensics.detectors import load_detector_file, load_detector_yaml
+from fairforensics.evaluation.metrics import choose_threshold, video_scores
+from fairforensics.evaluation.predict import predict_index
+from fairforensics.evaluation.predictions import write_predictions
+from fairforensics.evaluation.provenance import (
     changed_keys,
     file_sha256,
     prediction_provenance,
     provenance_path,
     write_provenance,
 )
-from evaluation.report import Section
-from evaluation.results import evaluate_prediction_files, slug
-from evaluation.runs import load_run
-from evaluation.scoring import video_codes
-from evaluation.settings import TestConfig
-from preprocessing.device import resolve_device
-from preprocessing.index import DatasetIndexError
-from preprocessing.resolve import resolve_index, resolve_index_path
-from preprocessing.rundir import RunDir
+from fairforensics.evaluation.report import Section
+from fairforensics.evaluation.results import evaluate_prediction_files, slug
+from fairforensics.evaluation.runs import load_run
+from fairforensics.evaluation.scoring import video_codes
+from fairforensics.evaluation.settings import TestConfig
+from fairforensics.preprocessing.device import resolve_device
+from fairforensics.preprocessing.index import DatasetIndexError
+from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
+from fairforensics.preprocessing.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def run_test(
     sections = list(extra_sections)
     a = cfg.analysis
     if files and (a.gradcam or a.tsne or a.spectra):
-        from evaluation.analysis.run import run_analysis
+        from fairforensics.evaluation.analysis.run import run_analysis
 
         first = next(iter(files))
         figures = run_analysis(

@@ -1,3 +1,13 @@
-"""The installed command-line tools of FairForensics (``fairforensics <verb>``, ``ff-<verb>``);
-the library itself is the top-level packages ``configs``, ``preprocessing``, ``detectors``,
-``evaluation``, ``training``, ``fairness`` and ``benchmarks``."""
+"""FairForensics: benchmark deepfake and face presentation-attack detectors, with fairness
+measured by default. The one import name; its subpackages are ``configs``, ``preprocessing``,
+``detectors``, ``training``, ``evaluation``, ``fairness``, ``benchmarks`` and ``cli`` (the commands),
+e.g. ``from fairforensics.detectors import build_detector``."""
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+if not (_HERE / "detectors").is_dir() and (_HERE.parent / "detectors" / "__init__.py").is_file():
+    # a source checkout (no install needed, e.g. ``python scripts/train.py`` or PYTHONPATH=.): the
+    # subpackages are the repository's top-level folders beside this one. An installed copy
+    # (wheel or editable) has them inside, or mapped by the install's own finder.
+    __path__.append(str(_HERE.parent))  # noqa: F821 - the package's module search path

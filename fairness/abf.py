@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.metrics import SingleClassError, check_scores
-from fairness.iso import check_species_rule
+from fairforensics.evaluation.metrics import SingleClassError, check_scores
+from fairforensics.fairness.iso import check_species_rule
 
 log = logging.getLogger(__name__)
 

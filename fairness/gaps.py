@@ -36,14 +36,14 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from evaluation.confidence import (
+from fairforensics.evaluation.confidence import (
     bootstrap_multiplicities,
     percentile_interval,
     weighted_ranking_metrics,
 )
-from evaluation.metrics import factorize
-from fairness.abf import POOLED, clean_groups, curve_auc, curves_of_clean, is_missing
-from fairness.iso import apcer_rule, check_species_rule, eer_species
+from fairforensics.evaluation.metrics import factorize
+from fairforensics.fairness.abf import POOLED, clean_groups, curve_auc, curves_of_clean, is_missing
+from fairforensics.fairness.iso import apcer_rule, check_species_rule, eer_species
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evaluation.metrics import SingleClassError, check_scores, eer
+from fairforensics.evaluation.metrics import SingleClassError, check_scores, eer
 
 #: How attack species enter APCER: a plain proportion (paper 001) or the worst species (ISO).
 SPECIES_RULES: tuple[str, ...] = ("pooled", "worst")

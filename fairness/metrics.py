@@ -21,9 +21,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from evaluation.metrics import auc as _auc
-from evaluation.metrics import eer as _eer
-from fairness.abf import (
+from fairforensics.evaluation.metrics import auc as _auc
+from fairforensics.evaluation.metrics import eer as _eer
+from fairforensics.fairness.abf import (
     DEFAULT_XS,
     POOLED,
     FairnessCurves,
@@ -34,7 +34,7 @@ from fairness.abf import (
     fdr_curve,
     odta_curves,
 )
-from fairness.gaps import GAP_METRICS, Gap, GapAnalysis, group_gaps
+from fairforensics.fairness.gaps import GAP_METRICS, Gap, GapAnalysis, group_gaps
 
 log = logging.getLogger(__name__)
 

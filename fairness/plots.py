@@ -10,8 +10,8 @@ import numpy as np
 from matplotlib.figure import Figure
 from sklearn.metrics import roc_curve
 
-from evaluation.plots import save_figure
-from fairness.abf import FairnessCurves
+from fairforensics.evaluation.plots import save_figure
+from fairforensics.fairness.abf import FairnessCurves
 
 
 def plot_group_roc(

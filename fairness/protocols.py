@@ -37,18 +37,23 @@ from typing import Any
 
 import numpy as np
 
-from configs import load_config
-from configs.loader import deep_merge
-from evaluation.metrics import SingleClassError, eer
-from evaluation.predict import predict_index
-from evaluation.predictions import Predictions, read_predictions, write_predictions
-from evaluation.runs import load_run
-from fairness.abf import DEFAULT_XS, curve_auc, fairness_curves
-from fairness.report import ReportConfig, attribute_arrays
-from fairness.splits import derive_any, filter_train, gender_balanced_split, save_index
-from fairness.tables import write_table
-from preprocessing.device import resolve_device
-from preprocessing.resolve import resolve_index, resolve_index_path
+from fairforensics.configs import load_config
+from fairforensics.configs.loader import deep_merge
+from fairforensics.evaluation.metrics import SingleClassError, eer
+from fairforensics.evaluation.predict import predict_index
+from fairforensics.evaluation.predictions import Predictions, read_predictions, write_predictions
+from fairforensics.evaluation.runs import load_run
+from fairforensics.fairness.abf import DEFAULT_XS, curve_auc, fairness_curves
+from fairforensics.fairness.report import ReportConfig, attribute_arrays
+from fairforensics.fairness.splits import (
+    derive_any,
+    filter_train,
+    gender_balanced_split,
+    save_index,
+)
+from fairforensics.fairness.tables import write_table
+from fairforensics.preprocessing.device import resolve_device
+from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
 

@@ -24,12 +24,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from configs import load_config
-from evaluation.metrics import SingleClassError, video_scores
-from evaluation.predictions import Predictions
-from evaluation.table_writer import format_number, html_text
-from fairness import plots
-from fairness.abf import (
+from fairforensics.configs import load_config
+from fairforensics.evaluation.metrics import SingleClassError, video_scores
+from fairforensics.evaluation.predictions import Predictions
+from fairforensics.evaluation.table_writer import format_number, html_text
+from fairforensics.fairness import plots
+from fairforensics.fairness.abf import (
     DEFAULT_XS,
     POOLED,
     FairnessCurves,
@@ -38,11 +38,16 @@ from fairness.abf import (
     is_missing,
     odta_curves,
 )
-from fairness.gaps import GapAnalysis, curve_auc_intervals, group_gaps, iso_group_intervals
-from fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
-from fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
-from fairness.tables import columns_of, write_table
-from preprocessing.files import atomic_write_text, jsonable, write_json
+from fairforensics.fairness.gaps import (
+    GapAnalysis,
+    curve_auc_intervals,
+    group_gaps,
+    iso_group_intervals,
+)
+from fairforensics.fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
+from fairforensics.fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
+from fairforensics.fairness.tables import columns_of, write_table
+from fairforensics.preprocessing.files import atomic_write_text, jsonable, write_json
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocessing.index import (
+from fairforensics.preprocessing.index import (
     DatasetIndex,
     DatasetIndexError,
     VideoEntry,

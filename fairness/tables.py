@@ -7,7 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evaluation.table_writer import csv_text, format_number, markdown_text, write_table_files
+from fairforensics.evaluation.table_writer import (
+    csv_text,
+    format_number,
+    markdown_text,
+    write_table_files,
+)
 
 
 def columns_of(rows: Sequence[dict[str, Any]]) -> list[str]:

@@ -10,8 +10,8 @@ import csv
 import logging
 from pathlib import Path
 
-from preprocessing.config import AttributesConfig
-from preprocessing.datasets.base import Listing, SourceItem
+from fairforensics.preprocessing.config import AttributesConfig
+from fairforensics.preprocessing.datasets.base import Listing, SourceItem
 
 logger = logging.getLogger(__name__)
 

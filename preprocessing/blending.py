@@ -34,8 +34,8 @@ import albumentations as A
 import cv2
 import numpy as np
 
-from configs.filemode import atomic_path
-from preprocessing.index import read_index
+from fairforensics.configs.filemode import atomic_path
+from fairforensics.preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from preprocessing.index import DatasetIndex, DatasetIndexError, rebase_index
+from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError, rebase_index
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from configs.loader import config_to_dict, load_config
+from fairforensics.configs.loader import config_to_dict, load_config
 
 
 @dataclass
@@ -155,8 +155,8 @@ def load_preprocess_config(*paths: str | Path, overrides: Any = ()) -> Preproces
 
     The dataset module's ``options`` are checked here too, so a bad option fails at load time.
     """
-    from configs.loader import ConfigError
-    from preprocessing.datasets import dataset_options
+    from fairforensics.configs.loader import ConfigError
+    from fairforensics.preprocessing.datasets import dataset_options
 
     cfg = load_config(PreprocessConfig, *paths, overrides=overrides)
     source = " + ".join(str(p) for p in paths) or "<defaults>"

@@ -26,7 +26,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def load_face_photos(
     ``attributes_csv`` has a ``file`` column (photo file name) and attribute columns; the
     ``identity`` column, if any, is kept as the attribute ``subject``.
     """
-    from preprocessing.faces import FaceAnalyzer
+    from fairforensics.preprocessing.faces import FaceAnalyzer
 
     if faces_dir is None:
         from skimage import data
@@ -197,7 +197,7 @@ def make_demo_dataset(
     ``n_videos`` real videos (an even number) in pairs split 60/20/20 into train/val/test,
     and one self-blended fake per real video.
     """
-    from preprocessing.blending import self_blend
+    from fairforensics.preprocessing.blending import self_blend
 
     if n_videos < 10 or n_videos % 2:
         raise DemoDataError("n_videos must be an even number >= 10 (pairs for train, val and test)")

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
-from preprocessing.index import DatasetIndex, VideoEntry
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any, Literal
 import cv2
 import numpy as np
 
-from preprocessing.align import five_points
+from fairforensics.preprocessing.align import five_points
 
 logger = logging.getLogger(__name__)
 
@@ -268,7 +268,7 @@ class FaceAnalyzer:
         self, smalls: list[np.ndarray], upsample: int
     ) -> list[list[tuple[tuple[float, float, float, float], np.ndarray]]]:
         """MTCNN's dlib-convention boxes and five points on each copy (one size), in its pixels."""
-        from preprocessing.mtcnn import MIN_FACE_SIZE, MTCNN
+        from fairforensics.preprocessing.mtcnn import MIN_FACE_SIZE, MTCNN
 
         mtcnn = MTCNN(MIN_FACE_SIZE / 2**upsample, device=self.device)
         return [

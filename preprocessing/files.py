@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from configs.filemode import atomic_path
+from fairforensics.configs.filemode import atomic_path
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

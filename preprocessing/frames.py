@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from preprocessing.blending import NearestLandmarks, generate, needs_partner
-from preprocessing.index import DatasetIndex, VideoEntry
+from fairforensics.preprocessing.blending import NearestLandmarks, generate, needs_partner
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import atomic_write_text
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from functools import cache
+from importlib import resources
 from pathlib import Path
 
 import cv2
@@ -35,9 +36,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torchvision.ops import batched_nms, nms
 
-from preprocessing.faces import check_rgb
+from fairforensics.preprocessing.faces import check_rgb
 
-WEIGHTS_DIR = Path(__file__).resolve().parent / "models" / "mtcnn"
+WEIGHTS_DIR = Path(str(resources.files(__package__))) / "models" / "mtcnn"  # package data
 THRESHOLDS = (0.6, 0.7, 0.7)
 MIN_FACE_SIZE = 20
 SCALE_FACTOR = 0.709

@@ -39,15 +39,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from preprocessing.attributes import join_attributes
-from preprocessing.config import PreprocessConfig
-from preprocessing.datasets import build_listing
-from preprocessing.datasets.base import Listing, SourceItem, stable_fraction
-from preprocessing.files import atomic_write_text
-from preprocessing.index import DatasetIndex, VideoEntry, write_index
-from preprocessing.worker import STAGES, VideoResult, process_item, read_record
+from fairforensics.preprocessing.attributes import join_attributes
+from fairforensics.preprocessing.config import PreprocessConfig
+from fairforensics.preprocessing.datasets import build_listing
+from fairforensics.preprocessing.datasets.base import Listing, SourceItem, stable_fraction
+from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
+from fairforensics.preprocessing.worker import STAGES, VideoResult, process_item, read_record
 
-logger = logging.getLogger("preprocessing")
+logger = logging.getLogger(__package__)
 
 
 class StopRequested(KeyboardInterrupt):
@@ -154,7 +154,7 @@ def _add_file_log(path: Path) -> logging.Handler:
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.getLogger("preprocessing").addHandler(handler)
+    logging.getLogger(__package__).addHandler(handler)
     return handler
 
 
@@ -251,7 +251,7 @@ def run_preprocess(
             )  # fmt: skip
             return summary
         finally:
-            logging.getLogger("preprocessing").removeHandler(handler)
+            logging.getLogger(__package__).removeHandler(handler)
             handler.close()
 
 
@@ -304,7 +304,7 @@ def _run_pool(
     method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     ctx = multiprocessing.get_context(method)
     if method == "forkserver":  # no effect once this process's fork server is running
-        ctx.set_forkserver_preload(["preprocessing.pool_preload"])
+        ctx.set_forkserver_preload(["fairforensics.preprocessing.pool_preload"])
     with tempfile.TemporaryDirectory(prefix="preprocess-inflight-") as markers:
         while todo:
             left: list[SourceItem] = []

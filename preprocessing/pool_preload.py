@@ -9,8 +9,8 @@ import contextlib
 
 import av  # noqa: F401
 
-from preprocessing import worker  # noqa: F401
-from preprocessing.faces import _load
+from fairforensics.preprocessing import worker  # noqa: F401
+from fairforensics.preprocessing.faces import _load
 
 with contextlib.suppress(Exception):  # e.g. a missing model file: the worker needing it says so
     _load("hog")

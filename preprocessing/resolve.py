@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from preprocessing.datasets.deepfakebench import read_any_index
-from preprocessing.index import DatasetIndex, DatasetIndexError
+from fairforensics.preprocessing.datasets.deepfakebench import read_any_index
+from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError
 
 
 def resolve_index_path(name: str | Path, data_root: str | Path) -> Path:

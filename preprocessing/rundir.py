@@ -12,9 +12,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from configs import ConfigError, load_yaml
+from fairforensics.configs import ConfigError, load_yaml
 
-REPO_DIR = Path(__file__).resolve().parents[1]
 PACKAGES = (
     "torch",
     "torchvision",
@@ -27,8 +26,19 @@ PACKAGES = (
 )
 
 
-def git_commit(repo: Path = REPO_DIR) -> str | None:
-    """The checked-out commit (with ``+dirty`` when the tree has changes), or None."""
+def source_checkout() -> Path | None:
+    """The repository this code runs from (a clone, installed editable or not), or None when it
+    is an installed copy (a wheel in site-packages has no ``pyproject.toml`` beside it)."""
+    root = Path(__file__).resolve().parents[1]
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def git_commit(repo: Path | None = None) -> str | None:
+    """The checked-out commit (with ``+dirty`` when the tree has changes) of ``repo`` (default: the
+    source checkout), or None: an installed copy's version is in ``package_versions``."""
+    repo = repo or source_checkout()
+    if repo is None:
+        return None
     try:
         sha = subprocess.run(
             ["git", "rev-parse", "HEAD"],

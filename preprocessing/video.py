@@ -102,7 +102,7 @@ def read_frames(
         raise ValueError(f"unknown decode backend {backend!r}; allowed: pyav, opencv")
     if backend == "pyav":
         try:
-            from preprocessing.pyav_reader import read_frames_pyav
+            from fairforensics.preprocessing.pyav_reader import read_frames_pyav
 
             frames = read_frames_pyav(path, indices, threads, device)
         except Exception as exc:  # any PyAV failure: OpenCV may still read the file

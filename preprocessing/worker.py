@@ -22,13 +22,19 @@ import cv2
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
-from configs.filemode import file_mode
-from configs.loader import ConfigError
-from preprocessing.align import align_face, warp_mask
-from preprocessing.config import PreprocessConfig
-from preprocessing.datasets.base import SourceItem
-from preprocessing.faces import Box, FaceAnalyzer
-from preprocessing.video import MediaReadError, count_frames, is_image, read_frames, sample_indices
+from fairforensics.configs.filemode import file_mode
+from fairforensics.configs.loader import ConfigError
+from fairforensics.preprocessing.align import align_face, warp_mask
+from fairforensics.preprocessing.config import PreprocessConfig
+from fairforensics.preprocessing.datasets.base import SourceItem
+from fairforensics.preprocessing.faces import Box, FaceAnalyzer
+from fairforensics.preprocessing.video import (
+    MediaReadError,
+    count_frames,
+    is_image,
+    read_frames,
+    sample_indices,
+)
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 
 import cv2  # noqa: E402
 
-from preprocessing.faces import FaceAnalyzer  # noqa: E402
+from fairforensics.preprocessing.faces import FaceAnalyzer  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 DEFAULT_IMAGES = [

@@ -15,8 +15,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fairness.abf import DEFAULT_XS, POOLED  # noqa: E402
-from fairness.gaps import curve_auc_intervals, group_gaps  # noqa: E402
+from fairforensics.fairness.abf import DEFAULT_XS, POOLED  # noqa: E402
+from fairforensics.fairness.gaps import curve_auc_intervals, group_gaps  # noqa: E402
 
 
 def synthetic(n_videos: int, frames: int, seed: int, gap: float = 0.0):

@@ -17,9 +17,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fairness.metamorphic import MakeupConfig, adaptive_colours  # noqa: E402
-from preprocessing.align import align_face  # noqa: E402
-from preprocessing.faces import FaceAnalyzer  # noqa: E402
+from fairforensics.fairness.metamorphic import MakeupConfig, adaptive_colours  # noqa: E402
+from fairforensics.preprocessing.align import align_face  # noqa: E402
+from fairforensics.preprocessing.faces import FaceAnalyzer  # noqa: E402
 
 
 def _summary(values: list[float]) -> dict[str, float]:

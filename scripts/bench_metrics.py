@@ -14,10 +14,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluation import metrics as M  # noqa: E402
-from evaluation.confidence import bootstrap_ci  # noqa: E402
-from evaluation.predictions import Predictions  # noqa: E402
-from evaluation.scoring import evaluate_levels  # noqa: E402
+from fairforensics.evaluation import metrics as M  # noqa: E402
+from fairforensics.evaluation.confidence import bootstrap_ci  # noqa: E402
+from fairforensics.evaluation.predictions import Predictions  # noqa: E402
+from fairforensics.evaluation.scoring import evaluate_levels  # noqa: E402
 
 
 def synthetic(n_videos: int, frames: int, seed: int) -> Predictions:

@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.preprocess import bench_deepfakebench_style, bench_pipeline  # noqa: E402
-from benchmarks.videos import ff_like_videos  # noqa: E402
+from fairforensics.benchmarks.preprocess import bench_deepfakebench_style, bench_pipeline  # noqa: E402
+from fairforensics.benchmarks.videos import ff_like_videos  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 

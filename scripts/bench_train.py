@@ -16,9 +16,10 @@ import logging
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-from benchmarks.train import bench_train  # noqa: E402
+from fairforensics.benchmarks.train import bench_train  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compile", action="store_true", help="torch.compile our step's forward")
     p.add_argument("--no-cache", action="store_true", help="skip the packed-cache measurements")
     p.add_argument(
-        "--index", help="dataset index to read frames from (default: 224 shared real faces)"
+        "--index", help="dataset index to read frames from (default: 224 photos of --faces-dir)"
+    )
+    p.add_argument(
+        "--faces-dir",
+        type=Path,
+        default=REPO.parent / "shared" / "data" / "faces",
+        help="face photos for the default frames (default: ../shared/data/faces)",
     )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -60,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         steps=args.steps,
         num_workers=args.num_workers,
         index=args.index,
+        faces_dir=args.faces_dir,
         cache=not args.no_cache,
         rounds=args.rounds,
         compile=args.compile,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from preprocessing.combine import combine_indexes  # noqa: E402
-from preprocessing.index import DatasetIndexError, read_index, write_index  # noqa: E402
+from fairforensics.preprocessing.combine import combine_indexes  # noqa: E402
+from fairforensics.preprocessing.index import DatasetIndexError, read_index, write_index  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,14 +20,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fairforensics.cli.errors import run_cli  # noqa: E402
-from fairness.splits import save_index  # noqa: E402
-from preprocessing.demographics import (  # noqa: E402
+from fairforensics.fairness.splits import save_index  # noqa: E402
+from fairforensics.preprocessing.demographics import (  # noqa: E402
     CODES,
     DemographicsError,
     import_demographics,
     read_demographics_csv,
 )
-from preprocessing.index import DatasetIndexError, read_index  # noqa: E402
+from fairforensics.preprocessing.index import DatasetIndexError, read_index  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

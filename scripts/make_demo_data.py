@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from fairforensics.cli.errors import run_cli
-from preprocessing.demo_dataset import make_demo_dataset
+from fairforensics.preprocessing.demo_dataset import make_demo_dataset
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from detectors.base import Detector
+from fairforensics.detectors.base import Detector
 
 
 def make_batch(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import sweep as sw
+from fairforensics.benchmarks import sweep as sw
 
 REPO = Path(__file__).resolve().parents[1]
 

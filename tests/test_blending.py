@@ -9,9 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from configs.filemode import file_mode
-from preprocessing import blending
-from preprocessing.blending import (
+from fairforensics.configs.filemode import file_mode
+from fairforensics.preprocessing import blending
+from fairforensics.preprocessing.blending import (
     BlendingError,
     NearestLandmarks,
     Partner,
@@ -151,7 +151,7 @@ def test_bad_inputs(obama):
 def _write_index(
     root: Path, face_sets: dict[str, list[np.ndarray]], corrupt: str | None = None
 ) -> Path:
-    from preprocessing.index import DatasetIndex, VideoEntry, write_index
+    from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 
     videos = []
     for vid, lms in face_sets.items():

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from configs import ConfigError
 from fairforensics.cli import VERBS
 from fairforensics.cli import main as fairforensics_main
 from fairforensics.cli.errors import Terminated, UserInputError, run_cli
+from fairforensics.configs import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("configs", "preprocessing", "detectors", "evaluation", "training", "fairness")
@@ -137,7 +137,7 @@ def test_fairforensics_dispatches_verbs(capsys) -> None:
 def test_wheel_installs_the_commands(tmp_path) -> None:
     """``pip wheel .`` holds the CLI package and one entry point per verb (ff-<verb>)."""
     src = tmp_path / "src"  # a copy, so the build leaves no build/ or egg-info in the checkout
-    for name in (*PACKAGES, "pyproject.toml", "README.md"):
+    for name in (*PACKAGES, "pyproject.toml", "setup.py", "README.md"):
         if (REPO / name).is_dir():
             shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
@@ -158,6 +158,11 @@ def test_wheel_installs_the_commands(tmp_path) -> None:
         names = zf.namelist()
         (ep,) = [n for n in names if n.endswith("entry_points.txt")]
         entry_points = zf.read(ep).decode()
+    # one import name: the repository's folders are subpackages of fairforensics, nothing else
+    assert {n.split("/")[0] for n in names if ".dist-info/" not in n} == {"fairforensics"}
+    (top,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read(top).decode().split() == ["fairforensics"]
     assert "fairforensics = fairforensics.cli:main" in entry_points
     for verb in VERBS:
         assert f"ff-{verb} = fairforensics.cli:{verb}" in entry_points
@@ -170,6 +175,23 @@ def test_wheel_installs_the_commands(tmp_path) -> None:
         f"importlib.import_module('fairforensics.cli.{v}').main\n" for v in VERBS
     )
     code += f"assert c.__file__.startswith({str(site)!r})\n"
+    # every detector builds from the wheel; the configs it reads are the wheel's package data
+    code += (
+        "from fairforensics import detectors\n"
+        "from fairforensics.configs import CONFIG_DIR\n"
+        f"assert str(CONFIG_DIR).startswith({str(site)!r})\n"
+        "names = detectors.list_detectors()\n"
+        "assert len(names) >= 20, names\n"
+        "for n in names:\n"
+        "    detectors.build_detector(n)\n"
+        f"assert detectors.__file__.startswith({str(site)!r})\n"
+        "for old in ('detectors', 'configs', 'preprocessing', 'training', 'evaluation', 'fairness', 'benchmarks'):\n"
+        "    try:\n"
+        "        __import__(old)\n"
+        "    except ImportError:\n"
+        "        continue\n"
+        "    raise SystemExit(f'{old} is importable')\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
     imported = subprocess.run(

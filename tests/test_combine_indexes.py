@@ -7,8 +7,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from preprocessing.combine import combine_indexes
-from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, read_index, write_index
+from fairforensics.preprocessing.combine import combine_indexes
+from fairforensics.preprocessing.index import (
+    DatasetIndex,
+    DatasetIndexError,
+    VideoEntry,
+    read_index,
+    write_index,
+)
 from scripts.combine_indexes import main
 
 

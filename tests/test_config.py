@@ -7,7 +7,7 @@ from typing import Literal
 
 import pytest
 
-from configs import ConfigError, config_to_dict, load_config, parse_overrides
+from fairforensics.configs import ConfigError, config_to_dict, load_config, parse_overrides
 
 
 @dataclass

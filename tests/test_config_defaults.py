@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from configs import CONFIG_DIR, load_config, load_yaml
-from evaluation.settings import TestConfig, load_test_config
+from fairforensics.configs import CONFIG_DIR, load_config, load_yaml
+from fairforensics.evaluation.settings import TestConfig, load_test_config
 
 
 def test_the_shipped_test_yaml_only_documents_the_defaults() -> None:

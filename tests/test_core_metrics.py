@@ -8,7 +8,7 @@ from scipy.interpolate import interp1d
 from scipy.optimize import brentq
 from sklearn import metrics as skm
 
-from evaluation.metrics import SingleClassError, acc, ap, auc, eer, video_scores
+from fairforensics.evaluation.metrics import SingleClassError, acc, ap, auc, eer, video_scores
 
 
 @pytest.fixture

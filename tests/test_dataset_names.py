@@ -6,8 +6,13 @@ import json
 
 import pytest
 
-from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry, write_index
-from preprocessing.resolve import resolve_datasets
+from fairforensics.preprocessing.index import (
+    DatasetIndex,
+    DatasetIndexError,
+    VideoEntry,
+    write_index,
+)
+from fairforensics.preprocessing.resolve import resolve_datasets
 
 
 def test_names_resolve_to_our_index_and_to_deepfakebench_json(tmp_path) -> None:
@@ -38,7 +43,7 @@ def test_missing_dataset_names_the_file(tmp_path) -> None:
 
 
 def test_a_json_path_is_kept_and_every_command_uses_the_same_resolver(tmp_path) -> None:
-    from preprocessing.resolve import resolve_index, resolve_index_path
+    from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 
     ours = DatasetIndex("mine", "deepfake", [VideoEntry("a", 0, "real", "test", ["mine/a/0.png"])])
     write_index(ours, tmp_path / "sub" / "mine.json")

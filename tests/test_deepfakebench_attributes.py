@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from preprocessing.datasets.base import DatasetLayoutError
-from preprocessing.datasets.deepfakebench import import_deepfakebench_json, read_any_index
-from preprocessing.index import read_index
+from fairforensics.preprocessing.datasets.base import DatasetLayoutError
+from fairforensics.preprocessing.datasets.deepfakebench import (
+    import_deepfakebench_json,
+    read_any_index,
+)
+from fairforensics.preprocessing.index import read_index
+from fairforensics.training.trainer import resolve_datasets
 from tests.test_preprocess_datasets import REPO, make_dfb_tree
-from training.trainer import resolve_datasets
 
 PREFIX = "D:\\bench\\datasets"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from detectors import build_detector
-from detectors.deepfakebench import (
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.deepfakebench import (
     WeightsError,
     load_deepfakebench_state_dict,
     load_weights,
     read_weights_file,
 )
-from detectors.weights import CheckpointError, load_detector_file, save_checkpoint
+from fairforensics.detectors.weights import CheckpointError, load_detector_file, save_checkpoint
 
 
 def _dfb_meso4_state(seed: int = 0) -> dict[str, torch.Tensor]:
@@ -95,7 +95,7 @@ def test_pretrained_whole_detector_file(tmp_path) -> None:
 
 
 def test_remap_mapping_takes_the_longest_prefix_and_drops_by_name() -> None:
-    from detectors.dfb_keys import remap
+    from fairforensics.detectors.dfb_keys import remap
 
     t = torch.zeros(1)
     sd = {"backbone.last_linear.weight": t, "backbone.conv1.weight": t, "backbone.x.k": t}

@@ -15,9 +15,13 @@ import cv2
 import numpy as np
 import pytest
 
-from evaluation.predictions import read_predictions
-from preprocessing.demo_dataset import DemoDataError, load_face_photos, make_demo_dataset
-from preprocessing.index import read_index
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.demo_dataset import (
+    DemoDataError,
+    load_face_photos,
+    make_demo_dataset,
+)
+from fairforensics.preprocessing.index import read_index
 from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from preprocessing.demographics import (
+from fairforensics.preprocessing.demographics import (
     DemographicsError,
     frame_keys,
     import_demographics,
     normalise_id,
     read_demographics_csv,
 )
-from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = [
@@ -126,7 +126,7 @@ def test_uncertainty_columns_and_ties(tmp_path: Path) -> None:
 
 def test_deepfakebench_method_names_and_generic_paths() -> None:
     dfb = _ff_index(("FF-DF", "FF-F2F"))
-    from preprocessing.demographics import FrameLabels
+    from fairforensics.preprocessing.demographics import FrameLabels
 
     def frame(path: str, target: int | None, gender: str = "male") -> FrameLabels:
         return FrameLabels(path, target, {"gender": gender})

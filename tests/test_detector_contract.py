@@ -7,12 +7,19 @@ import math
 import pytest
 import torch
 
-from detectors import build_detector, get_detector_class, list_detectors, load_detector_yaml
+from fairforensics.detectors import (
+    build_detector,
+    get_detector_class,
+    list_detectors,
+    load_detector_yaml,
+)
 from tests.detector_batches import make_batch
 
 # The package's own detectors (other test modules register tiny ones of their own).
 DETECTORS = [
-    n for n in list_detectors() if get_detector_class(n).__module__.startswith("detectors.")
+    n
+    for n in list_detectors()
+    if get_detector_class(n).__module__.startswith("fairforensics.detectors.")
 ]
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from configs import ConfigError, import_modules
-from detectors import (
+from fairforensics.configs import ConfigError, import_modules
+from fairforensics.detectors import (
     Detector,
     detector_family,
     get_detector_class,

@@ -7,11 +7,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from detectors import build_detector, get_detector_class, list_detectors
+from fairforensics.detectors import build_detector, get_detector_class, list_detectors
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "detectors.md"
 # The package's own detectors (tests register tiny ones of their own).
-BUILTIN = [n for n in list_detectors() if get_detector_class(n).__module__.startswith("detectors.")]
+BUILTIN = [
+    n
+    for n in list_detectors()
+    if get_detector_class(n).__module__.startswith("fairforensics.detectors.")
+]
 
 
 def documented_counts() -> dict[str, int]:

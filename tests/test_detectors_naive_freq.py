@@ -18,12 +18,17 @@ import timm
 import torch
 from skimage.filters import sobel
 
-from detectors import build_detector
-from detectors.backbones import PretrainedWeightsError
-from detectors.backbones.xception import create_xception, entry_side, run_stage, widen_first_conv
-from detectors.f3net import FAD, LFS, F3NetConfig, MixBlock
-from detectors.frequency import band_mask, dct2d, dct_matrix, idct2d, phase_spectrum
-from detectors.srm import (
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.backbones.xception import (
+    create_xception,
+    entry_side,
+    run_stage,
+    widen_first_conv,
+)
+from fairforensics.detectors.f3net import FAD, LFS, F3NetConfig, MixBlock
+from fairforensics.detectors.frequency import band_mask, dct2d, dct_matrix, idct2d, phase_spectrum
+from fairforensics.detectors.srm import (
     CosineLinear,
     DualCrossModalAttention,
     SRMFilter,
@@ -412,7 +417,7 @@ def test_missing_weights_file_explains_the_options(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", MINE)
 def test_detector_yaml_carries_paper_training_settings(name: str) -> None:
-    training_config = pytest.importorskip("training.config")
+    training_config = pytest.importorskip("fairforensics.training.config")
     cfg = training_config.load_train_config(name)
     assert cfg.train.optimizer.name == "adam" and cfg.train.optimizer.lr == pytest.approx(2e-4)
     if name == "cnn_aug":
@@ -451,7 +456,7 @@ def test_meso_inception_learns_real_faces_vs_resampled_fakes() -> None:
 
 def test_efficientnet_deepfakebench_numerics() -> None:
     """efficientnet_pytorch at 380x380: stem unpadded, static pads, eps 1e-3, drop-connect 0.2."""
-    from detectors.efficientnet import StaticPadConv2d
+    from fairforensics.detectors.efficientnet import StaticPadConv2d
 
     with torch.device("meta"):
         dfb = build_detector("efficientnet_b4", pretrained=False).backbone

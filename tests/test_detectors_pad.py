@@ -22,11 +22,22 @@ from scipy.fft import dct as scipy_dct
 from skimage.feature import local_binary_pattern
 from torch import nn
 
-from detectors import build_detector
-from detectors.backbones import PretrainedWeightsError
-from detectors.deeppixbis import densenet_map_side, pixel_target
-from detectors.lbp_mlp import FEATURE_DIM, LBPFeatureCache, lbp_features, lbp_histogram
-from detectors.lmfd_pad import FrequencyDecomposition, band_mask, dct_matrix, fad_bands, focal_loss
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.deeppixbis import densenet_map_side, pixel_target
+from fairforensics.detectors.lbp_mlp import (
+    FEATURE_DIM,
+    LBPFeatureCache,
+    lbp_features,
+    lbp_histogram,
+)
+from fairforensics.detectors.lmfd_pad import (
+    FrequencyDecomposition,
+    band_mask,
+    dct_matrix,
+    fad_bands,
+    focal_loss,
+)
 from tests.testdata import SILENT_FACE
 
 PAD_DIR = SILENT_FACE
@@ -52,8 +63,8 @@ def param_count(module: nn.Module) -> int:
 @pytest.fixture(scope="module")
 def pad_crops() -> list[np.ndarray]:
     """The three Silent-Face photos, detected, landmarked and aligned to 224x224 by preprocessing."""
-    from preprocessing.align import align_face
-    from preprocessing.faces import FaceAnalyzer
+    from fairforensics.preprocessing.align import align_face
+    from fairforensics.preprocessing.faces import FaceAnalyzer
 
     analyzer = FaceAnalyzer()
     crops = []
@@ -263,7 +274,7 @@ def test_pixel_target_bad_inputs() -> None:
 def test_deeppixbis_loss_on_a_fairswap_partial_map(small_deeppixbis) -> None:
     """0.5 * pixel BCE + 0.5 * binary BCE on the sigmoid outputs (authors' formula, nn.BCELoss),
     with the map that FairSWAP made: an attack patch pasted into a bona fide face."""
-    from fairness.fairswap import FairSwap
+    from fairforensics.fairness.fairswap import FairSwap
 
     model = small_deeppixbis.train()
     n = 4
@@ -499,7 +510,7 @@ def test_configs_carry_the_paper_iv_c_settings(name: str) -> None:
     """Sec. IV-C: 20 frames per video, 224x224, oversampling to ~1:1; the CNNs with flip,
     rotation and colour jitter, early stopping (patience 20, at most 100 epochs); LBP-MLP with
     Adam, lr 1e-1 and at most 1000 epochs. Validated by the trainer's own config loader."""
-    from training.config import load_train_config
+    from fairforensics.training.config import load_train_config
 
     cfg = load_train_config(name)
     t = cfg.train

@@ -17,8 +17,8 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from configs import ConfigError
-from detectors import build_detector, load_detector_yaml
+from fairforensics.configs import ConfigError
+from fairforensics.detectors import build_detector, load_detector_yaml
 from tests.detector_batches import make_batch
 from tests.testdata import FACE_RECOGNITION
 
@@ -46,7 +46,7 @@ def _trainable(model: torch.nn.Module) -> list[torch.nn.Parameter]:
 
 @pytest.mark.parametrize("name", SPATIAL)
 def test_yaml_is_valid_for_model_and_trainer(name):
-    from training.config import load_train_config
+    from fairforensics.training.config import load_train_config
 
     data = load_detector_yaml(name)
     assert data["detector"] == name and data["model"]["input_size"] == 256
@@ -83,7 +83,7 @@ def test_capsule_parameter_count_is_hand_computed():
 
 
 def test_capsule_routing_matches_the_authors_matmul_form():
-    from detectors.capsule import Routing, squash
+    from fairforensics.detectors.capsule import Routing, squash
 
     torch.manual_seed(0)
     routing = Routing(n_in=10, n_out=2, d_in=8, d_out=4, iterations=2)
@@ -134,7 +134,7 @@ def _faces() -> list[tuple[np.ndarray, np.ndarray]]:
 
 def _real_face_pairs(generator: str, size: int) -> dict:
     """A batch of real faces and their generated fakes (the pipeline's 2B layout)."""
-    from preprocessing.blending import generate
+    from fairforensics.preprocessing.blending import generate
 
     reals, fakes = [], []
     faces = _faces()
@@ -247,7 +247,7 @@ def test_ffd_without_masks_uses_zero_maps_for_reals_and_weak_loss_for_fakes(ffd)
 
 
 def test_core_consistency_loss_hand_computed():
-    from detectors.core import consistency_loss
+    from fairforensics.detectors.core import consistency_loss
 
     a = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
     b = torch.tensor([[2.0, 0.0], [0.0, 3.0]])  # cos 1 and cos 0
@@ -280,7 +280,7 @@ def test_core_loss_falls_and_eval_uses_the_image():
 
 
 def test_recce_metric_learning_loss_hand_computed():
-    from detectors.recce import metric_learning_loss
+    from fairforensics.detectors.recce import metric_learning_loss
 
     label = torch.tensor([0, 0, 1])
     sim = torch.tensor([[1.0, 0.8, 0.3], [0.8, 1.0, 0.1], [0.3, 0.1, 1.0]])
@@ -293,7 +293,7 @@ def test_recce_metric_learning_loss_hand_computed():
 
 
 def test_recce_graph_reasoning_matches_the_authors_loop():
-    from detectors.recce import GraphReasoning
+    from fairforensics.detectors.recce import GraphReasoning
 
     torch.manual_seed(0)
     g = GraphReasoning(6, 4, 5, 4, 3, 4, (2, 4), 0.0).eval()
@@ -320,7 +320,7 @@ def test_recce_graph_reasoning_matches_the_authors_loop():
 
 
 def test_recce_reconstruction_loss_uses_real_faces_only():
-    from detectors.recce import reconstruction_loss
+    from fairforensics.detectors.recce import reconstruction_loss
 
     image = torch.zeros(3, 3, 4, 4)
     recons = torch.zeros(3, 3, 4, 4)
@@ -348,7 +348,7 @@ def test_recce_forward_outputs():
 
 
 def test_ucf_adain_and_triplet_hand_computed():
-    from detectors.ucf import adain, triplet_loss
+    from fairforensics.detectors.ucf import adain, triplet_loss
 
     content = torch.tensor([1.0, 3.0]).reshape(1, 1, 1, 2)
     style = torch.tensor([10.0, 14.0]).reshape(1, 1, 1, 2)

@@ -11,19 +11,24 @@ import pytest
 import torch
 from torch import nn
 
-from detectors import build_detector
-from detectors.base import Detector, DetectorConfig
-from evaluation.analysis.gradcam import (
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.evaluation.analysis.gradcam import (
     grad_cam,
     grad_cam_figure,
     grad_cam_images,
     last_conv,
     overlay,
 )
-from evaluation.analysis.inputs import read_frames, sample_frames, to_batch
-from evaluation.analysis.spectrum import average_spectrum, highpass, image_spectrum, spectra_figure
-from evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
-from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from fairforensics.evaluation.analysis.inputs import read_frames, sample_frames, to_batch
+from fairforensics.evaluation.analysis.spectrum import (
+    average_spectrum,
+    highpass,
+    image_spectrum,
+    spectra_figure,
+)
+from fairforensics.evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 from tests.testdata import CELEBRITIES
 
 FACES = CELEBRITIES

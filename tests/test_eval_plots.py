@@ -9,9 +9,9 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from evaluation import plots
-from evaluation.report import Section, write_report
-from evaluation.tables import Table
+from fairforensics.evaluation import plots
+from fairforensics.evaluation.report import Section, write_report
+from fairforensics.evaluation.tables import Table
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -106,7 +106,7 @@ def test_report_with_extra_sections(tmp_path: Path, scores) -> None:
 def test_save_figure_with_an_image_suffix_writes_that_one_file(tmp_path: Path) -> None:
     from matplotlib.figure import Figure
 
-    from evaluation.plots import save_figure
+    from fairforensics.evaluation.plots import save_figure
 
     fig = Figure(figsize=(2, 2))
     fig.add_subplot().plot([0, 1], [0, 1])

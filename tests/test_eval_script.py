@@ -13,9 +13,9 @@ import pytest
 import torch
 import yaml
 
-from detectors import build_detector, save_checkpoint
-from evaluation.predictions import read_predictions
-from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from fairforensics.detectors import build_detector, save_checkpoint
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 from tests.testdata import CELEBRITIES
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "test.py"
@@ -102,7 +102,7 @@ def test_run_dir_end_to_end(setup) -> None:
     # the scores are the model's on the same faces
     model.eval()
     img = cv2.cvtColor(cv2.imread(str(data / "tiny/real/000/frames/000.png")), cv2.COLOR_BGR2RGB)
-    from evaluation.predict import predict_images
+    from fairforensics.evaluation.predict import predict_images
 
     first = pred.score[(pred.video_id == "000") & (pred.frame == 0)][0]
     assert first == pytest.approx(float(predict_images(model, [img])[0]), abs=1e-5)
@@ -267,7 +267,7 @@ def test_unwritable_out_fails_before_predicting(setup, tmp_path) -> None:
     _, data, run, _ = setup
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    from configs import ConfigError
+    from fairforensics.configs import ConfigError
 
     with pytest.raises(ConfigError, match="not writable.*--out"):
         script().main(["--run", str(run), "--test-data", "tiny", "--out", str(blocker / "out")])
@@ -276,7 +276,7 @@ def test_unwritable_out_fails_before_predicting(setup, tmp_path) -> None:
 def test_missing_test_set_is_an_error_unless_allowed(setup, tmp_path) -> None:
     """Issue 14 item 7: a missing test set fails before predicting; --allow-missing lists it."""
     _, data, run, _ = setup
-    from configs import ConfigError
+    from fairforensics.configs import ConfigError
 
     out = tmp_path / "out"
     args = ["--run", str(run), "--test-data", "tiny", "absent", "--out", str(out)]

@@ -10,11 +10,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.leaderboard import build_leaderboard, collect_results
-from evaluation.predictions import Predictions, write_predictions
-from evaluation.results import evaluate_prediction_files
-from evaluation.settings import load_test_config
-from evaluation.tables import Result, Table, cross_manipulation, leaderboard, top_k_counts
+from fairforensics.evaluation.leaderboard import build_leaderboard, collect_results
+from fairforensics.evaluation.predictions import Predictions, write_predictions
+from fairforensics.evaluation.results import evaluate_prediction_files
+from fairforensics.evaluation.settings import load_test_config
+from fairforensics.evaluation.tables import (
+    Result,
+    Table,
+    cross_manipulation,
+    leaderboard,
+    top_k_counts,
+)
 
 # AUC in quarters: one real video (score 0.5) and four fake videos, k of them above it.
 AUCS = {
@@ -206,7 +212,12 @@ def test_table_formats(tmp_path: Path) -> None:
 
 
 def test_table_writer_options() -> None:
-    from evaluation.table_writer import csv_text, format_number, markdown_text, table_paths
+    from fairforensics.evaluation.table_writer import (
+        csv_text,
+        format_number,
+        markdown_text,
+        table_paths,
+    )
 
     assert [format_number(v, 2) for v in (0.125, float("nan"), None, 3, True)] == [
         "0.12",
@@ -230,7 +241,7 @@ def test_table_writer_options() -> None:
 
 
 def test_table_writer_html() -> None:
-    from evaluation.table_writer import html_text
+    from fairforensics.evaluation.table_writer import html_text
 
     rows = [["a<b", 0.5], ["c", float("nan")]]
     assert html_text(["k", "x"], rows, bold={(0, 1)}, caption="T") == (

@@ -10,12 +10,12 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from configs import ConfigError
-from detectors import build_detector
+from fairforensics.configs import ConfigError
+from fairforensics.detectors import build_detector
+from fairforensics.training.config import load_train_config
+from fairforensics.training.fair_losses import FairLoss, FairLossConfig, cvar, dag_fdd, daw_fdd
+from fairforensics.training.trainer import Trainer
 from tests.test_train_utils import JOHNS, make_index
-from training.config import load_train_config
-from training.fair_losses import FairLoss, FairLossConfig, cvar, dag_fdd, daw_fdd
-from training.trainer import Trainer
 
 
 def _variational(losses: torch.Tensor, alpha: float) -> float:

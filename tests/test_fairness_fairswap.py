@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from fairness.fairswap import FairSwap, build_fairswap
+from fairforensics.fairness.fairswap import FairSwap, build_fairswap
 from tests.testdata import CELEBRITIES
 
 CELEB = CELEBRITIES
@@ -217,7 +217,7 @@ def test_bad_input():
 
 
 def test_build_from_trainer_config():
-    from training.config import FairSwapConfig
+    from fairforensics.training.config import FairSwapConfig
 
     assert build_fairswap(FairSwapConfig()) is None
     swap = build_fairswap(FairSwapConfig(enabled=True, p1=0.4, patch=32))

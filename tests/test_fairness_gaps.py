@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.confidence import (
+from fairforensics.evaluation.confidence import (
     bootstrap_multiplicities,
     bootstrap_proportion,
     mcnemar_exact,
     weighted_ranking_metrics,
 )
-from evaluation.metrics import auc, eer
-from fairness.gaps import curve_auc_intervals, group_gaps
-from fairness.metrics import bias_factor, bias_factor_pair
+from fairforensics.evaluation.metrics import auc, eer
+from fairforensics.fairness.gaps import curve_auc_intervals, group_gaps
+from fairforensics.fairness.metrics import bias_factor, bias_factor_pair
 
 
 def test_null_intervals_cover_zero_at_the_nominal_rate():
@@ -159,7 +159,7 @@ def test_weighted_ranking_metrics_equal_the_repeated_samples():
 
 
 def test_curve_auc_intervals_contain_the_point_value():
-    from fairness.abf import DEFAULT_XS, POOLED, curve_auc, fairness_curves
+    from fairforensics.fairness.abf import DEFAULT_XS, POOLED, curve_auc, fairness_curves
 
     rng = np.random.default_rng(4)
     n = 200

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
-from evaluation.metrics import SingleClassError, eer
-from fairness import abf
-from fairness.iso import (
+from fairforensics.evaluation.metrics import SingleClassError, eer
+from fairforensics.fairness import abf
+from fairforensics.fairness.iso import (
     apcer,
     apcer_per_species,
     bpcer,
@@ -19,7 +19,7 @@ from fairness.iso import (
     threshold_at_apcer,
     threshold_at_apcer_species,
 )
-from fairness.metrics import (
+from fairforensics.fairness.metrics import (
     DEFAULT_XS,
     abf_curve,
     bias_factor,

@@ -5,15 +5,15 @@ from pathlib import Path
 
 import pytest
 
-from configs import ConfigError
-from fairness.protocols import (
+from fairforensics.configs import ConfigError
+from fairforensics.fairness.protocols import (
     SubProtocol,
     load_protocol,
     protocol_train_overrides,
     run_protocol,
 )
+from fairforensics.training.config import load_train_config
 from tests.test_fairness_protocols import celeb_index  # noqa: F401 (fixture)
-from training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
 PROTOCOLS = REPO / "configs" / "fairness"

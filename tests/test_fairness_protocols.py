@@ -16,17 +16,22 @@ import pytest
 import torch
 from sklearn.linear_model import LogisticRegression
 
-from configs import ConfigError
-from evaluation.predictions import Predictions, read_predictions
-from fairness.fairswap import FairSwap, fairswap_transforms
-from fairness.protocols import load_protocol, prepare_index, run_protocol, train_and_predict
-from fairness.splits import (
+from fairforensics.configs import ConfigError
+from fairforensics.evaluation.predictions import Predictions, read_predictions
+from fairforensics.fairness.fairswap import FairSwap, fairswap_transforms
+from fairforensics.fairness.protocols import (
+    load_protocol,
+    prepare_index,
+    run_protocol,
+    train_and_predict,
+)
+from fairforensics.fairness.splits import (
     derive_any,
     filter_train,
     gender_balanced_split,
     save_index,
 )
-from preprocessing.index import (
+from fairforensics.preprocessing.index import (
     DatasetIndex,
     DatasetIndexError,
     VideoEntry,
@@ -333,8 +338,8 @@ def test_protocol_trains_through_the_real_trainer_with_fairswap(celeb_index, tmp
             tiny,
         ],
     )
-    from training.config import load_train_config
-    from training.trainer import Trainer
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.trainer import Trainer
 
     def train(detector, train_configs, overrides):
         cfg = load_train_config(detector, *train_configs, overrides=overrides)

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from configs import ConfigError
-from evaluation.predictions import Predictions, write_predictions
-from fairness.metrics import bias_factor, group_metrics
-from fairness.report import (
+from fairforensics.configs import ConfigError
+from fairforensics.evaluation.predictions import Predictions, write_predictions
+from fairforensics.fairness.metrics import bias_factor, group_metrics
+from fairforensics.fairness.report import (
     ReportConfig,
     attribute_arrays,
     fairness_report,
@@ -124,7 +124,7 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
     assert sections[0][1][1:] == [
         out / "figures" / f"gender_{k}.png" for k in ("accuracy", "roc", "fdr_abf", "odta")
     ]
-    from evaluation.report import write_report as write_html
+    from fairforensics.evaluation.report import write_report as write_html
 
     page = write_html(
         tmp_path / "html" / "report.html", "eval", [], extra_sections=sections
@@ -275,7 +275,7 @@ def test_species_rule_reaches_every_table():
 
 
 def test_alpha_precedence_flag_then_protocol_then_report(tmp_path, monkeypatch):
-    import fairness.protocols as protocols
+    from fairforensics.fairness import protocols as protocols
 
     seen = []
     monkeypatch.setattr(

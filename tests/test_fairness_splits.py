@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from fairness.splits import gender_balanced_split
-from preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry
+from fairforensics.fairness.splits import gender_balanced_split
+from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError, VideoEntry
 
 
 def _index(n_male: int = 70, n_female: int = 30) -> DatasetIndex:

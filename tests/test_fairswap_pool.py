@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from detectors import CheckpointError, read_checkpoint
-from fairness.fairswap import FairSwap, PartnerPool, fairswap_transforms, map_box
+from fairforensics.detectors import CheckpointError, read_checkpoint
+from fairforensics.fairness.fairswap import FairSwap, PartnerPool, fairswap_transforms, map_box
+from fairforensics.training.trainer import Trainer
 from tests.test_train_run import _cfg
 from tests.test_train_utils import make_index
-from training.trainer import Trainer
 
 
 class FakeSet:

@@ -14,7 +14,7 @@ PROBE = """
 import sys
 import numpy as np
 sys.path.insert(0, sys.argv[2])
-from training.host_memory import keep_freed_host_memory
+from fairforensics.training.host_memory import keep_freed_host_memory
 
 def rss():
     line = next(l for l in open("/proc/self/status") if l.startswith("VmRSS"))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from preprocessing.index import (
+from fairforensics.preprocessing.index import (
     DatasetIndex,
     DatasetIndexError,
     VideoEntry,

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from detectors import build_detector
-from detectors.backbones import PretrainedWeightsError
-from detectors.keras_meso import KerasWeightsError
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.keras_meso import KerasWeightsError
 
 h5py = pytest.importorskip("h5py", reason="the Keras import needs h5py (pip install h5py)")
 SIZE = 64  # flatten 2 x 2 x 16: the NHWC order matters

@@ -32,19 +32,40 @@ def imported_packages(source: str, filename: str) -> list[tuple[int, str]]:
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+            found.extend(
+                (
+                    node.lineno,
+                    f"{node.module}.{a.name}" if node.module == "fairforensics" else node.module,
+                )
+                for a in node.names
+            )
     return found
 
 
+def project_package(module: str) -> str | None:
+    """The folder (a key of LEVELS) that ``module`` lives in, or None for another library.
+    ``fairforensics.<folder>`` is a repository folder; ``fairforensics.cli`` the commands."""
+    parts = module.split(".")
+    if parts[0] != "fairforensics" or len(parts) == 1:
+        return None  # another library, or the root package (which holds no code of a layer)
+    if len(parts) > 1 and parts[1] in LEVELS and parts[1] not in ("fairforensics", "scripts"):
+        return parts[1]
+    return "fairforensics"
+
+
 def violations(root: Path = REPO) -> list[str]:
-    """``file:line: package -> module`` for every upward or sideways import."""
+    """``file:line: package -> module`` for every upward or sideways import, and every import
+    of a repository folder by its bare name (installed, only ``fairforensics`` exists)."""
     bad = []
     for package, level in LEVELS.items():
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             for line, module in imported_packages(path.read_text(encoding="utf-8"), rel):
-                target = module.split(".")[0]
-                if target != package and LEVELS.get(target, -1) >= level:
+                if module.split(".")[0] in LEVELS and module.split(".")[0] != "fairforensics":
+                    bad.append(f"{rel}:{line}: {package} -> {module} (bare name)")
+                    continue
+                target = project_package(module)
+                if target is not None and target != package and LEVELS[target] >= level:
                     bad.append(f"{rel}:{line}: {package} -> {module}")
     return bad
 
@@ -56,16 +77,36 @@ def test_no_upward_or_sideways_import() -> None:
 @pytest.mark.parametrize(
     ("package", "source", "expected"),
     [
-        ("evaluation", "from training.data import x\n", "evaluation -> training.data"),
-        ("preprocessing", "def f():\n    import detectors\n", "preprocessing -> detectors"),
-        ("training", "from fairness import fairswap\n", "training -> fairness"),
-        ("configs", "import evaluation.metrics as m\n", "configs -> evaluation.metrics"),
+        (
+            "evaluation",
+            "from fairforensics.training.data import x\n",
+            "evaluation -> fairforensics.training.data",
+        ),
+        (
+            "preprocessing",
+            "def f():\n    from fairforensics import detectors\n",
+            "preprocessing -> fairforensics.detectors",
+        ),
+        (
+            "training",
+            "from fairforensics.fairness import fairswap\n",
+            "training -> fairforensics.fairness",
+        ),
+        (
+            "configs",
+            "import fairforensics.evaluation.metrics as m\n",
+            "configs -> fairforensics.evaluation.metrics",
+        ),
+        ("detectors", "from fairforensics.cli import main\n", "detectors -> fairforensics.cli"),
+        ("training", "from evaluation import metrics\n", "training -> evaluation (bare name)"),
     ],
 )
 def test_the_check_catches_bad_imports(tmp_path, package, source, expected) -> None:
     (tmp_path / package).mkdir()
     (tmp_path / package / "bad.py").write_text(source)
-    (tmp_path / package / "good.py").write_text("import numpy\nfrom configs import ConfigError\n")
+    (tmp_path / package / "good.py").write_text(
+        "import numpy\nfrom fairforensics.configs import ConfigError\n"
+    )
     found = violations(tmp_path)
     assert len(found) == 1 and found[0].endswith(expected), found
 
@@ -103,6 +144,19 @@ def _top_level_names(init: Path) -> set[str]:
     return names
 
 
+#: repository folders installed as ``fairforensics.<folder>`` (setup.py's package-dir mapping)
+SUBPACKAGES = [p for p in LEVELS if p not in ("fairforensics", "scripts")]
+
+
+def checkout_path(module: str) -> Path:
+    """Where ``module`` (``fairforensics.detectors.x``, ``fairforensics.cli``, ``tests.y``) lives in
+    this checkout, without its ``.py`` suffix."""
+    parts = module.split(".")
+    if parts[0] == "fairforensics" and len(parts) > 1 and parts[1] in SUBPACKAGES:
+        parts = parts[1:]
+    return REPO.joinpath(*parts)
+
+
 def test_every_project_import_names_a_module_of_this_checkout() -> None:
     """A moved module must not be imported from its old place: with the package installed
     elsewhere in editable mode, such an import would silently load another checkout's copy."""
@@ -118,9 +172,11 @@ def test_every_project_import_names_a_module_of_this_checkout() -> None:
                 else:
                     continue
                 for module, name in targets:
-                    if module.split(".")[0] not in {*LEVELS, "tests"}:
+                    if module.split(".")[0] not in ("fairforensics", "tests"):
                         continue
-                    base = REPO.joinpath(*module.split("."))
+                    if module == "fairforensics" and name in SUBPACKAGES:
+                        module, name = f"fairforensics.{name}", None
+                    base = checkout_path(module)
                     if not (base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()):
                         bad.append(f"{rel}:{node.lineno}: no module {module}")
                     elif name is not None and (base / "__init__.py").is_file():

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from configs import ConfigError
-from preprocessing.device import amp_dtype, resolve_device
-from preprocessing.files import write_json
-from preprocessing.rundir import RunDir, new_run_dir
+from fairforensics.configs import ConfigError
+from fairforensics.preprocessing.device import amp_dtype, resolve_device
+from fairforensics.preprocessing.files import write_json
+from fairforensics.preprocessing.rundir import RunDir, new_run_dir
 
 
 def test_write_json_is_standard_json(tmp_path: Path) -> None:

@@ -13,11 +13,11 @@ import cv2
 import numpy as np
 import pytest
 
-from fairness.metamorphic.data import frame_positions, samples_from_index
-from fairness.metamorphic.runner import FaceSample, Skipped
-from preprocessing.align import align_face
-from preprocessing.faces import FaceAnalyzer
-from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from fairforensics.fairness.metamorphic.data import frame_positions, samples_from_index
+from fairforensics.fairness.metamorphic.runner import FaceSample, Skipped
+from fairforensics.preprocessing.align import align_face
+from fairforensics.preprocessing.faces import FaceAnalyzer
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -147,10 +147,10 @@ def _script():
 
 def test_script_on_a_run_dir(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
-    checkpoint = pytest.importorskip("detectors.weights")
+    checkpoint = pytest.importorskip("fairforensics.detectors.weights")
     import yaml
 
-    from detectors import build_detector
+    from fairforensics.detectors import build_detector
 
     data_root = tmp_path / "data"
     _make_index(data_root)

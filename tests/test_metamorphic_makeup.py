@@ -7,8 +7,8 @@ import pytest
 from scipy.ndimage import binary_dilation, binary_erosion
 from skimage.morphology import disk
 
-from configs import ConfigError
-from fairness.metamorphic import (
+from fairforensics.configs import ConfigError
+from fairforensics.fairness.metamorphic import (
     LandmarkError,
     MakeupConfig,
     adaptive_colours,
@@ -17,8 +17,8 @@ from fairness.metamorphic import (
     patch_statistics,
     region_mask,
 )
-from fairness.metamorphic.makeup import blur_radius
-from fairness.metamorphic.regions import (
+from fairforensics.fairness.metamorphic.makeup import blur_radius
+from fairforensics.fairness.metamorphic.regions import (
     COMPONENTS,
     INNER_LIP,
     OUTER_LIP,

@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 
-from fairness.metamorphic.pose import MODEL_3D, POSE_POINTS, estimate_yaw
-from fairness.metamorphic.regions import LandmarkError
+from fairforensics.fairness.metamorphic.pose import MODEL_3D, POSE_POINTS, estimate_yaw
+from fairforensics.fairness.metamorphic.regions import LandmarkError
 
 
 def projected_landmarks(yaw: float, pitch: float = 0.0, size: int = 256) -> np.ndarray:

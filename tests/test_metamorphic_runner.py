@@ -19,10 +19,10 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from configs import ConfigError
-from detectors import build_detector
-from evaluation.predictions import read_predictions
-from fairness.metamorphic import (
+from fairforensics.configs import ConfigError
+from fairforensics.detectors import build_detector
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.fairness.metamorphic import (
     BENCHMARK,
     FaceSample,
     Skipped,
@@ -33,8 +33,8 @@ from fairness.metamorphic import (
     relation_holds,
     run_metamorphic,
 )
-from fairness.metamorphic.report import report_section, write_report
-from fairness.metamorphic.tables import COLUMNS, table_csv
+from fairforensics.fairness.metamorphic.report import report_section, write_report
+from fairforensics.fairness.metamorphic.tables import COLUMNS, table_csv
 from tests.test_metamorphic_faces import aligned_faces
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "metamorphic" / "makeup.yaml"
@@ -344,7 +344,7 @@ def test_report_files(tmp_path: Path) -> None:
         "examples.png",
     ]
     assert report_section(tmp_path / "predictions") is None
-    from evaluation.report import write_report as write_html
+    from fairforensics.evaluation.report import write_report as write_html
 
     page = write_html(
         tmp_path / "report" / "index.html", "eval", [], extra_sections=[(title, items)]

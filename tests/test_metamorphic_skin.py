@@ -11,11 +11,16 @@ import cv2
 import numpy as np
 import pytest
 
-from configs import ConfigError
-from fairness.metamorphic import MakeupConfig, adaptive_colours, apply_makeup, skin_statistics
-from fairness.metamorphic.makeup import makeup_weights, patch_statistics
-from fairness.metamorphic.pose import estimate_yaw
-from fairness.metamorphic.regions import between_brows_box, region_mask, skin_regions
+from fairforensics.configs import ConfigError
+from fairforensics.fairness.metamorphic import (
+    MakeupConfig,
+    adaptive_colours,
+    apply_makeup,
+    skin_statistics,
+)
+from fairforensics.fairness.metamorphic.makeup import makeup_weights, patch_statistics
+from fairforensics.fairness.metamorphic.pose import estimate_yaw
+from fairforensics.fairness.metamorphic.regions import between_brows_box, region_mask, skin_regions
 from tests.test_metamorphic_faces import aligned_faces
 from tests.test_metamorphic_pose import projected_landmarks
 from tests.testdata import shared
@@ -95,7 +100,7 @@ def test_too_little_skin_is_a_clear_error() -> None:
 
 
 def test_bad_skin_source_names_the_key() -> None:
-    from fairness.metamorphic import build_transform
+    from fairforensics.fairness.metamorphic import build_transform
 
     with pytest.raises(ConfigError, match="skin_source"):
         build_transform("makeup", {"colour": "adaptive", "skin_source": "nose"})
@@ -128,8 +133,8 @@ def test_celebrity_multipliers_do_not_depend_on_glasses() -> None:
     """On the 62 celebrity photos, the two eyeglass wearers (img24/img25) get multipliers within
     the range of the others with the skin statistics, and the highest two with the paper's
     between-brows patch (the issue's measurement)."""
-    from preprocessing.align import align_face
-    from preprocessing.faces import FaceAnalyzer
+    from fairforensics.preprocessing.align import align_face
+    from fairforensics.preprocessing.faces import FaceAnalyzer
 
     CELEB = shared("data", "faces", "celebrities")
     analyzer = FaceAnalyzer()
@@ -158,10 +163,10 @@ def test_celebrity_multipliers_do_not_depend_on_glasses() -> None:
 
 
 def test_non_frontal_faces_are_skipped_and_counted(tmp_path: Path, caplog) -> None:
-    from fairness.metamorphic.data import samples_from_index
-    from fairness.metamorphic.relations import load_relations
-    from fairness.metamorphic.runner import FaceSample, Skipped
-    from preprocessing.index import DatasetIndex, VideoEntry, write_index
+    from fairforensics.fairness.metamorphic.data import samples_from_index
+    from fairforensics.fairness.metamorphic.relations import load_relations
+    from fairforensics.fairness.metamorphic.runner import FaceSample, Skipped
+    from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 
     _, face, lm, gender = FACES[1]
     videos = []
@@ -183,8 +188,8 @@ def test_non_frontal_faces_are_skipped_and_counted(tmp_path: Path, caplog) -> No
     assert all(isinstance(i, FaceSample) for i in samples_from_index(tmp_path / "pose.json"))
     config, transforms = load_relations()
     assert config.max_yaw == 30.0
-    from fairness.metamorphic.report import write_report
-    from fairness.metamorphic.runner import run_metamorphic
+    from fairforensics.fairness.metamorphic.report import write_report
+    from fairforensics.fairness.metamorphic.runner import run_metamorphic
 
     items = samples_from_index(tmp_path / "pose.json", max_yaw=config.max_yaw)
     result = run_metamorphic(items, config, transforms, lambda ims: [0.2] * len(ims))

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sklearn import metrics as skm
 
-from evaluation import metrics as M
-from evaluation.confidence import bootstrap_ci, delong_test, delong_variance
-from evaluation.predictions import Predictions
-from evaluation.scoring import (
+from fairforensics.evaluation import metrics as M
+from fairforensics.evaluation.confidence import bootstrap_ci, delong_test, delong_variance
+from fairforensics.evaluation.predictions import Predictions
+from fairforensics.evaluation.scoring import (
     detection_metrics,
     evaluate_levels,
     evaluate_predictions,
@@ -316,7 +316,7 @@ def test_reduce_by_code_equals_video_scores_and_checks_input() -> None:
 
 
 def test_compare_auc_aligns_two_predictions_files() -> None:
-    from evaluation.scoring import compare_auc
+    from fairforensics.evaluation.scoring import compare_auc
 
     y, s, vid = _frames(40, 3, seed=12)
     frame = np.tile(np.arange(3), 40)

@@ -13,10 +13,10 @@ import pytest
 import torch
 from skimage.transform import SimilarityTransform
 
-from preprocessing.align import align_face, five_points, template
-from preprocessing.faces import FaceAnalyzer, dlib_box_from_mtcnn
-from preprocessing.index import read_index
-from preprocessing.mtcnn import MTCNN, NETS, WEIGHTS_DIR, load_net
+from fairforensics.preprocessing.align import align_face, five_points, template
+from fairforensics.preprocessing.faces import FaceAnalyzer, dlib_box_from_mtcnn
+from fairforensics.preprocessing.index import read_index
+from fairforensics.preprocessing.mtcnn import MTCNN, NETS, WEIGHTS_DIR, load_net
 from tests.testdata import FACE_RECOGNITION, SHARED, SILENT_FACE, VIDEOS, shared
 
 REPO = Path(__file__).resolve().parents[1]
@@ -290,7 +290,7 @@ def test_preprocess_cli_casia_layout_with_mtcnn(tmp_path):
 
 
 def test_box_helpers_hand_computed():
-    from preprocessing.mtcnn import _nms, _nms_min, _regress, _square
+    from fairforensics.preprocessing.mtcnn import _nms, _nms_min, _regress, _square
 
     boxes = torch.tensor([[0.0, 0.0, 9.0, 9.0], [0.0, 0.0, 4.0, 4.0], [20.0, 0.0, 29.0, 19.0]])
     scores = torch.tensor([0.9, 0.8, 0.7])
@@ -306,7 +306,7 @@ def test_box_helpers_hand_computed():
 
 
 def test_upsample_halves_the_minimum_face_size(monkeypatch):
-    import preprocessing.mtcnn as mtcnn_module
+    from fairforensics.preprocessing import mtcnn as mtcnn_module
 
     sizes = []
 
@@ -325,7 +325,7 @@ def test_upsample_halves_the_minimum_face_size(monkeypatch):
     "name", ["CASIA-FASD", "Replay-Attack", "MSU-MFSD", "OULU-NPU-P1", "HKBU-MARs", "SWFFD"]
 )
 def test_pad_configs_use_mtcnn_as_paper_001(name):
-    from preprocessing.config import load_preprocess_config
+    from fairforensics.preprocessing.config import load_preprocess_config
 
     path = REPO / "configs" / "preprocess" / f"{name}.yaml"
     assert load_preprocess_config(path).face.detector == "mtcnn"
@@ -352,7 +352,7 @@ def letterbox(rgb: np.ndarray, side: int) -> np.ndarray:
 
 def hamilton_frames(n: int = 8) -> list[np.ndarray]:
     """``n`` frames spread over the repository's 640x360 Hamilton clip (RGB)."""
-    from preprocessing.video import read_frames
+    from fairforensics.preprocessing.video import read_frames
 
     frames = read_frames(VIDEOS / "short_hamilton_clip.mp4", list(range(0, 8 * 30, 30))[:n])
     return [frames[i] for i in sorted(frames)]
@@ -397,7 +397,7 @@ def test_detect_batch_edge_cases():
 
 
 def test_detect_batch_sets_threads_and_runs_without_autograd(monkeypatch):
-    import preprocessing.mtcnn as mtcnn_module
+    from fairforensics.preprocessing import mtcnn as mtcnn_module
 
     seen = []
     real = mtcnn_module.MTCNN._cascade
@@ -433,7 +433,7 @@ def test_detect_batch_on_cuda_matches_the_cpu():
 def test_cpu_chunks_give_the_batch_results(monkeypatch):
     """On a CPU the networks run in chunks of ``CPU_CHUNK_PIXELS``: any chunking (here one
     frame or crop per call, and everything in one call) gives the same detections."""
-    import preprocessing.mtcnn as mtcnn_module
+    from fairforensics.preprocessing import mtcnn as mtcnn_module
 
     frames = hamilton_frames(4)
     chunked = MTCNN().detect_batch(frames)

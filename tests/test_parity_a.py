@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from detectors import build_detector
-from detectors.deepfakebench import load_deepfakebench_state_dict
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.deepfakebench import load_deepfakebench_state_dict
 from tests.parity import fingerprint, load_fixture
 
 ATOL = 1e-4

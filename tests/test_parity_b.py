@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from detectors import build_detector
+from fairforensics.detectors import build_detector
 from tests.parity import fingerprint, load_fixture
 
 ATOL = 1e-4
@@ -124,7 +124,7 @@ def test_ffd_and_recce_deepfakebench_train_with_cross_entropy_only(name: str) ->
 
 def test_ucf_half_batch_contrastive_hand_computed() -> None:
     """With one pair the permutations are trivial: 2 * hinge(common) + 2 * hinge(specific)."""
-    from detectors.ucf import half_batch_contrastive
+    from fairforensics.detectors.ucf import half_batch_contrastive
 
     common = torch.tensor([[0.0, 0.0], [1.0, 0.0]])
     specific = torch.tensor([[0.0, 0.0], [0.0, 2.0]])
@@ -176,7 +176,7 @@ def test_xray_deepfakebench_heads_and_mse_loss() -> None:
 
 
 def test_remap_renames_drops_and_names_unmapped_keys() -> None:
-    from detectors.dfb_keys import remap, xception_rules
+    from fairforensics.detectors.dfb_keys import remap, xception_rules
 
     t = torch.zeros(1)
     sd = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.predictions import (
+from fairforensics.evaluation.predictions import (
     Predictions,
     PredictionsError,
     read_predictions,

@@ -8,11 +8,11 @@ import time
 import av
 import pytest
 
-from benchmarks.preprocess import TreeCPU, bench_pipeline
-from benchmarks.videos import VideoSpec, ff_like_videos
-from preprocessing import worker
-from preprocessing.faces import FaceAnalyzer
-from preprocessing.video import read_frames
+from fairforensics.benchmarks.preprocess import TreeCPU, bench_pipeline
+from fairforensics.benchmarks.videos import VideoSpec, ff_like_videos
+from fairforensics.preprocessing import worker
+from fairforensics.preprocessing.faces import FaceAnalyzer
+from fairforensics.preprocessing.video import read_frames
 
 
 def _burn(seconds: float) -> None:

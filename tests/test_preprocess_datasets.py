@@ -12,13 +12,16 @@ import cv2
 import numpy as np
 import pytest
 
-from configs.loader import ConfigError
-from preprocessing.attributes import join_attributes, read_attributes_csv
-from preprocessing.config import AttributesConfig, load_preprocess_config
-from preprocessing.datasets import DatasetLayoutError, build_listing
-from preprocessing.datasets.deepfakebench import import_deepfakebench_json, read_any_index
-from preprocessing.index import read_index
-from preprocessing.pipeline import run_preprocess
+from fairforensics.configs.loader import ConfigError
+from fairforensics.preprocessing.attributes import join_attributes, read_attributes_csv
+from fairforensics.preprocessing.config import AttributesConfig, load_preprocess_config
+from fairforensics.preprocessing.datasets import DatasetLayoutError, build_listing
+from fairforensics.preprocessing.datasets.deepfakebench import (
+    import_deepfakebench_json,
+    read_any_index,
+)
+from fairforensics.preprocessing.index import read_index
+from fairforensics.preprocessing.pipeline import run_preprocess
 from tests.testdata import DATA as TEST_DATA
 
 REPO = Path(__file__).resolve().parents[1]
@@ -495,7 +498,7 @@ def test_import_cli_refuses_a_wrong_data_root(tmp_path):
 
 
 def test_read_json_file_names_the_file_and_its_role(tmp_path: Path) -> None:
-    from preprocessing.datasets.base import DatasetLayoutError, read_json_file
+    from fairforensics.preprocessing.datasets.base import DatasetLayoutError, read_json_file
 
     good = tmp_path / "meta.json"
     good.write_text('{"a": 1}', encoding="utf-8")

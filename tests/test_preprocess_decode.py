@@ -10,11 +10,16 @@ import numpy as np
 import pytest
 from skimage import data
 
-from configs.loader import ConfigError
-from preprocessing import pyav_reader
-from preprocessing.config import load_preprocess_config
-from preprocessing.pyav_reader import _ranges, read_frames_pyav
-from preprocessing.video import MediaReadError, count_frames, read_frames, sample_indices
+from fairforensics.configs.loader import ConfigError
+from fairforensics.preprocessing import pyav_reader
+from fairforensics.preprocessing.config import load_preprocess_config
+from fairforensics.preprocessing.pyav_reader import _ranges, read_frames_pyav
+from fairforensics.preprocessing.video import (
+    MediaReadError,
+    count_frames,
+    read_frames,
+    sample_indices,
+)
 from tests.testdata import VIDEOS, shared
 
 

@@ -8,8 +8,14 @@ import cv2
 import numpy as np
 import pytest
 
-from preprocessing.align import align_face, five_points, template, transform_points, warp_mask
-from preprocessing.faces import FaceAnalyzer
+from fairforensics.preprocessing.align import (
+    align_face,
+    five_points,
+    template,
+    transform_points,
+    warp_mask,
+)
+from fairforensics.preprocessing.faces import FaceAnalyzer
 from tests.testdata import FACE_RECOGNITION
 
 FACES = FACE_RECOGNITION
@@ -206,7 +212,7 @@ def test_face_size_falls_back_when_the_face_shrank(monkeypatch):
 
 
 def test_smallest_face_of_mtcnn_is_its_minimum():
-    from preprocessing import faces, mtcnn
+    from fairforensics.preprocessing import faces, mtcnn
 
     assert faces.SMALLEST_FACE["mtcnn"] == mtcnn.MIN_FACE_SIZE
 

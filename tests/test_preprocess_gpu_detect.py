@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from configs.loader import ConfigError
-from preprocessing.config import PreprocessConfig, load_preprocess_config
-from preprocessing.datasets.base import SourceItem
-from preprocessing.faces import FaceAnalyzer
-from preprocessing.video import read_frames
-from preprocessing.worker import VideoResult, process_item
+from fairforensics.configs.loader import ConfigError
+from fairforensics.preprocessing.config import PreprocessConfig, load_preprocess_config
+from fairforensics.preprocessing.datasets.base import SourceItem
+from fairforensics.preprocessing.faces import FaceAnalyzer
+from fairforensics.preprocessing.video import read_frames
+from fairforensics.preprocessing.worker import VideoResult, process_item
 from tests.testdata import FACE_RECOGNITION, VIDEOS
 
 CLIP = VIDEOS / "short_hamilton_clip.mp4"  # 640x360, 275 frames
@@ -137,7 +137,7 @@ def test_defaults_batch_on_cuda_only():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
 def test_cuda_without_cuda_is_an_error_not_a_cpu_fallback(tmp_path):
-    from preprocessing.pipeline import run_preprocess
+    from fairforensics.preprocessing.pipeline import run_preprocess
 
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "clip.mp4").symlink_to(CLIP)

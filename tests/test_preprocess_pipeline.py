@@ -10,12 +10,12 @@ import cv2
 import numpy as np
 import pytest
 
-from configs.loader import ConfigError
-from preprocessing.config import PreprocessConfig, load_preprocess_config
-from preprocessing.index import read_index
-from preprocessing.pipeline import run_preprocess
-from preprocessing.video import read_frames, sample_indices
-from preprocessing.worker import RECORD
+from fairforensics.configs.loader import ConfigError
+from fairforensics.preprocessing.config import PreprocessConfig, load_preprocess_config
+from fairforensics.preprocessing.index import read_index
+from fairforensics.preprocessing.pipeline import run_preprocess
+from fairforensics.preprocessing.video import read_frames, sample_indices
+from fairforensics.preprocessing.worker import RECORD
 from tests.testdata import DATA as TEST_DATA
 
 DATA = TEST_DATA
@@ -150,8 +150,8 @@ def test_index_matches_outputs(first_run):
 
 def test_crop_matches_direct_alignment(first_run, ff_raw):
     """The saved crop is the aligned face of the sampled source frame (RGB order kept)."""
-    from preprocessing.align import align_face
-    from preprocessing.faces import FaceAnalyzer
+    from fairforensics.preprocessing.align import align_face
+    from fairforensics.preprocessing.faces import FaceAnalyzer
 
     _, out, _ = first_run
     index = read_index(out / "demo.json")
@@ -336,7 +336,7 @@ def crash_on_001(item):
     """A worker function that kills its process on real/001 (like a segfault in a decoder)."""
     import os
 
-    from preprocessing.worker import VideoResult
+    from fairforensics.preprocessing.worker import VideoResult
 
     if item.key == ("real", "001"):
         os._exit(3)
@@ -344,8 +344,8 @@ def crash_on_001(item):
 
 
 def test_a_crashing_worker_skips_only_its_video():
-    from preprocessing.datasets.base import SourceItem
-    from preprocessing.pipeline import _run_pool
+    from fairforensics.preprocessing.datasets.base import SourceItem
+    from fairforensics.preprocessing.pipeline import _run_pool
 
     items = [SourceItem(f"{k:03d}", 0, "real", "train", Path("x"), f"r/{k}") for k in range(6)]
     results = []
@@ -361,7 +361,7 @@ def crash_on_001_while_000_runs(flag_dir, item):
     import os
     import time
 
-    from preprocessing.worker import VideoResult
+    from fairforensics.preprocessing.worker import VideoResult
 
     started = Path(flag_dir) / "000-started"
     if item.key == ("real", "000"):
@@ -379,8 +379,8 @@ def crash_on_001_while_000_runs(flag_dir, item):
 def test_a_video_stopped_with_the_crashing_worker_is_run_again(tmp_path):
     import functools
 
-    from preprocessing.datasets.base import SourceItem
-    from preprocessing.pipeline import _run_pool
+    from fairforensics.preprocessing.datasets.base import SourceItem
+    from fairforensics.preprocessing.pipeline import _run_pool
 
     items = [SourceItem(f"{k:03d}", 0, "real", "train", Path("x"), f"r/{k}") for k in range(4)]
     results = []
@@ -434,8 +434,8 @@ def test_sigkill_mid_run_then_resume(first_run, tmp_path):
 
 
 def test_a_frame_that_cannot_be_aligned_is_skipped_not_the_video(tmp_path, ff_raw):
-    from preprocessing.faces import FaceAnalyzer
-    from preprocessing.worker import STAGES, _write
+    from fairforensics.preprocessing.faces import FaceAnalyzer
+    from fairforensics.preprocessing.worker import STAGES, _write
 
     cfg = config(ff_raw, tmp_path)
     frame = face_frames(1)[0]
@@ -472,8 +472,8 @@ def test_outputs_honour_the_umask(ff_raw, tmp_path):
     [({}, True), ({"face.face_size_from_previous": "false"}, False), ({"face.keep": "all"}, False)],
 )
 def test_each_kept_frame_gets_the_previous_face_size(ff_raw, tmp_path, monkeypatch, over, follows):
-    from preprocessing import worker
-    from preprocessing.faces import FaceAnalyzer
+    from fairforensics.preprocessing import worker
+    from fairforensics.preprocessing.faces import FaceAnalyzer
 
     calls: list[tuple[float | None, tuple | None]] = []  # (face_size given, largest box)
     real = FaceAnalyzer.detect
@@ -510,9 +510,9 @@ def test_pool_preload_loads_the_models_and_never_fails(models, loaded):
     repo = Path(__file__).resolve().parents[1]
     code = (
         "from pathlib import Path\n"
-        "import preprocessing.faces as faces\n"
+        "import fairforensics.preprocessing.faces as faces\n"
         + (f"faces.models_dir = lambda: Path({models!r})\n" if models else "")
-        + "import preprocessing.pool_preload\n"
+        + "import fairforensics.preprocessing.pool_preload\n"
         "print(faces._load.cache_info().currsize)\n"
     )
     out = subprocess.run(

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from preprocessing.index import read_index
-from preprocessing.pipeline import run_preprocess
+from fairforensics.preprocessing.index import read_index
+from fairforensics.preprocessing.pipeline import run_preprocess
 from tests.test_preprocess_pipeline import PHOTO, config, make_ff_tree, snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +92,7 @@ def test_a_signal_stops_writes_the_index_and_the_rerun_resumes(
 
 def slow_work(flag_dir, seconds, item):
     """Mark the item as started, then work for ``seconds``."""
-    from preprocessing.worker import VideoResult
+    from fairforensics.preprocessing.worker import VideoResult
 
     (Path(flag_dir) / item.id).touch()
     time.sleep(seconds)
@@ -118,8 +118,8 @@ def signal_when_started(flag_dir: Path, count: int, signals: int) -> threading.T
 @pytest.mark.parametrize("signals", [1, 2])
 def test_the_pool_finishes_running_videos_then_stops_or_abandons_them(tmp_path, signals):
     """One signal: started videos finish, queued ones never start. Two: running ones abandoned."""
-    from preprocessing.datasets.base import SourceItem
-    from preprocessing.pipeline import StopRequested, _run_pool, stop_on_signals
+    from fairforensics.preprocessing.datasets.base import SourceItem
+    from fairforensics.preprocessing.pipeline import StopRequested, _run_pool, stop_on_signals
 
     flags = tmp_path / "started"
     flags.mkdir()
@@ -142,8 +142,8 @@ def test_the_pool_finishes_running_videos_then_stops_or_abandons_them(tmp_path, 
 
 
 def test_a_signal_before_any_video_stops_and_restores_the_handlers(tmp_path, monkeypatch):
-    from preprocessing import pipeline
-    from preprocessing.config import load_preprocess_config
+    from fairforensics.preprocessing import pipeline
+    from fairforensics.preprocessing.config import load_preprocess_config
 
     def listing_that_gets_sigterm(cfg):
         os.kill(os.getpid(), signal.SIGTERM)

@@ -9,8 +9,8 @@ import pytest
 import timm
 import torch
 
-from detectors import build_detector
-from detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors import build_detector
+from fairforensics.detectors.backbones import PretrainedWeightsError
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_unexpected_and_shape_mismatch_are_errors(tmp_path, imagenet_xception) -
 def test_partial_file_allowed_explicitly(tmp_path, imagenet_xception, caplog) -> None:
     half = {k: v for i, (k, v) in enumerate(imagenet_xception.items()) if i < 40}
     torch.save(half, tmp_path / "half.pth")
-    with caplog.at_level(logging.INFO, logger="detectors.backbones"):
+    with caplog.at_level(logging.INFO, logger="fairforensics.detectors.backbones"):
         model = build_detector(
             "xception", pretrained=str(tmp_path / "half.pth"), pretrained_strict=False
         )

@@ -9,8 +9,8 @@ import filecmp
 import cv2
 import pytest
 
-from preprocessing.faces import FaceAnalyzer
-from preprocessing.video import count_frames, read_frames
+from fairforensics.preprocessing.faces import FaceAnalyzer
+from fairforensics.preprocessing.video import count_frames, read_frames
 from tests.testdata import DATA, shared
 
 pytestmark = pytest.mark.extended

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from preprocessing.datasets import build_listing
-from preprocessing.datasets.base import (
+from fairforensics.preprocessing.datasets import build_listing
+from fairforensics.preprocessing.datasets.base import (
     DERIVED,
     DatasetLayoutError,
     Listing,
@@ -18,8 +18,8 @@ from preprocessing.datasets.base import (
     holdout_val,
     split_counts,
 )
-from preprocessing.index import VideoEntry
-from preprocessing.pipeline import _split_info
+from fairforensics.preprocessing.index import VideoEntry
+from fairforensics.preprocessing.pipeline import _split_info
 
 RATIOS = {"train": 0.8, "val": 0.1, "test": 0.1}
 
@@ -116,7 +116,7 @@ def test_generic_folders_of_16_videos_fill_every_split(tmp_path):
 def test_an_empty_split_is_flagged_and_warned(caplog):
     listing = Listing(task="deepfake", items=[], split_info=dict.fromkeys(RATIOS, "derived"))
     entries = [VideoEntry(id="a", label=0, method="real", split="train", frames=["a.png"])]
-    with caplog.at_level(logging.WARNING, logger="preprocessing"):
+    with caplog.at_level(logging.WARNING, logger="fairforensics.preprocessing"):
         info = _split_info(listing, entries)
     assert info == {"train": "derived", "val": "empty", "test": "empty"}
     assert "split 'val' has no videos" in caplog.text and "split 'test'" in caplog.text

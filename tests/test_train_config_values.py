@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from configs import ConfigError
-from training.config import load_train_config
+from fairforensics.configs import ConfigError
+from fairforensics.training.config import load_train_config
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,15 +9,21 @@ import numpy as np
 import pytest
 import torch
 
-from configs import ConfigError
-from preprocessing.frames import FrameDataset, apply_augment, collate, sample_positions, to_device
-from preprocessing.index import read_index
+from fairforensics.configs import ConfigError
+from fairforensics.preprocessing.frames import (
+    FrameDataset,
+    apply_augment,
+    collate,
+    sample_positions,
+    to_device,
+)
+from fairforensics.preprocessing.index import read_index
+from fairforensics.training.augment import build_augment
+from fairforensics.training.config import AugmentConfig, TrainConfig, load_train_config
+from fairforensics.training.samplers import ShardSampler, TrainSampler
+from fairforensics.training.selection import Selector
+from fairforensics.training.trainer import lr_factor
 from tests.test_train_utils import face, make_index
-from training.augment import build_augment
-from training.config import AugmentConfig, TrainConfig, load_train_config
-from training.samplers import ShardSampler, TrainSampler
-from training.selection import Selector
-from training.trainer import lr_factor
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +250,7 @@ def test_selection_treats_nan_as_not_available() -> None:
 
 
 def test_lr_schedules() -> None:
-    from training.config import SchedulerConfig
+    from fairforensics.training.config import SchedulerConfig
 
     step = SchedulerConfig(name="step", step_size=2, gamma=0.1)
     assert [lr_factor(step, 1.0, s, 10, 100) for s in (0, 19, 20, 40)] == pytest.approx(
@@ -302,13 +308,13 @@ def test_clips_share_one_augmentation(index) -> None:
 
 
 def sample_seed_of(ds: FrameDataset, i: int) -> int:
-    from preprocessing.frames import sample_seed
+    from fairforensics.preprocessing.frames import sample_seed
 
     return sample_seed(sample_seed(ds.seed, ds.epoch, i), 0)
 
 
 def test_packed_cache_gives_the_same_samples(index, tmp_path: Path) -> None:
-    from training.cache import PackedCache
+    from fairforensics.training.cache import PackedCache
 
     ds = _ds(index, {"landmarks", "mask"}, resolution=24)
     plain = [ds[i] for i in range(len(ds))]
@@ -366,7 +372,7 @@ def test_persistent_workers_follow_the_epoch(index) -> None:
 
 
 def test_dataset_errors_name_the_problem(index, tmp_path: Path) -> None:
-    from preprocessing.frames import TrainDataError
+    from fairforensics.preprocessing.frames import TrainDataError
 
     with pytest.raises(TrainDataError, match="unknown batch keys \\['depth'\\]"):
         _ds(index, {"depth"})
@@ -386,7 +392,7 @@ def test_dataset_errors_name_the_problem(index, tmp_path: Path) -> None:
 
 
 def test_fancy_pca_is_krizhevskys_per_image_shift() -> None:
-    from training.augment import FancyPCA
+    from fairforensics.training.augment import FancyPCA
 
     img = face(3, 64)
     t = FancyPCA(alpha=0.1, p=1.0)

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preprocessing.frames import TrainDataError
-from preprocessing.index import read_index, write_index
+from fairforensics.preprocessing.frames import TrainDataError
+from fairforensics.preprocessing.index import read_index, write_index
+from fairforensics.training import Trainer
+from fairforensics.training.config import load_train_config
+from fairforensics.training.preflight import check_two_classes, check_unreadable
 from tests.test_train_utils import make_index
-from training import Trainer
-from training.config import load_train_config
-from training.preflight import check_two_classes, check_unreadable
 
 
 def _cfg(root: Path, out: Path, val: str = "tiny", **sets: object):

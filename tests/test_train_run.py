@@ -15,21 +15,21 @@ import yaml
 from torch import nn
 from torch.nn import functional as F
 
-from configs import ConfigError
-from detectors import (
+from fairforensics.configs import ConfigError
+from fairforensics.detectors import (
     Detector,
     build_detector,
     load_detector_file,
     read_checkpoint,
     register_detector,
 )
-from evaluation.predict import predict_images, predict_index
-from evaluation.predictions import read_predictions
-from evaluation.runs import load_run
-from fairness.fairswap import fairswap_transforms
+from fairforensics.evaluation.predict import predict_images, predict_index
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.evaluation.runs import load_run
+from fairforensics.fairness.fairswap import fairswap_transforms
+from fairforensics.training.config import load_train_config
+from fairforensics.training.trainer import NonFiniteLossError, Trainer
 from tests.test_train_utils import face, make_index
-from training.config import load_train_config
-from training.trainer import NonFiniteLossError, Trainer
 
 
 @register_detector("_tiny_linear")
@@ -263,7 +263,7 @@ def test_fairswap_and_class_balanced_sampler(data_root: Path, tmp_path: Path) ->
 
 
 def test_bad_configs_fail_early(data_root: Path, tmp_path: Path) -> None:
-    from configs import ConfigError
+    from fairforensics.configs import ConfigError
 
     with pytest.raises(ConfigError, match="val_data"):
         Trainer(_cfg(data_root, tmp_path, **{"data.val_data": "[]"}))
@@ -373,7 +373,7 @@ def test_selection_picks_the_scripted_epoch(
     best_epoch: int,
     epochs_run: int,
 ) -> None:
-    import training.trainer as T
+    from fairforensics.training import trainer as T
 
     script = {
         "val": iter([0.6, 0.9, 0.7] if patience is None else [0.9, 0.5, 0.4]),
@@ -398,7 +398,7 @@ def test_selection_picks_the_scripted_epoch(
 
 
 def test_bench_train_reports_every_rate(data_root: Path) -> None:
-    from benchmarks.train import bench_train
+    from fairforensics.benchmarks.train import bench_train
 
     out = bench_train(
         "_tiny_linear",
@@ -420,7 +420,7 @@ def test_bench_train_reports_every_rate(data_root: Path) -> None:
 
 
 def test_reference_step_trains_and_reports_batch_metrics() -> None:
-    from benchmarks.train import reference_step
+    from fairforensics.benchmarks.train import reference_step
 
     torch.manual_seed(0)
     model = build_detector("meso4", input_size=32).train()

@@ -5,9 +5,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from configs import ConfigError
-from training.config import load_train_config
-from training.samplers import TrainSampler
+from fairforensics.configs import ConfigError
+from fairforensics.training.config import load_train_config
+from fairforensics.training.samplers import TrainSampler
 
 
 def test_class_group_balanced_draws_every_cell_about_equally() -> None:

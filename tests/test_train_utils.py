@@ -7,7 +7,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
 from tests.testdata import JOHNS as JOHNS_DIR
 
 JOHNS = sorted(JOHNS_DIR.rglob("*.jpg"))

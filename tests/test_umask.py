@@ -10,11 +10,11 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from configs.filemode import current_umask, file_mode
-from detectors.weights import save_checkpoint
-from evaluation.plots import save_figure
-from preprocessing.files import atomic_write_text
-from preprocessing.index import DatasetIndex, VideoEntry, write_index
+from fairforensics.configs.filemode import current_umask, file_mode
+from fairforensics.detectors.weights import save_checkpoint
+from fairforensics.evaluation.plots import save_figure
+from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 
 
 @pytest.fixture(params=[0o022, 0o027, 0o077])

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from configs import CONFIG_DIR, ConfigError
-from detectors import build_detector, load_detector_yaml
-from detectors.registry import detector_config_path
-from training.config import load_train_config
+from fairforensics.configs import CONFIG_DIR, ConfigError
+from fairforensics.detectors import build_detector, load_detector_yaml
+from fairforensics.detectors.registry import detector_config_path
+from fairforensics.training.config import load_train_config
 
 
 def test_paper_yaml_path_and_default() -> None:

@@ -13,11 +13,11 @@ __all__ = ["TrainConfig", "Trainer", "load_train_config"]
 
 def __getattr__(name: str) -> Any:
     if name == "Trainer":
-        from training.trainer import Trainer
+        from fairforensics.training.trainer import Trainer
 
         return Trainer
     if name in ("TrainConfig", "load_train_config"):
-        from training import config
+        from fairforensics.training import config
 
         return getattr(config, name)
     raise AttributeError(f"module 'training' has no attribute {name!r}")

@@ -16,7 +16,7 @@ import albumentations as A
 import cv2
 import numpy as np
 
-from training.config import AugmentConfig
+from fairforensics.training.config import AugmentConfig
 
 
 class FancyPCA(A.FancyPCA):

@@ -19,8 +19,8 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from preprocessing.files import atomic_write_text
-from preprocessing.frames import read_rgb
+from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.frames import read_rgb
 
 log = logging.getLogger(__name__)
 

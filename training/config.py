@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from configs import ConfigError, build_config, load_config, load_yaml, parse_overrides
-from detectors.registry import get_detector_class, load_detector_yaml
-from preprocessing.rundir import RunDir
-from training.fair_losses import FairLossConfig
+from fairforensics.configs import ConfigError, build_config, load_config, load_yaml, parse_overrides
+from fairforensics.detectors.registry import get_detector_class, load_detector_yaml
+from fairforensics.preprocessing.rundir import RunDir
+from fairforensics.training.fair_losses import FairLossConfig
 
 _Rule = tuple[Callable[[Any], bool], str]  # (is the value allowed?, the allowed values in words)
 

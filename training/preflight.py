@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from preprocessing.frames import FrameDataset, TrainDataError, read_rgb
+from fairforensics.preprocessing.frames import FrameDataset, TrainDataError, read_rgb
 
 #: Frames read per dataset and split before training.
 SAMPLE_FRAMES = 16

@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from evaluation.predict import autocast
-from preprocessing.frames import to_device
-from training import distributed as D
+from fairforensics.evaluation.predict import autocast
+from fairforensics.preprocessing.frames import to_device
+from fairforensics.training import distributed as D
 
 
 class NonFiniteLossError(RuntimeError):

@@ -25,38 +25,43 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
 
-from configs import ConfigError, config_to_dict
-from detectors import (
+from fairforensics.configs import ConfigError, config_to_dict
+from fairforensics.detectors import (
     CheckpointError,
     build_detector,
     get_detector_class,
     read_checkpoint,
     save_checkpoint,
 )
-from evaluation.predict import (
+from fairforensics.evaluation.predict import (
     eval_requires,
     make_eval_loader,
     predict_loader,
     rows_to_predictions,
 )
-from evaluation.predictions import write_predictions
-from evaluation.scoring import detection_metrics
-from preprocessing.device import amp_dtype, resolve_device
-from preprocessing.files import write_json, write_yaml
-from preprocessing.frames import FrameDataset, collate, method_names_of
-from preprocessing.index import DatasetIndex
-from preprocessing.resolve import resolve_datasets
-from preprocessing.rundir import RunDir, new_run_dir, run_meta
-from training import distributed as D
-from training.augment import build_augment
-from training.cache import PackedCache
-from training.config import OptimizerConfig, SchedulerConfig, TrainConfig, read_run_config
-from training.fair_losses import FairLoss
-from training.host_memory import keep_freed_host_memory
-from training.preflight import check_splits, check_unreadable
-from training.samplers import ShardSampler, TrainSampler
-from training.selection import Selector
-from training.step import NonFiniteLossError, TrainStep
+from fairforensics.evaluation.predictions import write_predictions
+from fairforensics.evaluation.scoring import detection_metrics
+from fairforensics.preprocessing.device import amp_dtype, resolve_device
+from fairforensics.preprocessing.files import write_json, write_yaml
+from fairforensics.preprocessing.frames import FrameDataset, collate, method_names_of
+from fairforensics.preprocessing.index import DatasetIndex
+from fairforensics.preprocessing.resolve import resolve_datasets
+from fairforensics.preprocessing.rundir import RunDir, new_run_dir, run_meta
+from fairforensics.training import distributed as D
+from fairforensics.training.augment import build_augment
+from fairforensics.training.cache import PackedCache
+from fairforensics.training.config import (
+    OptimizerConfig,
+    SchedulerConfig,
+    TrainConfig,
+    read_run_config,
+)
+from fairforensics.training.fair_losses import FairLoss
+from fairforensics.training.host_memory import keep_freed_host_memory
+from fairforensics.training.preflight import check_splits, check_unreadable
+from fairforensics.training.samplers import ShardSampler, TrainSampler
+from fairforensics.training.selection import Selector
+from fairforensics.training.step import NonFiniteLossError, TrainStep
 
 log = logging.getLogger(__name__)
 

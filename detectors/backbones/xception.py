@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from detectors.backbones import create_timm_backbone
+from fairforensics.detectors.backbones import create_timm_backbone
 
 STAGES: dict[str, tuple[str, ...]] = {
     "stem1": ("conv1", "bn1", "act1"),

@@ -18,8 +18,8 @@ from matplotlib import colormaps
 from torch import nn
 from torch.nn import functional as F
 
-from detectors.base import Detector
-from evaluation.analysis.inputs import to_batch
+from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.analysis.inputs import to_batch
 
 
 def last_conv(model: nn.Module) -> str:
@@ -132,7 +132,7 @@ def grad_cam_figure(
     """Faces (top row) and their Grad-CAM overlays (bottom row), saved as PNG and PDF."""
     from matplotlib.figure import Figure
 
-    from evaluation.plots import save_figure
+    from fairforensics.evaluation.plots import save_figure
 
     n = len(images)
     if n == 0 or n != len(overlays):

@@ -11,9 +11,9 @@ import cv2
 import numpy as np
 import torch
 
-from detectors.base import DetectorConfig
-from preprocessing.index import DatasetIndex
-from preprocessing.resolve import resolve_index
+from fairforensics.detectors.base import DetectorConfig
+from fairforensics.preprocessing.index import DatasetIndex
+from fairforensics.preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from detectors.base import Detector
-from evaluation.analysis.gradcam import grad_cam_figure, grad_cam_images
-from evaluation.analysis.inputs import read_frames, sample_frames
-from evaluation.analysis.spectrum import average_spectrum, spectra_figure
-from evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
-from preprocessing.index import DatasetIndex
-from preprocessing.resolve import resolve_index
+from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.analysis.gradcam import grad_cam_figure, grad_cam_images
+from fairforensics.evaluation.analysis.inputs import read_frames, sample_frames
+from fairforensics.evaluation.analysis.spectrum import average_spectrum, spectra_figure
+from fairforensics.evaluation.analysis.tsne import extract_features, tsne_embed, tsne_figure
+from fairforensics.preprocessing.index import DatasetIndex
+from fairforensics.preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 

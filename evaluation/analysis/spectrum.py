@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.ndimage import median_filter
 
-from evaluation.plots import save_figure
+from fairforensics.evaluation.plots import save_figure
 
 
 def highpass(gray: np.ndarray) -> np.ndarray:

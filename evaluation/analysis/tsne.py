@@ -16,9 +16,9 @@ from matplotlib.figure import Figure
 from sklearn.manifold import TSNE
 from threadpoolctl import threadpool_limits
 
-from detectors.base import Detector
-from evaluation.analysis.inputs import to_batch
-from evaluation.plots import save_figure
+from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.analysis.inputs import to_batch
+from fairforensics.evaluation.plots import save_figure
 
 
 @torch.no_grad()

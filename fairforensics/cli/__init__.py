@@ -1,10 +1,8 @@
 """The commands: ``fairforensics <verb> [args]`` or ``ff-<verb> [args]`` once installed, and
 ``python scripts/<verb>.py [args]`` in a checkout (thin wrappers of these modules).
 
-The console entry points that pip writes put their own ``bin/`` folder, not the working directory,
-first on ``sys.path``, so a same-named folder (``evaluation/``, ``training/``, ...) in the working
-directory does not shadow the installed packages (``python -m`` and ``python scripts/...`` do put
-a folder first on ``sys.path``; see the README's note on the generic package names).
+The library is the one package ``fairforensics`` (its subpackages are the repository's folders),
+so neither the working directory nor another distribution can shadow part of it.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
-from configs import ConfigError
+from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
 from fairforensics.cli.errors import run_cli
+from fairforensics.configs import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:

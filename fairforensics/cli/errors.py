@@ -13,12 +13,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
-from configs import ConfigError
-from detectors import CheckpointError
-from detectors.backbones import PretrainedWeightsError
-from detectors.deepfakebench import WeightsError
-from preprocessing.demo_dataset import DemoDataError
-from preprocessing.video import MediaReadError
+from fairforensics.configs import ConfigError
+from fairforensics.detectors import CheckpointError
+from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.deepfakebench import WeightsError
+from fairforensics.preprocessing.demo_dataset import DemoDataError
+from fairforensics.preprocessing.video import MediaReadError
 
 
 class UserInputError(ConfigError):

@@ -18,15 +18,20 @@ import logging
 import sys
 from pathlib import Path
 
-from configs import ConfigError, import_modules
-from evaluation.predictions import PredictionsError, read_predictions
-from evaluation.testing import check_writable
 from fairforensics.cli.errors import add_import_argument, run_cli
-from fairness import protocols
-from fairness.fairswap import fairswap_transforms
-from fairness.report import fairness_report, format_summary, load_report_config, write_report
-from training.config import load_train_config
-from training.trainer import Trainer
+from fairforensics.configs import ConfigError, import_modules
+from fairforensics.evaluation.predictions import PredictionsError, read_predictions
+from fairforensics.evaluation.testing import check_writable
+from fairforensics.fairness import protocols
+from fairforensics.fairness.fairswap import fairswap_transforms
+from fairforensics.fairness.report import (
+    fairness_report,
+    format_summary,
+    load_report_config,
+    write_report,
+)
+from fairforensics.training.config import load_train_config
+from fairforensics.training.trainer import Trainer
 
 
 def train_run(detector: str, train_configs: list, overrides: dict) -> Path:

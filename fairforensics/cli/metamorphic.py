@@ -11,15 +11,15 @@ from __future__ import annotations
 import argparse
 import logging
 
-from configs import (
+from fairforensics.cli.errors import add_import_argument, run_cli
+from fairforensics.configs import (
     ConfigError,
     import_modules,
 )
-from detectors import CheckpointError
-from evaluation.testing import check_writable
-from fairforensics.cli.errors import add_import_argument, run_cli
-from fairness.metamorphic.pipeline import evaluate_run
-from fairness.metamorphic.relations import DEFAULT_RELATIONS
+from fairforensics.detectors import CheckpointError
+from fairforensics.evaluation.testing import check_writable
+from fairforensics.fairness.metamorphic.pipeline import evaluate_run
+from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -17,14 +17,17 @@ import json
 import logging
 from pathlib import Path
 
-from configs import import_modules
-from configs.loader import ConfigError
 from fairforensics.cli.errors import add_import_argument, run_cli
-from preprocessing.config import load_preprocess_config
-from preprocessing.datasets import DatasetLayoutError
-from preprocessing.datasets.deepfakebench import import_deepfakebench_json, rebase_index
-from preprocessing.index import DatasetIndexError, write_index
-from preprocessing.pipeline import (
+from fairforensics.configs import import_modules
+from fairforensics.configs.loader import ConfigError
+from fairforensics.preprocessing.config import load_preprocess_config
+from fairforensics.preprocessing.datasets import DatasetLayoutError
+from fairforensics.preprocessing.datasets.deepfakebench import (
+    import_deepfakebench_json,
+    rebase_index,
+)
+from fairforensics.preprocessing.index import DatasetIndexError, write_index
+from fairforensics.preprocessing.pipeline import (
     PreprocessInterrupted,
     StopRequested,
     run_preprocess,

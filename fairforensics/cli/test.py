@@ -16,9 +16,9 @@ import json
 import logging
 from pathlib import Path
 
-from configs import ConfigError, import_modules
-from evaluation import leaderboard, results, settings, testing
 from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
+from fairforensics.configs import ConfigError, import_modules
+from fairforensics.evaluation import leaderboard, results, settings, testing
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         from dataclasses import asdict
 
-        from evaluation.predictions import read_predictions
-        from evaluation.scoring import compare_auc
+        from fairforensics.evaluation.predictions import read_predictions
+        from fairforensics.evaluation.scoring import compare_auc
 
         a, b = (read_predictions(p) for p in args.compare)
         result = {lvl: asdict(compare_auc(a, b, lvl, cfg.reduce)) for lvl in cfg.levels}
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         if args.detector:
-            from detectors import list_detectors
+            from fairforensics.detectors import list_detectors
 
             if args.detector not in list_detectors():
                 raise UserInputError(

@@ -14,21 +14,21 @@ from __future__ import annotations
 import argparse
 import logging
 
-from configs import ConfigError, import_modules
-from configs.loader import build_config, deep_merge, parse_overrides
-from detectors import CheckpointError
-from detectors.backbones import PretrainedWeightsError
-from detectors.deepfakebench import WeightsError
 from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
-from fairness.fairswap import fairswap_transforms
-from preprocessing.datasets.base import DatasetLayoutError
-from preprocessing.files import write_yaml
-from preprocessing.frames import TrainDataError
-from preprocessing.index import DatasetIndexError
-from preprocessing.rundir import RunDir
-from training.config import TrainConfig, load_train_config, read_run_config
-from training.distributed import teardown
-from training.trainer import NonFiniteLossError, Trainer
+from fairforensics.configs import ConfigError, import_modules
+from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
+from fairforensics.detectors import CheckpointError
+from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.deepfakebench import WeightsError
+from fairforensics.fairness.fairswap import fairswap_transforms
+from fairforensics.preprocessing.datasets.base import DatasetLayoutError
+from fairforensics.preprocessing.files import write_yaml
+from fairforensics.preprocessing.frames import TrainDataError
+from fairforensics.preprocessing.index import DatasetIndexError
+from fairforensics.preprocessing.rundir import RunDir
+from fairforensics.training.config import TrainConfig, load_train_config, read_run_config
+from fairforensics.training.distributed import teardown
+from fairforensics.training.trainer import NonFiniteLossError, Trainer
 
 #: Settings ``--resume RUN --set KEY=VALUE`` may change: they do not alter what was trained so far
 #: (the learning-rate schedule keeps the length it was built with from the checkpoint).

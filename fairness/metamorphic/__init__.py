@@ -7,15 +7,15 @@
 ``evaluate_run`` does all of it for a trained run.
 """
 
-from fairness.metamorphic.makeup import (
+from fairforensics.fairness.metamorphic.makeup import (
     MakeupConfig,
     adaptive_colours,
     apply_makeup,
     patch_statistics,
     skin_statistics,
 )
-from fairness.metamorphic.regions import LandmarkError, region_mask
-from fairness.metamorphic.relations import (
+from fairforensics.fairness.metamorphic.regions import LandmarkError, region_mask
+from fairforensics.fairness.metamorphic.relations import (
     BENCHMARK,
     MetamorphicConfig,
     RelationConfig,
@@ -23,15 +23,19 @@ from fairness.metamorphic.relations import (
     load_relations,
     relation_holds,
 )
-from fairness.metamorphic.runner import (
+from fairforensics.fairness.metamorphic.runner import (
     FaceSample,
     MetamorphicResult,
     Skipped,
     detector_scorer,
     run_metamorphic,
 )
-from fairness.metamorphic.tables import case_table
-from fairness.metamorphic.transforms import build_transform, list_transforms, register_transform
+from fairforensics.fairness.metamorphic.tables import case_table
+from fairforensics.fairness.metamorphic.transforms import (
+    build_transform,
+    list_transforms,
+    register_transform,
+)
 
 __all__ = [
     "BENCHMARK",

@@ -18,10 +18,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from fairness.metamorphic.pose import NON_FRONTAL, estimate_yaw
-from fairness.metamorphic.regions import LandmarkError, check_landmarks
-from fairness.metamorphic.runner import FaceSample, Skipped
-from preprocessing.index import DatasetIndex, VideoEntry, read_index
+from fairforensics.fairness.metamorphic.pose import NON_FRONTAL, estimate_yaw
+from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
+from fairforensics.fairness.metamorphic.runner import FaceSample, Skipped
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class LandmarkSource:
     @property
     def analyzer(self) -> Any:
         if self._analyzer is None:
-            from preprocessing.faces import FaceAnalyzer
+            from fairforensics.preprocessing.faces import FaceAnalyzer
 
             self._analyzer = FaceAnalyzer()
         return self._analyzer

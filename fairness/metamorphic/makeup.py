@@ -39,7 +39,7 @@ import cv2
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
-from fairness.metamorphic.regions import (
+from fairforensics.fairness.metamorphic.regions import (
     COMPONENTS,
     between_brows_box,
     check_landmarks,

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from evaluation.runs import load_run
-from fairness.metamorphic.data import samples_from_index
-from fairness.metamorphic.relations import load_relations
-from fairness.metamorphic.report import write_report
-from fairness.metamorphic.runner import detector_scorer, run_metamorphic
-from preprocessing.resolve import resolve_index, resolve_index_path
+from fairforensics.evaluation.runs import load_run
+from fairforensics.fairness.metamorphic.data import samples_from_index
+from fairforensics.fairness.metamorphic.relations import load_relations
+from fairforensics.fairness.metamorphic.report import write_report
+from fairforensics.fairness.metamorphic.runner import detector_scorer, run_metamorphic
+from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from fairness.metamorphic.regions import check_landmarks
+from fairforensics.fairness.metamorphic.regions import check_landmarks
 
 NON_FRONTAL = "non-frontal face"  # the reason a skipped face is given
 POSE_POINTS = (30, 8, 36, 45, 48, 54)

@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from configs import CONFIG_DIR, ConfigError, load_config
-from fairness.metamorphic.transforms import Transform, build_transform
+from fairforensics.configs import CONFIG_DIR, ConfigError, load_config
+from fairforensics.fairness.metamorphic.transforms import Transform, build_transform
 
 BENCHMARK = "benchmark"
 DEFAULT_RELATIONS = CONFIG_DIR / "metamorphic" / "makeup.yaml"

@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from configs import config_to_dict
-from evaluation.plots import save_figure
-from evaluation.predictions import write_predictions
-from evaluation.table_writer import format_number, html_text
-from fairness.metamorphic.pose import NON_FRONTAL
-from fairness.metamorphic.relations import BENCHMARK
-from fairness.metamorphic.runner import MetamorphicResult
-from fairness.metamorphic.tables import (
+from fairforensics.configs import config_to_dict
+from fairforensics.evaluation.plots import save_figure
+from fairforensics.evaluation.predictions import write_predictions
+from fairforensics.evaluation.table_writer import format_number, html_text
+from fairforensics.fairness.metamorphic.pose import NON_FRONTAL
+from fairforensics.fairness.metamorphic.relations import BENCHMARK
+from fairforensics.fairness.metamorphic.runner import MetamorphicResult
+from fairforensics.fairness.metamorphic.tables import (
     ALL,
     case_table,
     result_groups,
@@ -36,7 +36,7 @@ from fairness.metamorphic.tables import (
     table_json,
     table_markdown,
 )
-from preprocessing.files import atomic_write_text, write_json
+from fairforensics.preprocessing.files import atomic_write_text, write_json
 
 SUMMARY_COLUMNS = (
     "case",

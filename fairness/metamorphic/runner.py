@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from evaluation.predictions import Predictions
-from fairness.metamorphic.regions import LandmarkError, check_landmarks
-from fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
-from fairness.metamorphic.transforms import Transform
+from fairforensics.evaluation.predictions import Predictions
+from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
+from fairforensics.fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
+from fairforensics.fairness.metamorphic.transforms import Transform
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,7 @@ class MetamorphicResult:
 
 def detector_scorer(detector: Any, batch_size: int = 32, device: str = "cpu") -> Scorer:
     """A scorer that runs a registered detector through ``evaluation.predict.predict_images``."""
-    from evaluation.predict import predict_images
+    from fairforensics.evaluation.predict import predict_images
 
     def score(images: list[np.ndarray]) -> np.ndarray:
         return predict_images(detector, images, batch_size=batch_size, device=device)

@@ -25,12 +25,17 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.confidence import bootstrap_proportion, mcnemar_exact
-from evaluation.table_writer import csv_text, format_number, json_records, markdown_text
-from fairness.gaps import group_gaps
-from fairness.metamorphic.relations import BENCHMARK, relation_holds
-from fairness.metamorphic.runner import MetamorphicResult
-from fairness.metrics import binary_rates
+from fairforensics.evaluation.confidence import bootstrap_proportion, mcnemar_exact
+from fairforensics.evaluation.table_writer import (
+    csv_text,
+    format_number,
+    json_records,
+    markdown_text,
+)
+from fairforensics.fairness.gaps import group_gaps
+from fairforensics.fairness.metamorphic.relations import BENCHMARK, relation_holds
+from fairforensics.fairness.metamorphic.runner import MetamorphicResult
+from fairforensics.fairness.metrics import binary_rates
 
 ALL = "all"
 COLUMNS = (

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from configs import ConfigError, build_config
-from fairness.metamorphic.makeup import MakeupConfig, apply_makeup
+from fairforensics.configs import ConfigError, build_config
+from fairforensics.fairness.metamorphic.makeup import MakeupConfig, apply_makeup
 
 
 class Transform(Protocol):

@@ -3,8 +3,8 @@
 Importing this package registers every module; ``build_listing(type, root, options)`` runs one.
 """
 
-from preprocessing.datasets import deepfake, faceforensics, generic, pad  # noqa: F401
-from preprocessing.datasets.base import (
+from fairforensics.preprocessing.datasets import deepfake, faceforensics, generic, pad  # noqa: F401
+from fairforensics.preprocessing.datasets.base import (
     DatasetLayoutError,
     Listing,
     SourceItem,

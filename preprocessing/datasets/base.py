@@ -11,7 +11,7 @@ from itertools import islice
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from configs.loader import build_config
+from fairforensics.configs.loader import build_config
 
 logger = logging.getLogger(__name__)
 

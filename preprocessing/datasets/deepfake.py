@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from preprocessing.datasets.base import (
+from fairforensics.preprocessing.datasets.base import (
     DERIVED,
     DatasetLayoutError,
     Listing,
@@ -27,7 +27,7 @@ from preprocessing.datasets.base import (
     register_dataset,
     rel_of,
 )
-from preprocessing.video import VIDEO_SUFFIXES
+from fairforensics.preprocessing.video import VIDEO_SUFFIXES
 
 
 def _holdout_note(fraction: float, seed: int, group: str) -> str:

@@ -27,9 +27,9 @@ import logging
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from preprocessing.attributes import read_attributes_csv
-from preprocessing.datasets.base import DatasetLayoutError
-from preprocessing.index import DatasetIndex, VideoEntry, read_index
+from fairforensics.preprocessing.attributes import read_attributes_csv
+from fairforensics.preprocessing.datasets.base import DatasetLayoutError
+from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index
 
 logger = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from preprocessing.datasets.base import (
+from fairforensics.preprocessing.datasets.base import (
     DERIVED,
     DatasetLayoutError,
     Listing,
@@ -34,7 +34,7 @@ from preprocessing.datasets.base import (
     register_dataset,
     rel_of,
 )
-from preprocessing.video import VIDEO_SUFFIXES
+from fairforensics.preprocessing.video import VIDEO_SUFFIXES
 
 FF_METHODS = ["Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures", "FaceShifter"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from preprocessing.datasets.base import (
+from fairforensics.preprocessing.datasets.base import (
     DERIVED,
     DatasetLayoutError,
     Listing,
@@ -27,7 +27,7 @@ from preprocessing.datasets.base import (
     register_dataset,
     rel_of,
 )
-from preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
+from fairforensics.preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
 LABEL_NAMES = {"0": 0, "real": 0, "bonafide": 0, "bona_fide": 0, "1": 1, "fake": 1, "attack": 1}
 SPLITS = ("train", "val", "test")

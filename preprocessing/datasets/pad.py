@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from preprocessing.datasets.base import (
+from fairforensics.preprocessing.datasets.base import (
     DERIVED,
     DatasetLayoutError,
     Listing,
@@ -24,7 +24,7 @@ from preprocessing.datasets.base import (
     register_dataset,
     rel_of,
 )
-from preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
+from fairforensics.preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
 
 def _item(root: Path, path: Path, label: int, method: str, split: str, subject: str) -> SourceItem:
