@@ -1,6 +1,6 @@
 """Detector registry and models: ``build_detector(name, cfg)``, ``list_detectors()``."""
 
-from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.base import ClipDetectorConfig, Detector, DetectorConfig
 from fairforensics.detectors.registry import (
     build_detector,
     detector_family,
@@ -19,6 +19,7 @@ from fairforensics.detectors.weights import (
 __all__ = [
     "CheckpointError",
     "Detector",
+    "ClipDetectorConfig",
     "DetectorConfig",
     "build_detector",
     "detector_family",

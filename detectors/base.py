@@ -10,8 +10,13 @@ data pipeline and returns at least::
 
 ``loss(batch, out)`` returns a dict with ``total`` (the scalar to minimise) and every named term.
 
-Batch keys. Always present: ``image`` float [B, 3, H, W], already normalised with the detector's
-``mean``/``std`` (config); ``label`` long [B]. A detector lists what else it needs in
+Video detectors (``input_kind = "clip"``, config :class:`ClipDetectorConfig`) take clips of
+``clip_size`` consecutive frames: ``image`` is float [B, T, 3, H, W] and every output is one per clip
+(``logits`` [B, 2], ``prob`` [B]); a model that has a single logit ``z`` returns ``logits = [0, z]``,
+whose softmax probability of class 1 is ``sigmoid(z)``.
+
+Batch keys. Always present: ``image`` float [B, 3, H, W] (video detectors: [B, T, 3, H, W]), already
+normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A detector lists what else it needs in
 ``requires``; the data pipeline (``training/``) provides exactly these keys:
 
 =================  =================================================================================
@@ -60,6 +65,13 @@ class DetectorConfig:
     input_size: int = 256
 
 
+@dataclass
+class ClipDetectorConfig(DetectorConfig):
+    """A video detector's settings: ``clip_size`` consecutive frames per input clip."""
+
+    clip_size: int = 16
+
+
 class Detector(nn.Module):
     """Base class of all detectors; see the module docstring for the contract.
 
@@ -73,6 +85,8 @@ class Detector(nn.Module):
       ``Frequency``; ``PAD`` for paper 001's detectors); set it with
       ``@register_detector(name, family=...)``.
     - ``test_input_size``: the input size the shared contract tests build the detector at.
+    - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
+      [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
     """
@@ -82,6 +96,8 @@ class Detector(nn.Module):
     name: ClassVar[str] = ""
     family: ClassVar[str] = "Other"
     test_input_size: ClassVar[int] = 64
+    input_kind: ClassVar[str] = "frame"
+    test_clip_size: ClassVar[int] = 4
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
     deepfakebench_name: ClassVar[str | None] = None
 

@@ -16,6 +16,7 @@ def make_batch(
 
     Half the samples are real (label 0), half fake. Detectors that train on online blends
     (``blend:<name>``) get the pipeline's layout: the first half real, the second half fakes.
+    Video detectors (``input_kind == "clip"``) get clips [B, T, 3, H, W] of ``test_clip_size`` frames.
     """
     gen = torch.Generator().manual_seed(seed)
     requires = set(detector.requires)
@@ -24,7 +25,8 @@ def make_batch(
         label = torch.tensor([0] * (n // 2) + [1] * (n - n // 2))
     else:
         label = torch.tensor([i % 2 for i in range(n)])
-    image = torch.randn(n, 3, size, size, generator=gen)
+    clip = (detector.test_clip_size,) if detector.input_kind == "clip" else ()
+    image = torch.randn(n, *clip, 3, size, size, generator=gen)
     # Make the classes separable so that a few optimiser steps can lower the loss.
     image[label == 1] += 0.5
     batch: dict[str, Any] = {
