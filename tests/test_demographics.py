@@ -23,6 +23,7 @@ from fairforensics.preprocessing.demographic_formats import (
 from fairforensics.preprocessing.demographics import import_demographics, index_layout
 from fairforensics.preprocessing.frame_paths import parse_frame_path
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
+from tests.testdata import shared
 
 REPO = Path(__file__).resolve().parents[1]
 HEADER = [
@@ -490,3 +491,42 @@ def test_script_reports_matches_and_refuses_other_datasets(tmp_path: Path, capsy
     assert json.loads(capsys.readouterr().out)["unmatched_by_layout"] == {"Celeb-DF": 3}
     with pytest.raises(SystemExit):
         _main(*args, "--max-unmatched", "2")
+
+
+@pytest.mark.extended
+def test_official_ff_ids_with_frame_numbers_that_are_video_ids(tmp_path: Path) -> None:
+    """The real FF++ ids (official split files): a CSV for all 5,000 videos whose frame numbers
+    are ids of test videos, on an index of the test split; each test video gets its own label."""
+    splits = shared("data", "faceforensics_splits")
+    pairs = {s: json.loads((splits / f"{s}.json").read_text()) for s in ("train", "val", "test")}
+    methods = ["Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures"]
+
+    def videos(split: str) -> list[tuple[str, str]]:
+        ids = [(vid, "real") for pair in pairs[split] for vid in pair]
+        fakes = [f"{a}_{b}" for a, b in pairs[split]] + [f"{b}_{a}" for a, b in pairs[split]]
+        return ids + [(vid, m) for m in methods for vid in fakes]
+
+    test_reals = sorted(vid for vid, m in videos("test") if m == "real")
+    index = DatasetIndex(
+        "FF-c23", "deepfake",
+        [_video(vid, int(m != "real"), m) for vid, m in videos("test")], root=".",
+    )  # fmt: skip
+    gender = {key: ("male", "female")[sum(map(ord, "".join(key))) % 2] for key in (
+        (m, vid) for s in pairs for vid, m in videos(s))}  # fmt: skip
+    rows = []
+    for (method, vid), g in gender.items():
+        folder = ("original_sequences/youtube" if method == "real"
+                  else f"manipulated_sequences/{method}")  # fmt: skip
+        for k in range(3):  # frame numbers that are ids of test videos
+            frame = int(test_reals[(len(rows) + k) % len(test_reals)])
+            path = f"FaceForensics++/{folder}/c23/frames/{vid}/{frame:03d}.png"
+            rows.append([path, int(g == "male"), 1, 1, 1, int(method != "real")])
+    read = read_demographics_csv(_write(tmp_path / "all.csv", rows))
+    assert len(read.rows) == 15000
+    with pytest.raises(DemographicsError, match="pass --max-unmatched 1"):
+        import_demographics(index, read.rows, ["gender"])
+    out, report = import_demographics(index, read.rows, ["gender"], max_unmatched=1)
+    assert report.matched == len(index.videos) == 700
+    assert report.rows_matched == 2100 and report.unmatched_by_layout == {"FF++": 12900}
+    for v in out.videos:
+        assert v.attributes == {"gender": gender[v.key], "gender_agreement": "1.000"}, v.key
