@@ -15,6 +15,9 @@ Three generators share one mask pipeline (landmark convex hull -> random deforma
   landmarks (:class:`NearestLandmarks`) is warped onto this one, colour corrected inside the mask
   and blended with a randomly deformed convex-hull mask ``M``; the X-ray target is
   ``B = 4 * M * (1 - M)``.
+* ``i2g``: PCL-I2G's inconsistency image (:mod:`preprocessing.i2g`): the nearest-landmark real
+  face of another video pasted, unaligned, into a random face-region hull; its soft mask is the
+  consistency target.
 
 The trainer calls :func:`generate` (and :func:`needs_partner` to know whether to load a partner).
 """
@@ -39,7 +42,7 @@ from fairforensics.preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
 
-GENERATORS = ("sbi", "fwa", "xray")
+GENERATORS = ("sbi", "fwa", "xray", "i2g")
 SBI_BLEND_RATIOS = (0.25, 0.5, 0.75, 1.0, 1.0, 1.0)
 FWA_SCALES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 _LEFT_EYE = slice(36, 42)
@@ -277,7 +280,7 @@ def needs_partner(name: str) -> bool:
     """Whether generator ``name`` needs a second real face (``partner``)."""
     if name not in GENERATORS:
         raise BlendingError(f"unknown blending generator {name!r}; known: {', '.join(GENERATORS)}")
-    return name == "xray"
+    return name in ("xray", "i2g")
 
 
 def generate(
@@ -288,6 +291,14 @@ def generate(
     partner: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """One blended fake: ``{"image": uint8, "mask": float32 HxW}`` plus ``"xray"`` for ``xray``."""
+    if name == "i2g":
+        from fairforensics.preprocessing.i2g import i2g_blend  # it imports this module
+
+        _check_inputs(image, landmarks)
+        if partner is None or len(partner) != 2:
+            raise BlendingError("i2g: needs partner=(image, landmarks) of a different real face")
+        blended, mask = i2g_blend(image, landmarks, partner, rng)
+        return {"image": blended, "mask": mask}
     if needs_partner(name):
         blended, mask, xray = xray_blend(image, landmarks, partner, rng)  # type: ignore[arg-type]
         return {"image": blended, "mask": mask, "xray": xray}
