@@ -24,11 +24,13 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
                    fakes without a mask (``has_mask`` bool [B] tells which are real masks)
 ``landmarks``      float [B, 68, 2], dlib points in pixel coordinates of ``image`` (after augmentation)
 ``method_label``   long [B]: 0 for real, 1..K for the dataset's manipulation methods (sorted names)
+``identity``       long [B]: each face's subject (the index's ``identity``, else the video id) as a
+                   class among the training split's subjects (sorted ``dataset/identity``; IID)
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
-                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
+                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``i2g``); their targets come as
                    ``xray`` float [B, 1, H, W] where the generator makes one
 ``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)
 =================  =================================================================================

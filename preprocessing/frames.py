@@ -7,7 +7,7 @@ Images leave the dataset as uint8 tensors; :func:`to_device` moves a batch to th
 normalises it with the detector's mean/std there, which keeps workers cheap.
 
 The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
-``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``,
+``mask``/``has_mask``, ``landmarks``, ``method_label``, ``identity``, ``views``, ``pairs``/``pair_index``,
 ``blend:<name>`` (with ``xray`` when the generator makes one; blends are made from real frames
 only, or from every frame, real or fake, when ``blend_all`` is also required: DeepfakeBench's
 FWA) and ``pixel_map``. A frame that
@@ -34,7 +34,7 @@ from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 log = logging.getLogger(__name__)
 
 SAMPLE_KEYS = frozenset(
-    {"mask", "landmarks", "method_label", "views", "pairs", "pixel_map", "blend_all"}
+    {"mask", "landmarks", "method_label", "identity", "views", "pairs", "pixel_map", "blend_all"}
 )
 
 
@@ -48,6 +48,11 @@ def sample_positions(n_frames: int, frame_num: int, clip: int = 1) -> list[int]:
     if frame_num >= starts:
         return list(range(starts))
     return sorted({int(round(x)) for x in np.linspace(0, starts - 1, frame_num)})
+
+
+def identity_of(index: DatasetIndex, video: VideoEntry) -> str:
+    """``dataset/identity`` of a video: the index's subject id, else the video id."""
+    return f"{index.dataset}/{video.identity or video.id}"
 
 
 def sample_seed(*parts: int) -> int:
@@ -154,6 +159,9 @@ class FrameDataset(Dataset):
                 )
         self._reals_by_identity = self._real_partners() if self.pairs else {}
         self._partner_tables: dict[str, Any] = {}
+        #: identity classes (``identity`` key): ``dataset/identity`` of the split's videos, sorted
+        self.identities = sorted({identity_of(ix, v) for ix, v in self.videos})
+        self._identity_class = {name: i for i, name in enumerate(self.identities)}
 
     def __len__(self) -> int:
         return len(self.items)
@@ -275,6 +283,8 @@ class FrameDataset(Dataset):
             out["has_mask"] = has
         if "method_label" in self.requires:
             out["method_label"] = self._method_label(video)
+        if "identity" in self.requires:
+            out["identity"] = self._identity_class[identity_of(index, video)]
         if "pixel_map" in self.requires:
             out["pixel_map"] = torch.full(
                 (1, self.pixel_map_size, self.pixel_map_size), float(video.label)
@@ -445,7 +455,7 @@ def collate(samples: list[Any]) -> dict[str, Any]:
     tensor_keys = [k for k, v in flat[0].items() if isinstance(v, torch.Tensor)]
     for key in tensor_keys:
         batch[key] = torch.stack([s[key] for s in flat])
-    for key in ("label", "method_label"):
+    for key in ("label", "method_label", "identity"):
         if key in flat[0]:
             batch[key] = torch.tensor([s[key] for s in flat], dtype=torch.long)
     if "has_mask" in flat[0]:

@@ -49,6 +49,8 @@ def make_batch(
         batch["method_label"] = torch.where(
             label == 1, 1 + torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)
         )
+    if "identity" in requires:
+        batch["identity"] = torch.arange(n) % 3
     if "views" in requires:
         noise = 0.05 * torch.randn(n, 2, 3, size, size, generator=gen)
         batch["views"] = image.unsqueeze(1) + noise

@@ -7,7 +7,8 @@ prelu, conv2, bn3, downsample.0/1}``, ``bn2``, ``fc``, ``features``), so its rel
 ``backbone.pth`` files load as they are. Two heads:
 
 * ``embedding`` (IID, insightface): ``bn2`` -> flatten -> dropout -> ``fc`` (512 x 7 x 7 -> 512) ->
-  ``features`` (BatchNorm1d, scale fixed at 1); the input must be 112 x 112.
+  ``features`` (BatchNorm1d, scale fixed at 1; skipped for a training batch of one); the input
+  must be 112 x 112.
 * ``map`` (LSDA, DeepfakeBench's ``iresnet.py``): ``bn2`` -> dropout -> 2 x 2 average pooling, a
   [B, 512, H/32, W/32] map (8 x 8 for 256 x 256 faces); no ``fc``/``features``.
 """
@@ -120,7 +121,10 @@ class IResNet(nn.Module):
                 f"IResNet embedding head needs {EMBEDDING_INPUT}x{EMBEDDING_INPUT} inputs "
                 f"(a 7x7 map), got a {tuple(x.shape[-2:])} map"
             )
-        return self.features(self.fc(x.flatten(1)))
+        x = self.fc(x.flatten(1))
+        if self.training and x.shape[0] == 1:
+            return x  # BatchNorm1d cannot normalise one sample (DeepfakeBench skips it too)
+        return self.features(x)
 
 
 def load_iresnet_file(model: IResNet, path: str | Path) -> None:
