@@ -91,6 +91,8 @@ class Detector(nn.Module):
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
+    - :meth:`optimizer_groups`: the optimiser's parameter groups (a part trained with its own
+      learning rate or betas, e.g. SLADD's adversarial synthesiser).
     """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
@@ -121,6 +123,14 @@ class Detector(nn.Module):
 
     def set_epoch(self, epoch: int) -> None:
         """Called by the trainer at the start of every epoch (0-based); a no-op by default."""
+
+    def optimizer_groups(self, lr: float, betas: tuple[float, float]) -> list[dict[str, Any]]:
+        """The optimiser's parameter groups for base learning rate ``lr`` and Adam ``betas``.
+
+        Default: one group of every trainable parameter. A group may set its own ``lr`` and
+        ``betas``; the learning-rate schedule scales every group alike.
+        """
+        return [{"params": [p for p in self.parameters() if p.requires_grad]}]
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError

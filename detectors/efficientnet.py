@@ -71,11 +71,19 @@ def _same_pad(size: int, kernel: int, stride: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def efficientnet_pytorch_numerics(model: nn.Module) -> nn.Module:
+def efficientnet_pytorch_numerics(
+    model: nn.Module, image_size: int = B4_IMAGE_SIZE, same_stem: bool = False
+) -> nn.Module:
     """Turn timm's ``efficientnet_b4`` into efficientnet_pytorch's function, as DeepfakeBench runs
-    it (see the module docstring); weights are kept."""
-    model.conv_stem.padding = (0, 0)
-    size = math.ceil(B4_IMAGE_SIZE / 2)  # efficientnet_pytorch's stem output size at 380
+    it (see the module docstring); weights are kept. ``image_size``: the size efficientnet_pytorch
+    computes its static padding for (B4: 380; B0: 224). ``same_stem``: keep efficientnet_pytorch's
+    own stem (static "same" padding) instead of DeepfakeBench's unpadded replacement."""
+    if same_stem:
+        before, after = _same_pad(image_size, 3, 2)
+        model.conv_stem = StaticPadConv2d(model.conv_stem, (before, after, before, after))
+    else:
+        model.conv_stem.padding = (0, 0)
+    size = math.ceil(image_size / 2)  # efficientnet_pytorch's stem output size
     for stage in model.blocks:
         for block in stage:
             conv = block.conv_dw
@@ -107,25 +115,30 @@ class EfficientNetB4(TimmClassifier):
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """efficientnet_pytorch's flat ``_blocks.N`` -> timm's ``blocks.stage.index``."""
-        src = "backbone.efficientnet."
-        prefixes = {
-            src + "_conv_stem.": "backbone.conv_stem.",
-            src + "_bn0.": "backbone.bn1.",
-            src + "_conv_head.": "backbone.conv_head.",
-            src + "_bn1.": "backbone.bn2.",
-            "backbone.last_layer.": "head.",
-        }
-        n = 0
-        for stage, depth in enumerate(_STAGE_DEPTHS):
-            for i in range(depth):
-                a, b = f"{src}_blocks.{n}.", f"backbone.blocks.{stage}.{i}."
-                names = {"_depthwise_conv": "conv_dw", "_se_reduce": "se.conv_reduce"}
-                names["_se_expand"] = "se.conv_expand"
-                if stage == 0:  # no expansion: timm's DepthwiseSeparableConv
-                    names |= {"_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
-                else:
-                    names |= {"_expand_conv": "conv_pw", "_bn0": "bn1", "_bn1": "bn2"}
-                    names |= {"_project_conv": "conv_pwl", "_bn2": "bn3"}
-                prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
-                n += 1
-        return remap(state_dict, prefixes)
+        prefixes = efficientnet_pytorch_rules("backbone.efficientnet.", "backbone.")
+        return remap(state_dict, {**prefixes, "backbone.last_layer.": "head."})
+
+
+def efficientnet_pytorch_rules(src: str, dst: str) -> dict[str, str]:
+    """Prefix rules from an efficientnet_pytorch EfficientNet-B4 under ``src`` (flat
+    ``_blocks.N``) to timm's ``efficientnet_b4`` under ``dst`` (``blocks.stage.index``)."""
+    prefixes = {
+        src + "_conv_stem.": dst + "conv_stem.",
+        src + "_bn0.": dst + "bn1.",
+        src + "_conv_head.": dst + "conv_head.",
+        src + "_bn1.": dst + "bn2.",
+    }
+    n = 0
+    for stage, depth in enumerate(_STAGE_DEPTHS):
+        for i in range(depth):
+            a, b = f"{src}_blocks.{n}.", f"{dst}blocks.{stage}.{i}."
+            names = {"_depthwise_conv": "conv_dw", "_se_reduce": "se.conv_reduce"}
+            names["_se_expand"] = "se.conv_expand"
+            if stage == 0:  # no expansion: timm's DepthwiseSeparableConv
+                names |= {"_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
+            else:
+                names |= {"_expand_conv": "conv_pw", "_bn0": "bn1", "_bn1": "bn2"}
+                names |= {"_project_conv": "conv_pwl", "_bn2": "bn3"}
+            prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
+            n += 1
+    return prefixes

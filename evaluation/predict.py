@@ -27,7 +27,7 @@ from fairforensics.preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 
-TRAIN_ONLY_KEYS = ("pairs", "blend_all", "identity")
+TRAIN_ONLY_KEYS = ("pairs", "blend_all", "identity", "method_groups")
 
 
 def eval_requires(requires: frozenset[str]) -> frozenset[str]:

@@ -8,6 +8,8 @@ normalises it with the detector's mean/std there, which keeps workers cheap.
 
 The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
 ``mask``/``has_mask``, ``landmarks``, ``method_label``, ``identity``, ``views``, ``pairs``/``pair_index``,
+``method_groups`` (a real frame followed by the same frame of one fake of every training method of
+the same identity: LSDA's domain groups),
 ``blend:<name>`` (with ``xray`` when the generator makes one; blends are made from real frames
 only, or from every frame, real or fake, when ``blend_all`` is also required: DeepfakeBench's
 FWA) and ``pixel_map``. A frame that
@@ -34,7 +36,10 @@ from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 log = logging.getLogger(__name__)
 
 SAMPLE_KEYS = frozenset(
-    {"mask", "landmarks", "method_label", "identity", "views", "pairs", "pixel_map", "blend_all"}
+    {
+        *("mask", "landmarks", "method_label", "identity", "views", "pairs", "pixel_map"),
+        *("blend_all", "method_groups"),
+    }
 )
 
 
@@ -119,6 +124,7 @@ class FrameDataset(Dataset):
         self.cache = cache
         self.blend = sorted(k.split(":", 1)[1] for k in self.requires if k.startswith("blend:"))
         self.pairs = train and "pairs" in self.requires
+        self.groups = train and "method_groups" in self.requires
         unknown = sorted(k for k in self.requires - SAMPLE_KEYS if not k.startswith("blend:"))
         if unknown:
             raise TrainDataError(
@@ -141,6 +147,15 @@ class FrameDataset(Dataset):
             keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
         elif self.pairs:
             keep = [i for i in keep if self.videos[i][1].label == 1]  # each fake brings its real
+        elif self.groups:
+            self._fakes_by_method = self._fakes_by_identity()
+            keep = [i for i in keep if self._group_of(i) is not None]  # reals with every method
+            if not keep:
+                raise TrainDataError(
+                    f"requires 'method_groups' but no real video of split {split!r} has a fake of "
+                    f"every training method ({', '.join(self.method_names)}) with its identity "
+                    "(FaceForensics++-like data: fakes XXX_YYY of real XXX)"
+                )
         self.items = [
             _Item(i, p)
             for i in keep
@@ -183,6 +198,24 @@ class FrameDataset(Dataset):
     def frame_keys(self) -> list[tuple[int, int]]:
         """(video position, frame position) of every frame the samples read (for the cache)."""
         return sorted({(it.video, it.pos + k) for it in self.items for k in range(self.clip)})
+
+    def _fakes_by_identity(self) -> dict[tuple[str, str], list[int]]:
+        """(``dataset/identity``, method) -> positions of the fake videos."""
+        fakes: dict[tuple[str, str], list[int]] = {}
+        for i, (index, v) in enumerate(self.videos):
+            if v.label == 1 and v.method in self.method_names:
+                fakes.setdefault((identity_of(index, v), v.method), []).append(i)
+        return fakes
+
+    def _group_of(self, vid: int) -> list[list[int]] | None:
+        """The fake videos of every training method sharing real video ``vid``'s identity."""
+        index, video = self.videos[vid]
+        if video.label != 0:
+            return None
+        group = [
+            self._fakes_by_method.get((identity_of(index, video), m)) for m in self.method_names
+        ]
+        return None if not all(group) else group  # type: ignore[return-value]
 
     # ---------------------------------------------------------------- reading
     def _real_partners(self) -> dict[str, list[int]]:
@@ -376,6 +409,19 @@ class FrameDataset(Dataset):
         if self.blend and self.train:
             fake = self._blended(sample, item.video, item.pos, seed)
             return [sample, fake] if fake is not None else [sample]
+        if self.groups:
+            group = [sample]
+            for m, fakes in enumerate(self._group_of(item.video) or []):
+                fake = fakes[sample_seed(seed, m) % len(fakes)]
+                pos = min(item.pos, len(self.videos[fake][1].frames) - 1)
+                got = self._sample(fake, pos, sample_seed(seed, m + 1), replaced)
+                if got is None:
+                    return {
+                        "_skipped": f"{index.dataset}/{video.id}: a fake of its group is unreadable",
+                        "_replaced": replaced,
+                    }
+                group.append(dict(got, _replaced=[]))
+            return group
         if self.pairs:
             partner = self._partner(video, index, seed)
             real = self._sample(
