@@ -115,6 +115,18 @@ def sample_actions(
     return actions[0], actions[1], log_s.exp(), log_probs[0] + log_probs[1] + log_s, entropy
 
 
+def magnitude_loss(
+    mag: torch.Tensor, target: torch.Tensor, keep: torch.Tensor, broadcast: bool
+) -> torch.Tensor:
+    """MSE of the predicted magnitudes [N, 1] on the synthesiser's [N], type-2 images only
+    (``keep``). ``broadcast``: DeepfakeBench's ``MSE(mag * keep, target * keep)``, whose [N, N]
+    broadcast compares every prediction with every target."""
+    mag = mag.float()
+    if broadcast:
+        return F.mse_loss(mag * keep, (target * keep).expand(mag.shape[0], -1))
+    return F.mse_loss(mag[:, 0] * keep, target * keep)
+
+
 def _to_uint8(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> np.ndarray:
     """A normalised [3, H, W] image as uint8 H x W x 3."""
     pixels = ((x.detach().float() * std + mean) * 255).clamp(0, 255).round()
@@ -240,11 +252,8 @@ class SLADD(XceptionSLADDBase):
         type_loss = am_softmax_loss(
             out["type"].float(), out["syn_type_label"], cfg.am_margin, cfg.am_scale
         )
-        mag, target, keep = out["mag"].float(), out["syn_mag_label"], out["syn_mag_mask"]
-        if cfg.variant == "deepfakebench":
-            mag_loss = F.mse_loss(mag * keep, (target * keep).expand(mag.shape[0], -1))
-        else:
-            mag_loss = F.mse_loss(mag[:, 0] * keep, target * keep)
+        broadcast = cfg.variant == "deepfakebench"
+        mag_loss = magnitude_loss(out["mag"], out["syn_mag_label"], out["syn_mag_mask"], broadcast)
         overall = (
             ce + cfg.map_weight * map_loss + cfg.type_weight * type_loss + cfg.mag_weight * mag_loss
         )
