@@ -87,6 +87,9 @@ class Detector(nn.Module):
       ``Frequency``; ``PAD`` for paper 001's detectors); set it with
       ``@register_detector(name, family=...)``.
     - ``test_input_size``: the input size the shared contract tests build the detector at.
+    - ``test_config``: config values the shared contract tests also set (small widths of very
+      large models, e.g. LSDA's five EfficientNets and IResNet-100; their parity tests cover the
+      real widths).
     - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
@@ -100,6 +103,7 @@ class Detector(nn.Module):
     name: ClassVar[str] = ""
     family: ClassVar[str] = "Other"
     test_input_size: ClassVar[int] = 64
+    test_config: ClassVar[dict[str, Any]] = {}
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.

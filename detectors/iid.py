@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
@@ -123,6 +123,7 @@ class IID(XceptionSLADDBase):
     Config = IIDConfig
     requires = frozenset({"identity"})
     deepfakebench_name = "iid"
+    test_config: ClassVar[dict[str, Any]] = {"extractor_depth": 18}
 
     def __init__(self, cfg: IIDConfig) -> None:
         super().__init__(cfg)

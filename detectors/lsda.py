@@ -38,7 +38,7 @@ and ``features`` are not used). The random transforms use torch's generator.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -167,7 +167,8 @@ class LSDA(Detector):
     Config = LSDAConfig
     requires = frozenset({"method_groups", "method_label"})
     deepfakebench_name = "lsda"
-    test_input_size = 32
+    test_input_size = 64
+    test_config: ClassVar[dict[str, Any]] = {"encoder": "efficientnet_b0", "real_encoder_depth": 18}
 
     @classmethod
     def configure_from_data(

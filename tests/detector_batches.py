@@ -25,9 +25,9 @@ def make_batch(
     n = batch_size
     group_label = None
     if "method_groups" in requires:  # LSDA: groups of a real and one fake per method
-        size = len(detector.cfg.methods) + 1
-        n = size * max(1, n // size)
-        group_label = torch.arange(size).repeat(n // size)
+        group = len(detector.cfg.methods) + 1
+        n = group * max(1, n // group)
+        group_label = torch.arange(group).repeat(n // group)
         label = (group_label > 0).long()
     elif any(r.startswith("blend:") for r in requires):
         label = torch.tensor([0] * (n // 2) + [1] * (n - n // 2))

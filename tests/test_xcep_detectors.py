@@ -69,8 +69,8 @@ def test_rfm_erases_blocks_at_the_most_sensitive_unvisited_points() -> None:
 
 def test_rfm_erases_only_in_training() -> None:
     torch.manual_seed(0)
-    model = build_detector("rfm", pretrained=False, input_size=64)
-    x = torch.randn(2, 3, 64, 64)
+    model = build_detector("rfm", pretrained=False, input_size=48)
+    x = torch.randn(2, 3, 48, 48)
     erased = model.train().erase(x)
     changed = (erased != x).any(1)
     assert 0 < float(changed.float().mean()) < 1
@@ -341,18 +341,19 @@ def test_i2g_blends_come_with_their_masks(tiny: Path) -> None:
 # ----------------------------------------------------------------------------- training
 
 
-RECIPES = {  # detector -> (batch keys, resolution, images in the pipeline batch)
-    "rfm": (set(), 64, 4),
-    "pcl_xception": ({"blend:i2g", "mask"}, 96, 2),
+RECIPES = {  # detector -> (batch keys, resolution, samples of the pipeline batch)
+    "pcl_xception": ({"blend:i2g", "mask"}, 64, 2),
     "iid": ({"identity"}, 64, 4),
     "sladd": ({"pairs", "landmarks", "mask"}, 64, 2),
     "lsda": ({"method_groups", "method_label"}, 32, 2),
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(RECIPES))
 def test_loss_falls_on_a_pipeline_batch(tiny: Path, name: str) -> None:
-    """Six Adam steps on one batch from the training data pipeline lower the loss."""
+    """Four Adam steps on one batch from the training data pipeline (the keys each detector asks
+    for) lower the loss; RFM needs no extra key (the contract tests train it)."""
     requires, size, n = RECIPES[name]
     torch.manual_seed(0)
     model = build_detector(name, pretrained=False, input_size=size, **SMALL.get(name, {})).train()
@@ -362,12 +363,12 @@ def test_loss_falls_on_a_pipeline_batch(tiny: Path, name: str) -> None:
     )
     opt = torch.optim.Adam(model.optimizer_groups(1e-4, (0.9, 0.999)), lr=1e-4)
     totals = []
-    for _ in range(6):
+    for _ in range(4):
         torch.manual_seed(1)  # the same erasing / synthesis / augmentation draws each step
         losses = model.loss(batch, model(batch))
         opt.zero_grad()
         losses["total"].backward()
         opt.step()
-        totals.append(float(losses["total"]))
+        totals.append(float(losses["total"].detach()))
     assert all(math.isfinite(t) for t in totals)
     assert totals[-1] < totals[0], totals
