@@ -112,7 +112,13 @@ def sample_actions(
         log_probs.append(log_p.gather(1, action)[:, 0])
     log_s = F.logsigmoid(mag.float())[:, 0]
     entropy = entropy - log_s * log_s.exp()
-    return actions[0], actions[1], log_s.exp(), log_probs[0] + log_probs[1] + log_s, entropy
+    return (
+        actions[0],
+        actions[1],
+        log_s.exp().detach(),
+        log_probs[0] + log_probs[1] + log_s,
+        entropy,
+    )
 
 
 def magnitude_loss(

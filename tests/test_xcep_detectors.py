@@ -372,3 +372,53 @@ def test_loss_falls_on_a_pipeline_batch(tiny: Path, name: str) -> None:
         totals.append(float(losses["total"].detach()))
     assert all(math.isfinite(t) for t in totals)
     assert totals[-1] < totals[0], totals
+
+
+def _train_cfg(tiny: Path, out: Path, detector: str, **sets):
+    from fairforensics.training.config import load_train_config
+
+    base = {
+        "data.data_root": str(tiny.parent),
+        "data.train_data": "[tiny]",
+        "data.val_data": "[tiny]",
+        "data.num_workers": 0,
+        "train.epochs": 1,
+        "train.batch_size": 2,
+        "train.resolution": 64,
+        "train.frame_num": 2,
+        "train.test_frame_num": 1,
+        "output_dir": str(out),
+        **sets,
+    }
+    return load_train_config(detector, overrides=[f"{k}={v}" for k, v in base.items()])
+
+
+def test_trainer_gives_the_sladd_synthesiser_its_own_optimiser_group(
+    tiny: Path, tmp_path: Path
+) -> None:
+    from fairforensics.training.trainer import Trainer
+
+    trainer = Trainer(_train_cfg(tiny, tmp_path, "sladd"))
+    trainer._setup()
+    main, synth = trainer.optimizer.param_groups
+    assert main["lr"] == pytest.approx(2e-4) and main["betas"] == (0.9, 0.999)
+    assert synth["lr"] == pytest.approx(5e-5) and synth["betas"] == pytest.approx((0.225, 0.999))
+    assert synth["weight_decay"] == pytest.approx(5e-4)  # the recipe's, as DeepfakeBench's
+    assert {id(p) for p in synth["params"]} == {
+        id(p) for p in trainer.detector.synthesizer.parameters()
+    }
+
+
+@pytest.mark.slow
+def test_lsda_trains_on_domain_groups_with_a_teacher_per_training_method(
+    tiny: Path, tmp_path: Path
+) -> None:
+    from fairforensics.detectors import read_checkpoint
+    from fairforensics.training.trainer import Trainer
+
+    small = {f"model.{k}": v for k, v in SMALL["lsda"].items() if k != "methods"}
+    run = Trainer(_train_cfg(tiny, tmp_path, "lsda", **small)).fit()
+    last = read_checkpoint(run / "checkpoints" / "last.pt")
+    assert last["meta"]["model"]["methods"] == ["A", "B"] and last["state"]["step"] == 2
+    assert any(k.startswith("encoders_f.1.") for k in last["model"])
+    assert not any(k.startswith("encoders_f.2.") for k in last["model"])
