@@ -15,9 +15,9 @@ Three generators share one mask pipeline (landmark convex hull -> random deforma
   landmarks (:class:`NearestLandmarks`) is warped onto this one, colour corrected inside the mask
   and blended with a randomly deformed convex-hull mask ``M``; the X-ray target is
   ``B = 4 * M * (1 - M)``.
-* ``i2g``: PCL-I2G's inconsistency image (:mod:`preprocessing.i2g`): the nearest-landmark real
-  face of another video pasted, unaligned, into a random face-region hull; its soft mask is the
-  consistency target.
+* ``i2g``: PCL-I2G's inconsistency image (:mod:`preprocessing.i2g`, with DeepfakeBench's own
+  masks rather than the pipeline above): the nearest-landmark real face of another video pasted,
+  unaligned, into a random face-region hull; its soft mask is the consistency target.
 
 The trainer calls :func:`generate` (and :func:`needs_partner` to know whether to load a partner).
 """
