@@ -127,7 +127,8 @@ def augment_domains(feats: torch.Tensor) -> torch.Tensor:
     means = maps.mean(dim=1)  # [K, h, w]
     with torch.no_grad():
         far = (maps - means[:, None]).flatten(2).norm(dim=2).argmax(dim=1)
-    hard = maps[torch.arange(k), far]  # [K, h, w]
+    rows = torch.arange(k, device=feats.device)
+    hard = maps[rows, far]  # [K, h, w]
     lam = torch.rand(g, k, c, 1, 1, device=feats.device, dtype=feats.dtype)
     sigma = torch.rand(g, k, c, 1, 1, device=feats.device, dtype=feats.dtype)
     candidates = torch.stack(
@@ -139,7 +140,8 @@ def augment_domains(feats: torch.Tensor) -> torch.Tensor:
         ]
     )
     choice = torch.randint(4, (g, k), device=feats.device)
-    return candidates[choice, torch.arange(g)[:, None], torch.arange(k)[None, :]]
+    groups = torch.arange(g, device=feats.device)[:, None]
+    return candidates[choice, groups, rows[None, :]]
 
 
 def mixup_domains(feats: torch.Tensor) -> torch.Tensor:
