@@ -421,3 +421,40 @@ def test_lsda_trains_on_domain_groups_with_a_teacher_per_training_method(
     assert last["meta"]["model"]["methods"] == ["A", "B"] and last["state"]["step"] == 2
     assert any(k.startswith("encoders_f.1.") for k in last["model"])
     assert not any(k.startswith("encoders_f.2.") for k in last["model"])
+
+
+# ----------------------------------------------------------------------------- second models
+
+
+def test_identity_networks_load_insightface_files_strictly(tmp_path: Path) -> None:
+    """IID's explicit extractor and LSDA's real encoder read an insightface ``backbone.pth``
+    (insightface's names, a DDP ``module.`` prefix allowed); a partial file is refused naming
+    what is missing."""
+    from fairforensics.detectors.backbones import PretrainedWeightsError
+    from fairforensics.detectors.backbones.iresnet import IResNet, load_iresnet_file
+
+    torch.manual_seed(0)
+    source = IResNet(18, "embedding")
+    state = {f"module.{k}": v for k, v in source.state_dict().items()}
+    torch.save(state, tmp_path / "backbone.pth")
+    iid = build_detector(
+        "iid",
+        pretrained=False,
+        extractor_depth=18,
+        explicit_extractor=str(tmp_path / "backbone.pth"),
+    )
+    torch.testing.assert_close(iid.explicit.layer2[0].conv1.weight, source.layer2[0].conv1.weight)
+    encoder = IResNet(18, "map")
+    load_iresnet_file(encoder, tmp_path / "backbone.pth")  # fc / features are not part of it
+    torch.testing.assert_close(encoder.bn2.running_var, source.bn2.running_var)
+    half = {k: v for k, v in state.items() if "layer4" not in k}
+    torch.save(half, tmp_path / "half.pth")
+    with pytest.raises(PretrainedWeightsError, match=r"missing .*layer4\.0\.bn1"):
+        build_detector(
+            "iid",
+            pretrained=False,
+            extractor_depth=18,
+            explicit_extractor=str(tmp_path / "half.pth"),
+        )
+    with pytest.raises(PretrainedWeightsError, match=r"layer4\.0\.bn1"):
+        load_iresnet_file(IResNet(18, "map"), tmp_path / "half.pth")
