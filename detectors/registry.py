@@ -20,7 +20,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fairforensics.configs import CONFIG_DIR, ConfigError, build_config, load_yaml
+from fairforensics.configs import (
+    CONFIG_DIR,
+    ConfigError,
+    build_config,
+    load_yaml,
+    resolve_config,
+)
 from fairforensics.configs.loader import deep_merge
 from fairforensics.detectors.base import Detector, DetectorConfig
 
@@ -152,7 +158,8 @@ def load_detector_yaml(
     ``variant="paper"`` reads ``configs/detectors/paper/<name>.yaml`` (an error when the
     detector has none); an explicit ``path`` wins over ``variant``.
     """
-    path = Path(path) if path is not None else detector_config_path(name, variant)
+    path = resolve_config(path, "detectors") if path is not None else None
+    path = path or detector_config_path(name, variant)
     if not path.is_file():
         if path == detector_config_path(name):
             return {}
