@@ -192,8 +192,8 @@ def build_detector(
     """Build detector ``name``.
 
     ``cfg``: ``None`` reads the ``model`` section of ``configs/detectors/<name>.yaml`` (or of
-    ``configs/detectors/paper/<name>.yaml`` with ``variant="paper"``); a path reads that YAML's
-    ``model`` section; a mapping or a config dataclass is used as given. ``variant`` also sets
+    ``configs/detectors/paper/<name>.yaml`` with ``variant="paper"``); a path (or a shipped
+    config's name, e.g. ``"paper/ucf"``) reads that YAML's ``model`` section; a mapping or a config dataclass is used as given. ``variant`` also sets
     the config's ``variant`` field where the detector has one. ``overrides`` replace single
     fields last. Nothing is downloaded unless the config says ``pretrained: timm``.
     """
@@ -202,7 +202,7 @@ def build_detector(
     if isinstance(cfg, DetectorConfig):
         data: dict[str, Any] = dataclasses.asdict(cfg)
     elif cfg is None or isinstance(cfg, (str, Path)):
-        path = None if cfg is None else Path(cfg)
+        path = None if cfg is None else resolve_config(cfg, "detectors")
         data = dict(load_detector_yaml(name, path, variant).get("model") or {})
         default = path or detector_config_path(name, variant)
         source = str(default if default.is_file() else f"detector {name!r} defaults")

@@ -14,7 +14,7 @@ from fairforensics.cli import VERBS
 from fairforensics.cli import main as fairforensics_main
 from fairforensics.cli.helptext import docs_dir
 from fairforensics.configs import CONFIG_DIR, ConfigError, resolve_config, shipped_configs
-from fairforensics.detectors import load_detector_yaml
+from fairforensics.detectors import build_detector, load_detector_yaml
 from fairforensics.evaluation.settings import load_test_config
 from fairforensics.fairness.metamorphic.relations import load_relations
 from fairforensics.fairness.protocols import load_protocol
@@ -70,6 +70,7 @@ def test_every_command_takes_shipped_names(elsewhere) -> None:
     train = load_train_config("meso4", "demo", detector_yaml="paper/meso4")
     assert train.detector == "meso4" and train.data.train_data == ["demo"]
     assert load_detector_yaml("meso4", "meso4") == load_detector_yaml("meso4")
+    assert build_detector("meso4", "paper/meso4") is not None
     assert load_test_config("default") == load_test_config()
     assert load_report_config("report").alpha == 0.5
     assert load_protocol("protocol_1").name and load_protocol("demo").train_attribute == "lighting"
