@@ -158,8 +158,10 @@ def load_detector_yaml(
     ``variant="paper"`` reads ``configs/detectors/paper/<name>.yaml`` (an error when the
     detector has none); an explicit ``path`` wins over ``variant``.
     """
-    path = resolve_config(path, "detectors") if path is not None else None
-    path = path or detector_config_path(name, variant)
+    if path is None:
+        path = detector_config_path(name, variant)
+    else:
+        path = resolve_config(path, "detectors")
     if not path.is_file():
         if path == detector_config_path(name):
             return {}
@@ -193,9 +195,9 @@ def build_detector(
 
     ``cfg``: ``None`` reads the ``model`` section of ``configs/detectors/<name>.yaml`` (or of
     ``configs/detectors/paper/<name>.yaml`` with ``variant="paper"``); a path (or a shipped
-    config's name, e.g. ``"paper/ucf"``) reads that YAML's ``model`` section; a mapping or a config dataclass is used as given. ``variant`` also sets
-    the config's ``variant`` field where the detector has one. ``overrides`` replace single
-    fields last. Nothing is downloaded unless the config says ``pretrained: timm``.
+    config's name, e.g. ``"paper/ucf"``) reads that YAML's ``model`` section; a mapping or a
+    config dataclass is used as given. ``variant`` also sets the config's ``variant`` field where
+    the detector has one. ``overrides`` replace single fields last. Nothing is downloaded unless the config says ``pretrained: timm``.
     """
     cls = get_detector_class(name)
     source = f"detector {name!r}"
