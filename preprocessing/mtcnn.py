@@ -189,9 +189,10 @@ def _use_threads(n: int | None) -> None:
 
 def _to_net(images: np.ndarray, device: str) -> Tensor:
     """float32 (N, H, W, 3) RGB in [0, 255] to (N, 3, H, W) channels_last in [-1, 1) on
-    ``device``, as the cascade expects."""
-    t = torch.from_numpy((images - np.float32(127.5)) * np.float32(0.0078125))
-    return t.to(device).permute(0, 3, 1, 2)
+    ``device``, as the cascade expects (``images`` is normalised in place)."""
+    images -= np.float32(127.5)  # in place: the callers' arrays are fresh
+    images *= np.float32(0.0078125)
+    return torch.from_numpy(images).to(device).permute(0, 3, 1, 2)
 
 
 # On a CPU, a network sees at most this many input pixels per call: the activations of larger
@@ -214,8 +215,9 @@ def _forward(net: nn.Module, x: Tensor) -> tuple[Tensor, ...]:
 # facenet-pytorch resamples every pyramid level and every crop: output pixel i averages input
 # pixels floor(i * n / m) to ceil((i + 1) * n / m) - 1. Computed here from summed-area tables
 # (cv2.integral) with exact integer sums and torch's float32 ``sum / rows / columns``: the same
-# values, bit for bit (tests/test_mtcnn.py), about 3x faster on a CPU than calling torch per
-# level, and all crops of a stage in one gather instead of one call each.
+# values (bit for bit with torch 2.14; tests/test_mtcnn.py), and on a CPU (one thread) 3.6 ms
+# instead of 16.6 ms for the 10 levels of an 853x480 photo, 3.0 ms instead of 8.5 ms for the
+# 336 R-Net crops of multiface.jpg at 640 px: all crops of a stage in one gather.
 
 
 def _windows(start: np.ndarray, length: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -242,7 +244,10 @@ def _tables(images: list[np.ndarray]) -> np.ndarray:
 
 def _mean(sums: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """torch's area average: float32 ``sum / rows / cols``."""
-    return sums.astype(np.float32) / rows.astype(np.float32) / cols.astype(np.float32)
+    out = sums.astype(np.float32)
+    out /= rows.astype(np.float32)
+    out /= cols.astype(np.float32)
+    return out
 
 
 def _pyramid_level(tables: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -419,24 +424,17 @@ class MTCNN:
         _use_threads(self.threads)
         with torch.inference_mode():
             found = self._cascade(images)
-        out = []
-        for boxes, scores, points in found:
-            order = scores.argsort(descending=True)
-            boxes, scores, points = boxes[order] - 1, scores[order], points[order] - 1  # 0-based
-            out.append(
-                (
-                    boxes.numpy().astype(np.float32),
-                    scores.numpy().astype(np.float32),
-                    points.numpy().astype(np.float32),
-                )
-            )
-        return out
+        # in the final NMS's pick order (best first, as facenet-pytorch returns them), 0-based
+        return [
+            ((b - 1).numpy().astype(np.float32), s.numpy().astype(np.float32), (p - 1).numpy().astype(np.float32))
+            for b, s, p in found
+        ]  # fmt: skip
 
     def _cascade(self, images: list[np.ndarray]) -> list[tuple[Tensor, Tensor, Tensor]]:
-        """Per image: boxes, scores and points (1-based, on the CPU) of the faces found."""
+        """Per image: boxes, scores and points (1-based, on the CPU) of the faces found, best
+        first."""
         pnet, rnet, onet = _nets(self.device)
         tables = _tables(images)
-        h, w = images[0].shape[:2]
         boxes, ids = self._propose(tables, pnet)
         if len(boxes):  # R-Net on 24x24 crops of the squared proposals
             prob, reg = self._score(rnet, tables, boxes, ids, 24)
