@@ -309,7 +309,7 @@ def _nms_each(boxes: Tensor, scores: Tensor, ids: Tensor, threshold: float) -> T
     """``_nms`` within each image, one call per image: with float boxes, batched_nms's
     per-group coordinate offsets would round them, and batches would differ from single
     images. Kept indices, image by image, best first."""
-    keep = [mine[nms(boxes[mine], scores[mine], threshold)]
+    keep = [mine[_nms(boxes[mine], scores[mine], threshold)]
             for mine in (torch.nonzero(ids == i)[:, 0] for i in ids.unique().tolist())]  # fmt: skip
     return torch.cat(keep) if keep else torch.zeros(0, dtype=torch.long, device=boxes.device)
 
@@ -427,9 +427,9 @@ class MTCNN:
             found = self._cascade(images)
         # in the final NMS's pick order (best first, as facenet-pytorch returns them), 0-based
         return [
-            ((b - 1).numpy().astype(np.float32), s.numpy().astype(np.float32), (p - 1).numpy().astype(np.float32))
-            for b, s, p in found
-        ]  # fmt: skip
+            tuple(t.numpy().astype(np.float32) for t in (boxes - 1, scores, points - 1))  # type: ignore[misc]
+            for boxes, scores, points in found
+        ]
 
     def _cascade(self, images: list[np.ndarray]) -> list[tuple[Tensor, Tensor, Tensor]]:
         """Per image: boxes, scores and points (1-based, on the CPU) of the faces found, best
