@@ -427,7 +427,11 @@ class MTCNN:
             found = self._cascade(images)
         # in the final NMS's pick order (best first, as facenet-pytorch returns them), 0-based
         return [
-            tuple(t.numpy().astype(np.float32) for t in (boxes - 1, scores, points - 1))  # type: ignore[misc]
+            (
+                (boxes - 1).numpy().astype(np.float32),
+                scores.numpy().astype(np.float32),
+                (points - 1).numpy().astype(np.float32),
+            )
             for boxes, scores, points in found
         ]
 
