@@ -50,3 +50,18 @@ def test_device_and_precision_policy() -> None:
     assert amp_dtype("fp16", "cuda") is torch.float16
     with pytest.raises(ValueError, match="precision must be one of"):
         amp_dtype("int8", "cpu")
+
+
+def test_unusable_device_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    with pytest.raises(ConfigError, match=r"device cuda: torch .* sees no CUDA device"):
+        resolve_device("cuda")
+    with pytest.raises(ConfigError, match="not a device name; use auto, cpu, cuda"):
+        resolve_device("gpu")
+    assert resolve_device("auto") == torch.device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == torch.device("cuda:1")
+    with pytest.raises(ConfigError, match="has 2 CUDA device"):
+        resolve_device("cuda:2")

@@ -185,6 +185,7 @@ class Trainer:
     def _setup_device(self) -> None:
         """Process group, device, per-rank batch size, host-memory policy and global seeds."""
         cfg, t = self.cfg, self.cfg.train
+        resolve_device(cfg.device)  # an unusable device: a ConfigError before anything starts
         want_cuda = cfg.device.startswith("cuda") or (
             cfg.device == "auto" and torch.cuda.is_available()
         )
