@@ -30,6 +30,8 @@ from fairforensics.preprocessing.index import DatasetIndexError, write_index
 from fairforensics.preprocessing.pipeline import (
     PreprocessInterrupted,
     StopRequested,
+    TooManyFailures,
+    check_failures,
     run_preprocess,
 )
 
@@ -101,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("preprocess").error("interrupted; re-run the same command to resume")
         return 128 + exc.signum
     print(json.dumps(summary.to_json(), indent=1))
+    try:
+        check_failures(summary, cfg.max_failed_share)
+    except TooManyFailures as exc:
+        logging.getLogger("preprocess").error("%s", exc)
+        return exc.exit_code
     return 0
 
 
