@@ -65,3 +65,31 @@ def test_unusable_device_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> N
     assert resolve_device("cuda:1") == torch.device("cuda:1")
     with pytest.raises(ConfigError, match="has 2 CUDA device"):
         resolve_device("cuda:2")
+
+
+def test_json_files_are_written_by_the_one_writer() -> None:
+    """No package writes ``json.dumps(...)`` text itself: JSON files go through ``write_json``."""
+    import ast
+
+    repo = Path(__file__).resolve().parents[1]
+    packages = ("configs", "preprocessing", "detectors", "evaluation", "training", "fairness")
+    offenders = []
+    for path in sorted(p for pkg in (*packages, "benchmarks") for p in (repo / pkg).rglob("*.py")):
+        if path == repo / "preprocessing" / "files.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name not in ("atomic_write_text", "write_text", "dump"):
+                continue
+            dumps = [
+                n
+                for arg in node.args
+                for n in ast.walk(arg)
+                if isinstance(n, ast.Attribute) and n.attr in ("dumps", "dump")
+            ]
+            if dumps or (name == "dump" and getattr(func.value, "id", "") == "json"):
+                offenders.append(f"{path.relative_to(repo)}:{node.lineno}")
+    assert not offenders, f"JSON written around write_json: {offenders}"

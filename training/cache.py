@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.frames import read_rgb
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class PackedCache:
             out.flush()
             del out
             os.replace(tmp, data)
-            atomic_write_text(meta, json.dumps({"sizes": sizes.tolist(), "valid": valid.tolist()}))
+            write_json(meta, {"sizes": sizes, "valid": valid}, indent=None)
         info = json.loads(meta.read_text(encoding="utf-8"))
         return cls(
             data,
