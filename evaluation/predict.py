@@ -66,7 +66,9 @@ def predict_loader(
     replaced: list[str] = []
     skipped: list[str] = []
     try:
-        for batch in tqdm(loader, desc="predict", leave=False, disable=not progress):
+        # progress=True: a bar on a terminal only (tqdm's disable=None), never in a log file
+        bar = tqdm(loader, desc="predict", leave=False, disable=None if progress else True)
+        for batch in bar:
             replaced.extend(batch.get("_replaced", ()))
             skipped.extend(batch.get("_skipped", ()))
             if "image" not in batch:

@@ -275,7 +275,8 @@ def _run_all(
     n = max(1, min(n, len(todo)))
     frames = 0
     start = time.perf_counter()
-    with tqdm(total=len(todo), desc="videos", unit="video", disable=not bar) as pbar:
+    # a bar on a terminal only (tqdm's disable=None), never in a redirected log
+    with tqdm(total=len(todo), desc="videos", unit="video", disable=None if bar else True) as pbar:
 
         def done(res: VideoResult) -> None:
             nonlocal frames

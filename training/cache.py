@@ -81,7 +81,7 @@ class PackedCache:
             out = np.memmap(tmp, dtype=np.uint8, mode="w+", shape=(len(keys), res, res, 3))
             sizes = np.zeros((len(keys), 2), dtype=np.int64)
             valid = np.zeros(len(keys), dtype=bool)
-            for i, path in enumerate(tqdm(paths, desc=f"cache {name}", leave=False)):
+            for i, path in enumerate(tqdm(paths, desc=f"cache {name}", leave=False, disable=None)):
                 img = read_rgb(str(path))
                 if img is None:
                     log.warning(

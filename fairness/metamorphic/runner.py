@@ -223,7 +223,7 @@ def run_metamorphic(
     skipped: list[Skipped] = []
     examples: list[tuple[str, dict[str, np.ndarray]]] = []
     example_videos: set[tuple[str, str, str]] = set()
-    bar = tqdm(desc="metamorphic", unit="face", disable=not progress)
+    bar = tqdm(desc="metamorphic", unit="face", disable=None if progress else True)  # on a tty
     for chunk in _chunks(samples, chunk_size):
         kept: list[FaceSample] = []
         follow: dict[str, list[np.ndarray]] = {c: [] for c in cases}
