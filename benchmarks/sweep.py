@@ -80,7 +80,9 @@ def resolve_detectors(names: Sequence[str]) -> list[str]:
     known = set(list_detectors())
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SweepError(f"unknown detectors {unknown}; choose from {sorted(known)} or 'all'")
+        raise SweepError(
+            f"unknown detectors {', '.join(unknown)}; choose from {', '.join(sorted(known))} or all"
+        )
     return list(names)
 
 

@@ -17,7 +17,7 @@ import json
 import logging
 from pathlib import Path
 
-from fairforensics.cli.errors import add_import_argument, run_cli
+from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import ConfigError
 from fairforensics.preprocessing.config import load_preprocess_config
@@ -72,9 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         help="drop frames that do not exist (logged, counted in split_info) instead of failing",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
             parser.error("--import-deepfakebench needs --data-root and --out")

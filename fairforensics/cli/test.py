@@ -16,7 +16,7 @@ import json
 import logging
 from pathlib import Path
 
-from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.evaluation import leaderboard, results, settings, testing
 from fairforensics.preprocessing.resolve import resolve_index
@@ -110,9 +110,7 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import_modules(args.imports)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.overrides)
     if args.test_data:
         overrides.append("test_data=[" + ",".join(args.test_data) + "]")
