@@ -46,7 +46,13 @@ from fairforensics.preprocessing.datasets import build_listing
 from fairforensics.preprocessing.datasets.base import Listing, SourceItem, stable_fraction
 from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
-from fairforensics.preprocessing.worker import STAGES, VideoResult, process_item, read_record
+from fairforensics.preprocessing.worker import (
+    STAGES,
+    VideoResult,
+    check_face_device,
+    process_item,
+    read_record,
+)
 
 logger = logging.getLogger(__package__)
 
@@ -202,6 +208,8 @@ def run_preprocess(
             if index_only:
                 summary.videos_pending = len(todo)
             else:
+                if todo:
+                    check_face_device(cfg)  # here, not after starting every worker process
                 try:
                     _run_all(todo, cfg, video_root, workers, progress, results)
                 except StopRequested as exc:
