@@ -138,7 +138,10 @@ def test_repeated_warnings_are_summarised_once() -> None:
         for k in range(4):
             log.warning("bootstrap %s: %d replicates undefined", f"m{k}", k)
         log.warning("%s", "first free text")
-        log.warning("%s", "second free text")  # placeholders only: the text is the kind
+        log.warning("%s", "second free text")
+        for path, why in (("a/1.mp4", "file not found"), ("b/2.mp4", "file not found")):
+            log.warning("%s: %s", path, why)  # the same kind: paths and numbers aside
+        log.warning("%s: %s", "c/3.mp4", "no face")  # another reason, another kind
         log.info("not counted %d", 1)
         log.info("not counted %d", 2)
     finally:
@@ -148,10 +151,37 @@ def test_repeated_warnings_are_summarised_once() -> None:
         "bootstrap m0: 0 replicates undefined",
         "first free text",
         "second free text",
+        "a/1.mp4: file not found",
+        "c/3.mp4: no face",
         "not counted 1",
         "not counted 2",
     ]
-    assert repeats.summary() == ["3 more warnings like: bootstrap m0: 0 replicates undefined"]
+    assert repeats.summary() == [
+        "3 more warnings like: bootstrap m0: 0 replicates undefined",
+        "1 more warning like: a/1.mp4: file not found",
+    ]
+
+
+def test_a_command_prints_a_repeated_warning_once_and_counts_the_rest() -> None:
+    code = (
+        "import logging\n"
+        "from fairforensics.cli.errors import configure_logging, run_cli\n"
+        "def main(argv):\n"
+        "    configure_logging(level=logging.INFO, format='%(levelname)s %(message)s')\n"
+        "    for v in range(5):\n"
+        "        logging.getLogger('x').warning('skipped v%d/a.mp4: no face', v)\n"
+        "    return 0\n"
+        "run_cli(main)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "WARNING skipped v0/a.mp4: no face",
+        "WARNING 4 more warnings like: skipped v0/a.mp4: no face",
+    ]
 
 
 def test_bootstrap_warns_once_for_all_metrics(caplog: pytest.LogCaptureFixture) -> None:

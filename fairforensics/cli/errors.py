@@ -50,8 +50,9 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 
 
 class RepeatFilter(logging.Filter):
-    """Pass the first warning of each kind (logger and message template, or the whole message
-    when the template is only placeholders); count the others for :meth:`summary`."""
+    """Pass the first warning of each kind, count the others for :meth:`summary`. A kind is the
+    logger and the message with its paths and numbers blanked (``skipped a/1.mp4: file not
+    found`` and ``skipped b/2.mp4: file not found`` are one kind, another reason another)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -61,10 +62,8 @@ class RepeatFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno != logging.WARNING or getattr(record, "repeat_summary", False):
             return True
-        template = str(record.msg)
-        if len(re.sub(r"%[-#0 +]*\d*(?:\.\d+)?[a-zA-Z%]|\W", "", template)) < 4:
-            template = record.getMessage()
-        key = (record.name, template)
+        message = record.getMessage()
+        key = (record.name, _NUMBER.sub("#", _PATH.sub("<path>", message)))
         self.counts[key] = self.counts.get(key, 0) + 1
         if self.counts[key] == 1:
             self.first[key] = record.getMessage()
@@ -83,6 +82,9 @@ class RepeatFilter(logging.Filter):
 def _shorten(text: str, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
+
+_PATH = re.compile(r"[^\s'\"(),;]*[/\\][^\s'\"(),;]*")  # a token with a path separator
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 #: the filter on the console handler that :func:`configure_logging` made (reset each time)
 REPEATS = RepeatFilter()
