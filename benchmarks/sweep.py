@@ -29,11 +29,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import fairforensics
-from fairforensics.configs import CONFIG_DIR
+from fairforensics.configs import CONFIG_DIR, resolve_config
 from fairforensics.detectors import get_detector_class, list_detectors
 from fairforensics.evaluation.leaderboard import build_leaderboard
 from fairforensics.evaluation.settings import load_test_config
@@ -179,8 +179,8 @@ def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) ->
 def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
     """Run every detector of ``sweep`` (skipping finished ones), then write the leaderboards;
     returns the leaderboard folder."""
-    if sweep.recipe is not None and not Path(sweep.recipe).is_file():
-        raise SweepError(f"recipe {sweep.recipe} not found; pass --recipe FILE")
+    if sweep.recipe is not None:  # a file, or a shipped train config's name (deepfakebench)
+        sweep = replace(sweep, recipe=resolve_config(sweep.recipe, "train").resolve())
     if sweep.weights_dir is not None and not sweep.weights_dir.is_dir():
         raise SweepError(f"--weights-dir {sweep.weights_dir} is not a folder")
     detectors = resolve_detectors(sweep.detectors)

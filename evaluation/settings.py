@@ -68,4 +68,4 @@ def load_test_config(
     *paths: str | Path | None, overrides: Sequence[str] | Mapping[str, Any] = ()
 ) -> TestConfig:
     """Defaults < ``configs/test/default.yaml`` < ``paths`` < ``overrides``."""
-    return load_config(TestConfig, DEFAULT_CONFIG, *paths, overrides=overrides)
+    return load_config(TestConfig, DEFAULT_CONFIG, *paths, overrides=overrides, kind="test")

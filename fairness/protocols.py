@@ -140,7 +140,7 @@ class FairnessProtocol:
 
 def load_protocol(path: str | Path, overrides: Sequence[str] = ()) -> FairnessProtocol:
     """Read and validate a protocol YAML (errors name the file and key)."""
-    return load_config(FairnessProtocol, path, overrides=overrides)
+    return load_config(FairnessProtocol, path, overrides=overrides, kind="fairness")
 
 
 TrainRun = Callable[[str, Sequence[str | Path], dict[str, Any]], Path]

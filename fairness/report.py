@@ -92,7 +92,7 @@ class ReportConfig:
 
 def load_report_config(*paths: str | Path | None, overrides: Any = ()) -> ReportConfig:
     """Defaults < YAML files < ``key=value`` overrides."""
-    return load_config(ReportConfig, *paths, overrides=overrides)
+    return load_config(ReportConfig, *paths, overrides=overrides, kind="fairness")
 
 
 @dataclass

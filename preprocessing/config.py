@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fairforensics.configs.loader import config_to_dict, load_config
+from fairforensics.configs.loader import config_to_dict, load_config, resolve_config
 
 
 @dataclass
@@ -158,13 +158,15 @@ class PreprocessConfig:
 
 
 def load_preprocess_config(*paths: str | Path, overrides: Any = ()) -> PreprocessConfig:
-    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides).
+    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides); a
+    path may name a shipped config (``FF-c23``, see :func:`~configs.loader.resolve_config`).
 
     The dataset module's ``options`` are checked here too, so a bad option fails at load time.
     """
     from fairforensics.configs.loader import ConfigError
     from fairforensics.preprocessing.datasets import dataset_options
 
+    paths = tuple(resolve_config(p, "preprocess") for p in paths)
     cfg = load_config(PreprocessConfig, *paths, overrides=overrides)
     source = " + ".join(str(p) for p in paths) or "<defaults>"
     try:

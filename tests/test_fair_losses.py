@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from scipy import optimize
 from torch.nn import functional as F
 
 from fairforensics.configs import ConfigError
@@ -61,22 +63,85 @@ def test_dag_fdd_is_cvar_over_samples() -> None:
     assert float(dag_fdd(losses, 0.4)) == pytest.approx((0.9 + 0.7) / 2)
 
 
-def test_daw_fdd_hand_computed() -> None:
+def _reference_cvar(losses: np.ndarray, alpha: float) -> float:
+    """The reference code's CVaR: lambda searched with scipy's fminbound on
+    [min - 1000, max], then lambda + mean((l - lambda)_+) / alpha."""
+
+    def objective(lam: float) -> float:
+        return lam + np.maximum(losses - lam, 0.0).mean() / alpha
+
+    lam = optimize.fminbound(objective, losses.min() - 1000.0, losses.max(), xtol=1e-10)
+    return float(objective(lam))
+
+
+def _reference_daw(losses: np.ndarray, groups: list[str], eta: float, alpha: float) -> float:
+    """AI-Face-FairnessBench's DAW-FDD (daw_fdd.py): inner CVaR per group over its pooled
+    losses, outer CVaR over the groups' values, one unweighted entry per group."""
+    names = sorted(set(groups))
+    inner = [_reference_cvar(losses[[g == n for g in groups]], eta) for n in names]
+    return _reference_cvar(np.asarray(inner), alpha)
+
+
+def test_daw_fdd_pooled_and_class_balanced_by_hand() -> None:
+    # 3 real losses of 1 and 1 fake loss of 5 in one group, eta = 1 (a mean)
+    losses = torch.tensor([1.0, 1.0, 1.0, 5.0])
+    labels = torch.tensor([0, 0, 0, 1])
+    one = ["g"] * 4
+    assert float(daw_fdd(losses, labels, one, alpha=1.0, eta=1.0)) == pytest.approx(2.0)
+    assert float(
+        daw_fdd(losses, labels, one, alpha=1.0, eta=1.0, inner="class_balanced")
+    ) == pytest.approx(3.0)
+    assert _reference_daw(losses.numpy(), one, eta=1.0, alpha=1.0) == pytest.approx(2.0)
+
     #          A,c0  A,c1  A,c0  B,c0  B,c1  B,c1
     losses = torch.tensor([1.0, 2.0, 3.0, 0.5, 4.0, 0.0], requires_grad=True)
     labels = torch.tensor([0, 1, 0, 0, 1, 1])
     groups = ["A", "A", "A", "B", "B", "B"]
-    # eta 0.5: A: class 0 -> 3, class 1 -> 2, risk 2.5; B: class 0 -> 0.5, class 1 -> 4, risk 2.25
     with torch.no_grad():
-        assert float(daw_fdd(losses, labels, groups, alpha=0.5, eta=0.5)) == pytest.approx(2.5)
-        assert float(daw_fdd(losses, labels, groups, alpha=1.0, eta=0.5)) == pytest.approx(2.375)
-        # eta 1: class means; A: (2, 2) -> 2, B: (0.5, 2) -> 1.25
-        assert float(daw_fdd(losses, labels, groups, alpha=1.0, eta=1.0)) == pytest.approx(1.625)
+        # pooled, eta 0.5 (1.5 of 3 losses): A = (3 + 0.5 * 2) / 1.5 = 8/3, B = (4 + 0.25) / 1.5
+        a, b = 8 / 3, 4.25 / 1.5
+        assert float(daw_fdd(losses, labels, groups, alpha=0.5, eta=0.5)) == pytest.approx(b)
+        assert float(daw_fdd(losses, labels, groups, 1.0, 0.5)) == pytest.approx((a + b) / 2)
+        # pooled, eta 1: group means A = 2, B = 1.5
+        assert float(daw_fdd(losses, labels, groups, 1.0, 1.0)) == pytest.approx(1.75)
+        # class_balanced, eta 0.5: A: class 0 -> 3, class 1 -> 2, risk 2.5;
+        # B: class 0 -> 0.5, class 1 -> 4, risk 2.25
+        balanced = {"inner": "class_balanced"}
+        assert float(daw_fdd(losses, labels, groups, 0.5, 0.5, **balanced)) == pytest.approx(2.5)
+        assert float(daw_fdd(losses, labels, groups, 1.0, 0.5, **balanced)) == pytest.approx(2.375)
+        # class_balanced, eta 1: class means; A: (2, 2) -> 2, B: (0.5, 2) -> 1.25
+        assert float(daw_fdd(losses, labels, groups, 1.0, 1.0, **balanced)) == pytest.approx(1.625)
     daw_fdd(losses, labels, groups, alpha=0.5, eta=0.5).backward()
-    # only group A's worst class-0 loss and its class-1 loss get weight (1/2 each)
+    # pooled: only group B (the worse) gets weight: its loss 4 fully, 0.5 half, over 1.5
+    assert losses.grad.tolist() == pytest.approx([0.0, 0.0, 0.0, 1 / 3, 2 / 3, 0.0])
+    losses.grad = None
+    daw_fdd(losses, labels, groups, alpha=0.5, eta=0.5, inner="class_balanced").backward()
+    # class_balanced: only group A's worst class-0 loss and its class-1 loss (1/2 each)
     assert losses.grad.tolist() == pytest.approx([0.0, 0.5, 0.5, 0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="group labels"):
         daw_fdd(losses, labels, groups[:3], 0.5, 0.5)
+    with pytest.raises(ValueError, match="'pooled' or 'class_balanced'"):
+        daw_fdd(losses, labels, groups, 0.5, 0.5, inner="per_class")
+
+
+def test_daw_fdd_equals_the_reference_algorithm_on_random_batches() -> None:
+    """Our exact CVaR against the reference's line search, on batches with 1-4 groups of
+    uneven size and class mix; the class-balanced option differs in most of them."""
+    rng = np.random.default_rng(0)
+    differs = 0
+    for trial in range(60):
+        n = int(rng.integers(4, 40))
+        losses = rng.exponential(1.0, n)
+        labels = rng.integers(0, 2, n)
+        groups = [f"g{k}" for k in rng.integers(0, int(rng.integers(1, 5)), n)]
+        eta, alpha = [(0.9, 0.5), (0.5, 0.3), (1.0, 1.0), (0.25, 0.75)][trial % 4]
+        ours = float(daw_fdd(torch.tensor(losses), torch.tensor(labels), groups, alpha, eta))
+        assert ours == pytest.approx(_reference_daw(losses, groups, eta, alpha), abs=1e-6)
+        balanced = daw_fdd(
+            torch.tensor(losses), torch.tensor(labels), groups, alpha, eta, "class_balanced"
+        )
+        differs += abs(float(balanced) - ours) > 1e-6
+    assert differs > 40
 
 
 def _batch(n: int = 6) -> dict:
@@ -104,6 +169,23 @@ def test_fair_loss_wraps_a_detector_loss() -> None:
     assert float(daw["total"]) == pytest.approx(float(expected), rel=1e-5)
     daw["total"].backward()
     assert all(p.grad is not None for p in det.parameters() if p.requires_grad)
+    balanced = FairLoss(FairLossConfig(name="daw_fdd", inner="class_balanced"))
+    expected = daw_fdd(
+        sample, batch["label"], batch["attributes"]["gender"], 0.5, 0.9, "class_balanced"
+    )
+    assert float(balanced(det, batch, out, losses)["total"]) == pytest.approx(
+        float(expected), rel=1e-5
+    )
+    # group_key "gender,race": the reference's intersectional groups, values joined by "/"
+    race = ["Asian", "White", "Asian", "Asian", "", "White"]
+    crossed = {**batch, "attributes": {**batch["attributes"], "race": race}}
+    inter = FairLoss(FairLossConfig(name="daw_fdd", group_key="gender,race"))
+    joined = ["female/Asian", "female/White", "male/Asian", "male/Asian", "male/", "female/White"]
+    assert inter._groups(crossed) == joined
+    expected = daw_fdd(sample, batch["label"], joined, 0.5, 0.9)
+    assert float(inter(det, crossed, out, losses)["total"]) == pytest.approx(
+        float(expected), rel=1e-5
+    )
     # other loss terms stay: total = total - ce + fair
     extra = {**losses, "total": losses["total"] + 1.0, "aux": torch.tensor(1.0)}
     kept = FairLoss(FairLossConfig(name="dag_fdd"))(det, batch, out, extra)
@@ -117,6 +199,8 @@ def test_fair_loss_bad_input() -> None:
     losses = det.loss(batch, out)
     with pytest.raises(KeyError, match="no attribute 'race'"):
         FairLoss(FairLossConfig(name="daw_fdd", group_key="race"))(det, batch, out, losses)
+    with pytest.raises(KeyError, match="no attribute 'race'"):
+        FairLoss(FairLossConfig(name="daw_fdd", group_key="gender,race"))(det, batch, out, losses)
     with pytest.raises(ValueError, match="no per-sample 'ce' term"):
         FairLoss(FairLossConfig(name="dag_fdd"))(det, batch, out, {"total": losses["total"]})
     wrong = {**losses, "ce": losses["ce"] * 3}
@@ -133,6 +217,8 @@ def test_config_errors_name_the_key() -> None:
         load_train_config("meso4", overrides=["train.fair_loss.eta=0"])
     with pytest.raises(ConfigError, match="fair_loss.name"):
         load_train_config("meso4", overrides=["train.fair_loss.name=dro"])
+    with pytest.raises(ConfigError, match="fair_loss.inner.*'pooled', 'class_balanced'"):
+        load_train_config("meso4", overrides=["train.fair_loss.inner=per_class"])
 
 
 @pytest.mark.parametrize("name", ["dag_fdd", "daw_fdd"])

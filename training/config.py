@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fairforensics.configs import ConfigError, build_config, load_config, load_yaml, parse_overrides
+from fairforensics.configs import (
+    ConfigError,
+    build_config,
+    load_config,
+    load_yaml,
+    parse_overrides,
+    resolve_config,
+)
 from fairforensics.detectors.registry import get_detector_class, load_detector_yaml
 from fairforensics.preprocessing.rundir import RunDir
 from fairforensics.training.fair_losses import FairLossConfig
@@ -300,6 +307,9 @@ def load_train_config(
     the final name is used: ``detector_yaml`` if given, else ``configs/detectors/paper/<name>.yaml``
     for ``variant="paper"``, else ``configs/detectors/<name>.yaml``.
     """
+    if detector_yaml is not None:
+        detector_yaml = resolve_config(detector_yaml, "detectors")
+    yaml_paths = tuple(None if p is None else resolve_config(p, "train") for p in yaml_paths)
     from_files = load_yaml(detector_yaml).get("detector") if detector_yaml is not None else None
     for path in yaml_paths:
         if path is not None:

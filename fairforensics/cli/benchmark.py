@@ -4,8 +4,8 @@
   scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep        (torchrun per run)
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
 
-A killed sweep resumes when run again with the same --out (see benchmarks.sweep and
-docs/evaluation.md).
+A killed sweep resumes when run again with the same --out (see benchmarks.sweep and the
+evaluation guide below).
 """
 
 from __future__ import annotations
@@ -16,16 +16,24 @@ from pathlib import Path
 
 from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
 from fairforensics.cli.errors import configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=guide("benchmark"),
     )
     p.add_argument("--detectors", nargs="+", required=True, help="detector names, or 'all'")
     p.add_argument("--out", type=Path, required=True, help="sweep folder (resumes if it exists)")
-    p.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE, help="train YAML for every run")
+    p.add_argument(
+        "--recipe",
+        type=Path,
+        default=DEFAULT_RECIPE,
+        help=config_help("train", "train config of every run (default: deepfakebench)"),
+    )
     p.add_argument("--train-data", nargs="+", default=["FF-c23"])
     p.add_argument("--val-data", nargs="+", default=[])
     p.add_argument("--test-data", nargs="+", default=[])

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, describe, run_cli
-from fairforensics.configs import ConfigError, import_modules
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.configs import ConfigError, import_modules, shipped_configs
 from fairforensics.evaluation.predictions import PredictionsError, read_predictions
 from fairforensics.evaluation.testing import check_writable
 from fairforensics.fairness import protocols
@@ -51,8 +52,11 @@ def evaluation_threshold(path: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=guide("fairness"),
     )
+    shipped_protocols = [n for n in shipped_configs("fairness") if n != "report"]
     parser.add_argument("--predictions", help="predictions CSV (one row per frame)")
     parser.add_argument(
         "--attributes",
@@ -66,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the predictions' score column: probabilities (default) or logits (sigmoid applied)",
     )
     parser.add_argument("--out", required=True, help="output folder for tables and figures")
-    parser.add_argument("--config", help="report YAML (configs/fairness/report.yaml)")
+    parser.add_argument(
+        "--config", help=config_help("fairness", "report settings", names=["report"])
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a report key"
     )
@@ -92,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         help="eval.json of scripts/test.py: use its decision threshold (e.g. chosen with --val-data)",
     )
     parser.add_argument(
-        "--protocol", help="run a fairness protocol YAML instead (trains detectors)"
+        "--protocol",
+        help=config_help(
+            "fairness", "run a protocol instead (trains detectors)", shipped_protocols
+        ),
     )
     parser.add_argument("--data-root", help="protocol: folder of the dataset index")
     parser.add_argument("--dataset", help="protocol: dataset name (<data-root>/<name>.json)")
@@ -100,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         "--detectors", nargs="+", help="protocol: override the protocol's detectors"
     )
     parser.add_argument(
-        "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
+        "--train-config",
+        help=config_help("train", "protocol: extra train config (e.g. demo)"),
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     add_import_argument(parser)

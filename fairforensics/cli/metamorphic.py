@@ -12,6 +12,7 @@ import argparse
 import logging
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import (
     ConfigError,
     import_modules,
@@ -24,13 +25,19 @@ from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=guide("metamorphic"),
     )
     p.add_argument("--run", required=True, help="run directory written by scripts/train.py")
     p.add_argument(
         "--test-data", required=True, help="dataset name (<data_root>/<name>.json) or index path"
     )
-    p.add_argument("--relations", default=str(DEFAULT_RELATIONS), help="relations YAML")
+    p.add_argument(
+        "--relations",
+        default=str(DEFAULT_RELATIONS),
+        help=config_help("metamorphic", "relations (test cases) config"),
+    )
     p.add_argument(
         "--data-root", default=None, help="folder of dataset indexes (default: the run's)"
     )

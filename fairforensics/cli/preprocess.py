@@ -3,9 +3,8 @@
 Example::
 
     python scripts/preprocess.py --config configs/preprocess/demo.yaml --workers 2
-    python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml \
-        --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID
-    python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml --index-only
+    ff-preprocess --config FF-c23 --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID
+    ff-preprocess --config FF-c23 --index-only
     python scripts/preprocess.py --import-deepfakebench FaceForensics++.json \
         --data-root /data/deepfakebench --out datasets/FF-c23.json
 """
@@ -18,6 +17,7 @@ import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import ConfigError
 from fairforensics.preprocessing.config import load_preprocess_config
@@ -37,8 +37,12 @@ from fairforensics.preprocessing.pipeline import (
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", action="append", help="YAML (repeatable)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=guide("preprocess"))
+    parser.add_argument(
+        "--config",
+        action="append",
+        help=config_help("preprocess", "dataset config, repeatable (later wins)"),
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     parser.add_argument("--num-shards", type=int, default=1)

@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.evaluation import leaderboard, results, settings, testing
 from fairforensics.preprocessing.resolve import resolve_index
@@ -24,7 +25,9 @@ from fairforensics.preprocessing.resolve import resolve_index
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=guide("test"),
     )
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--run", type=Path, help="run directory of scripts/train.py")
@@ -42,7 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--model-config",
         type=Path,
-        help="detector YAML for --detector (default configs/detectors/NAME.yaml)",
+        help="detector YAML for --detector: a file, or a shipped name such as meso4 or "
+        "paper/ucf (default: the shipped configs/detectors/NAME.yaml)",
     )
     p.add_argument(
         "--variant",
@@ -71,7 +75,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--val-data", help="choose the decision threshold on this dataset's val split (EER rule)"
     )
     p.add_argument(
-        "--config", type=Path, action="append", default=[], help="test YAML (repeatable)"
+        "--config",
+        type=Path,
+        action="append",
+        default=[],
+        help=config_help("test", "test config, repeatable"),
     )
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--out", type=Path, help="output folder (default RUN_DIR/eval/<weights>)")
