@@ -22,7 +22,6 @@ checkpoint :func:`deepfakebench_weights` finds there, through ``fairforensics te
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
@@ -38,7 +37,7 @@ from fairforensics.configs import CONFIG_DIR, resolve_config
 from fairforensics.detectors import get_detector_class, list_detectors
 from fairforensics.evaluation.leaderboard import build_leaderboard
 from fairforensics.evaluation.settings import load_test_config
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import write_json
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +80,9 @@ def resolve_detectors(names: Sequence[str]) -> list[str]:
     known = set(list_detectors())
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SweepError(f"unknown detectors {unknown}; choose from {sorted(known)} or 'all'")
+        raise SweepError(
+            f"unknown detectors {', '.join(unknown)}; choose from {', '.join(sorted(known))} or all"
+        )
     return list(names)
 
 
@@ -171,7 +172,7 @@ def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) ->
         except SweepError as exc:
             raise SweepError(f"{detector}: {exc}") from None
     record = {"detector": detector, "commands": commands, "seconds": time.time() - started}
-    atomic_write_text(folder / DONE, json.dumps(record, indent=2))
+    write_json(folder / DONE, record, indent=2)
     return True
 
 

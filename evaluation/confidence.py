@@ -92,21 +92,31 @@ def bootstrap_ci(
         reps[b] = list(_summarize(ranked, counts[codes].astype(np.float64), fpr_targets).values())
     alpha = (1.0 - confidence) / 2.0
     out: dict[str, Interval] = {}
+    _warn_undefined(point, reps, level, n_videos)
     for j, name in enumerate(point):
         col = reps[:, j][np.isfinite(reps[:, j])]
-        if len(col) < n_boot and np.isfinite(point[name]):
-            log.warning(
-                "bootstrap %s: %d of %d replicates undefined (one class drawn)",
-                name,
-                n_boot - len(col),
-                n_boot,
-            )
         if len(col) == 0:
             out[name] = Interval(point[name], float("nan"), float("nan"))
             continue
         low, high = np.quantile(col, [alpha, 1.0 - alpha])
         out[name] = Interval(point[name], float(low), float(high))
     return out
+
+
+def _warn_undefined(point: dict[str, float], reps: np.ndarray, level: str, n_videos: int) -> None:
+    """One warning for every metric whose replicates were partly undefined (not one per metric)."""
+    lost: dict[int, list[str]] = {}
+    for j, name in enumerate(point):
+        n = int((~np.isfinite(reps[:, j])).sum())
+        if n and np.isfinite(point[name]):
+            lost.setdefault(n, []).append(name)
+    if lost:
+        parts = "; ".join(f"{n} for {', '.join(names)}" for n, names in sorted(lost.items()))
+        log.warning(
+            "bootstrap over %d videos (%s level): of %d replicates, undefined (one class drawn) "
+            "and left out of the interval: %s",
+            n_videos, level, len(reps), parts,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from fairforensics.detectors.base import Detector
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.preprocessing.device import amp_dtype as amp_precision
+from fairforensics.preprocessing.device import resolve_device
 from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
 from fairforensics.preprocessing.index import DatasetIndex
 from fairforensics.preprocessing.resolve import resolve_index
@@ -55,7 +56,7 @@ def predict_loader(
     progress: bool = True,
 ) -> tuple[dict[str, list[Any]], list[str], list[str]]:
     """Rows (column lists) of every frame of ``loader``, plus replaced and skipped inputs."""
-    device = torch.device(device)
+    device = resolve_device(device)
     was_training = detector.training
     detector.eval()
     cols: dict[str, list[Any]] = {
@@ -65,7 +66,9 @@ def predict_loader(
     replaced: list[str] = []
     skipped: list[str] = []
     try:
-        for batch in tqdm(loader, desc="predict", leave=False, disable=not progress):
+        # progress=True: a bar on a terminal only (tqdm's disable=None), never in a log file
+        bar = tqdm(loader, desc="predict", leave=False, disable=None if progress else True)
+        for batch in bar:
             replaced.extend(batch.get("_replaced", ()))
             skipped.extend(batch.get("_skipped", ()))
             if "image" not in batch:
@@ -154,7 +157,7 @@ def predict_index(
         resolution=cfg.input_size,
         requires=eval_requires(detector.requires),
     )
-    dev = torch.device(device)
+    dev = resolve_device(device)
     detector.to(dev)
     dtype = amp_precision("auto" if amp else "fp32", dev)
     loader = make_eval_loader(dataset, batch_size, num_workers, pin_memory=dev.type == "cuda")
@@ -180,7 +183,7 @@ def predict_images(
     normalised with ``cfg.mean``/``cfg.std``."""
     cfg = detector.cfg
     size = cfg.input_size
-    dev = torch.device(device)
+    dev = resolve_device(device)
     detector.to(dev)
     was_training = detector.training
     detector.eval()

@@ -19,6 +19,7 @@ the cross-manipulation heat maps.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -37,7 +38,7 @@ from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.scoring import evaluate_levels, video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
-from fairforensics.preprocessing.files import write_json
+from fairforensics.preprocessing.files import jsonable, write_json
 
 log = logging.getLogger(__name__)
 
@@ -79,10 +80,13 @@ def evaluate_prediction_files(
     extra_sections: Sequence[Section | tuple] = (),
     skipped: Sequence[Mapping[str, str]] = (),
     tensorboard_dir: str | Path | None = None,
+    scores: str = "prob",
 ) -> dict[str, Any]:
     """Metrics, tables, figures and report of ``{test set: predictions CSV}``; returns the metrics.
 
     The predictions are copied to ``out_dir/predictions/`` so the folder can join a leaderboard.
+    ``scores="logits"``: the files hold logits (the sigmoid is applied; the copies hold the
+    probabilities, so they cannot be the input files themselves).
     ``tensorboard_dir``: the run's logs, drawn as metric-vs-step curves when present.
 
     An unreadable predictions file, or one that cannot be scored, is logged, listed in
@@ -93,8 +97,14 @@ def evaluate_prediction_files(
     per_set: dict[str, dict[str, Any]] = {}
     preds = {}
     for name, path in pred_files.items():
+        own = out / "predictions" / f"{slug(name)}.csv"
+        if scores != "prob" and Path(path).resolve() == own.resolve():
+            raise ValueError(
+                f"{path}: reading its {scores} would overwrite it with probabilities; "
+                "pass an output folder that does not hold the input files"
+            )
         try:
-            pred = read_predictions(path)
+            pred = read_predictions(path, scores=scores)
             per_set[name] = evaluate_levels(
                 pred,
                 cfg.levels,
@@ -110,7 +120,6 @@ def evaluate_prediction_files(
             skipped.append({"test_data": name, "reason": str(exc)})
             continue
         preds[name] = pred
-        own = out / "predictions" / f"{slug(name)}.csv"
         if Path(path).resolve() != own.resolve():  # the folder keeps its inputs, for leaderboards
             own.parent.mkdir(parents=True, exist_ok=True)
             write_predictions(own, pred)
@@ -124,7 +133,9 @@ def evaluate_prediction_files(
         "train_data": train_data,
         "test_data": list(pred_files),
         **(meta or {}),
+        "threshold": cfg.threshold,
     }
+    info.setdefault("threshold_from", "the test settings (key threshold; default 0.5)")
     if skipped:  # named in eval.json and in the report's header
         info["skipped"] = [f"{s['test_data']}: {s['reason']}" for s in skipped]
     info["settings"] = config_to_dict(cfg)
@@ -163,9 +174,25 @@ def evaluate_prediction_files(
             f"Evaluation of {detector}",
             sections,
             extra_sections,
-            meta={k: v for k, v in info.items() if k != "settings"},
+            meta=_report_meta(info),
         )
     return per_set
+
+
+def _report_meta(info: Mapping[str, Any]) -> dict[str, str]:
+    """The report's header: ``eval.json`` without the settings, the threshold in one line, lists
+    as names and mappings as JSON (never Python reprs)."""
+    meta = {}
+    for key, value in info.items():
+        if key in ("settings", "threshold", "threshold_from"):
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(map(str, value))
+        elif isinstance(value, Mapping):
+            value = json.dumps(jsonable(value), separators=(", ", ": "))
+        meta[key] = str(value)
+    meta["decision threshold"] = f"{info['threshold']:.6g} ({info['threshold_from']})"
+    return meta
 
 
 def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[Path]:

@@ -208,10 +208,8 @@ def leaderboard(
         avg = np.full(len(detectors), np.nan)
         for i, d in enumerate(detectors):
             if np.isnan(values[i]).any():
-                missing = [t for t, v in zip(sets, values[i], strict=True) if np.isnan(v)]
-                log.warning(
-                    "leaderboard: %s lacks %s; its %s average is left empty", d, missing, label
-                )
+                _warn_gaps(d, metric, label, [t for t in sets if t not in table[d]],
+                           [t for t in sets if t in table[d] and np.isnan(table[d][t])])  # fmt: skip
             else:
                 avg[i] = values[i].mean()
         blocks.append((values, avg, top_k_counts(values, k, higher)))
@@ -224,6 +222,23 @@ def leaderboard(
         rows.append(row)
     title = f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k}; best in bold)"
     return Table(columns, rows, title=title, highlight=_best_cells(rows, columns, higher, k))
+
+
+def _warn_gaps(
+    detector: str, metric: str, group: str, missing: list[str], undefined: list[str]
+) -> None:
+    """Why a detector's average over ``group`` is empty: test sets it was not evaluated on, or
+    evaluated with an undefined (NaN) value, named as such."""
+    why = []
+    if missing:
+        why.append(f"was not evaluated on {', '.join(missing)}")
+    if undefined:
+        why.append(
+            f"has no defined {metric.upper()} on {', '.join(undefined)} (NaN: e.g. one class only)"
+        )
+    log.warning(
+        "leaderboard: %s %s; its %s average is left empty", detector, " and ".join(why), group
+    )
 
 
 def _best_cells(

@@ -400,8 +400,8 @@ def fairness_report(
     missing = sorted({p.strip() for a in names for p in a.split(",")} - set(pred.attributes))
     if missing:
         raise KeyError(
-            f"attributes {missing} (asked: {list(names)}) are not columns of the predictions; "
-            f"columns: {sorted(pred.attributes)}"
+            f"unknown attribute {', '.join(missing)} (asked: {' '.join(names)}); the "
+            f"predictions' attribute columns are {', '.join(sorted(pred.attributes)) or 'none'}"
         )
     reports = {}
     for a in names:

@@ -137,6 +137,13 @@ class PreprocessConfig:
     align: AlignConfig = field(default_factory=AlignConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     workers: int = 0  # 0: every core
+    # the command fails (exit 1, after writing the index and manifest) when more than this share
+    # of the listed videos fail (missing, corrupt, no face); 1.0 accepts any number of failures
+    max_failed_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_failed_share <= 1.0:
+            raise ValueError(f"max_failed_share must be in [0, 1], got {self.max_failed_share}")
 
     def fingerprint(self) -> str:
         """Hash of every setting that changes the files written for a video."""

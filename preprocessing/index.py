@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import write_json
 
 SCHEMA_VERSION = 1
 SPLITS = ("train", "val", "test")
@@ -269,7 +269,7 @@ def write_index(index: DatasetIndex, path: str | Path) -> None:
         raise DatasetIndexError(
             "refusing to write an invalid index:\n  " + "\n  ".join(errors[:20])
         )
-    atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    write_json(path, data)
 
 
 def rebase_index(index: DatasetIndex, new_root: str | Path) -> DatasetIndex:

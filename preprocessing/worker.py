@@ -28,6 +28,7 @@ from fairforensics.preprocessing.align import align_face, warp_mask
 from fairforensics.preprocessing.config import PreprocessConfig
 from fairforensics.preprocessing.datasets.base import SourceItem
 from fairforensics.preprocessing.faces import Box, FaceAnalyzer
+from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.video import (
     MediaReadError,
     count_frames,
@@ -264,7 +265,7 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
             raise MediaReadError(f"{item.path}: no frame could be aligned")
         record["num_source_frames"] = total
         record["skipped_frames"] = result.skipped_frames
-        (tmp / RECORD).write_text(json.dumps(record), encoding="utf-8")
+        write_json(tmp / RECORD, record, indent=None)  # the folder is renamed into place
         if video_dir.exists():  # an earlier result made with other settings, or --overwrite
             shutil.rmtree(video_dir)
         os.rename(tmp, video_dir)

@@ -154,7 +154,7 @@ def test_video_level_and_missing_values(caplog):
 
 def test_report_bad_inputs(tmp_path, capsys):
     pred = _predictions()
-    with pytest.raises(KeyError, match="'age' are not columns|\\['age'\\]"):
+    with pytest.raises(KeyError, match="unknown attribute age "):
         fairness_report(pred, ["age"])
     bare = Predictions(
         dataset=pred.dataset,
@@ -251,7 +251,7 @@ def test_intersectional_groups_and_minimum_group_size(tmp_path, capsys):
     assert _load_script().main([*args, *fast, "--min-group-size", "30", "--no-figures"]) == 0
     text = capsys.readouterr().out
     assert "== gender,race (frame level) ==" in text and "(too small: not ranked)" in text
-    with pytest.raises(KeyError, match="'religion'"):
+    with pytest.raises(KeyError, match="unknown attribute religion "):
         fairness_report(pred, ["gender,religion"], cfg)
 
 

@@ -24,6 +24,8 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from fairforensics.configs import ConfigError, config_to_dict
 from fairforensics.detectors import (
@@ -185,6 +187,7 @@ class Trainer:
     def _setup_device(self) -> None:
         """Process group, device, per-rank batch size, host-memory policy and global seeds."""
         cfg, t = self.cfg, self.cfg.train
+        resolve_device(cfg.device)  # an unusable device: a ConfigError before anything starts
         want_cuda = cfg.device.startswith("cuda") or (
             cfg.device == "auto" and torch.cuda.is_available()
         )
@@ -487,38 +490,76 @@ class Trainer:
         replaced: list[str] = []
         skipped: list[str] = []
         tick, seen = time.perf_counter(), 0
-        for batch in self.loader:
-            replaced.extend(batch.pop("_replaced", ()))
-            skipped.extend(batch.pop("_skipped", ()))
-            if D.any_flag("image" not in batch, self.device):  # every rank skips together
-                self.batch_in_epoch += 1
-                continue
-            for transform in self.batch_transforms:
-                batch = transform(batch)
-            losses = self._train_step(batch)
-            self.step += 1
+        epoch_start, loss_sum, loss_steps = tick, 0.0, 0
+        # a bar on rank 0's terminal only (tqdm's disable=None: off when stderr is not a tty)
+        bar = tqdm(
+            total=self.steps_per_epoch,
+            initial=self.batch_in_epoch,
+            desc=f"epoch {self.epoch}",
+            unit="step",
+            leave=False,
+            disable=None if self.dist.is_main else True,
+        )
+        with bar, logging_redirect_tqdm():
+            for batch in self.loader:
+                done = self._train_batch(batch, replaced, skipped)
+                bar.update(1)
+                if done is None:
+                    continue
+                losses, n = done
+                seen += n
+                loss_sum += losses["total"]
+                loss_steps += 1
+                bar.set_postfix(loss=f"{losses['total']:.4f}")
+                if self.writer is not None and self.step % t.log_every_steps == 0:
+                    rate = seen * self.dist.world_size / max(time.perf_counter() - tick, 1e-9)
+                    self._log_step(losses, rate)
+                    tick, seen = time.perf_counter(), 0
+                if t.eval_every_steps and self.step % t.eval_every_steps == 0:
+                    self._evaluate()
+                if t.checkpoint_every_steps and self.step % t.checkpoint_every_steps == 0:
+                    self._save("last", full=True)
+                if self.selector.should_stop:
+                    break
+        if loss_steps and self.dist.is_main:  # at least one loss line per epoch
+            log.info(
+                "epoch %d done: mean loss %.4f over %d steps (step %d, %.1f s)",
+                self.epoch,
+                loss_sum / loss_steps,
+                loss_steps,
+                self.step,
+                time.perf_counter() - epoch_start,
+            )
+        self._finish_epoch(replaced, skipped)
+
+    def _train_batch(
+        self, batch: dict[str, Any], replaced: list[str], skipped: list[str]
+    ) -> tuple[dict[str, float], int] | None:
+        """One training step on ``batch``: its losses and size (``None`` when every rank skips
+        an empty batch)."""
+        replaced.extend(batch.pop("_replaced", ()))
+        skipped.extend(batch.pop("_skipped", ()))
+        if D.any_flag("image" not in batch, self.device):  # every rank skips together
             self.batch_in_epoch += 1
-            seen += len(batch["label"])
-            if self.writer is not None and self.step % t.log_every_steps == 0:
-                rate = seen * self.dist.world_size / max(time.perf_counter() - tick, 1e-9)
-                for k, v in losses.items():
-                    self.writer.add_scalar(f"train/loss_{k}", v, self.step)
-                self.writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], self.step)
-                self.writer.add_scalar("train/images_per_s", rate, self.step)
-                log.info(
-                    "epoch %d step %d loss %.4f (%.1f img/s)",
-                    self.epoch,
-                    self.step,
-                    losses["total"],
-                    rate,
-                )
-                tick, seen = time.perf_counter(), 0
-            if t.eval_every_steps and self.step % t.eval_every_steps == 0:
-                self._evaluate()
-            if t.checkpoint_every_steps and self.step % t.checkpoint_every_steps == 0:
-                self._save("last", full=True)
-            if self.selector.should_stop:
-                break
+            return None
+        for transform in self.batch_transforms:
+            batch = transform(batch)
+        losses = self._train_step(batch)
+        self.step += 1
+        self.batch_in_epoch += 1
+        return losses, len(batch["label"])
+
+    def _log_step(self, losses: dict[str, float], rate: float) -> None:
+        for k, v in losses.items():
+            self.writer.add_scalar(f"train/loss_{k}", v, self.step)
+        self.writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], self.step)
+        self.writer.add_scalar("train/images_per_s", rate, self.step)
+        log.info(
+            "epoch %d step %d loss %.4f (%.1f img/s)", self.epoch, self.step, losses["total"], rate
+        )
+
+    def _finish_epoch(self, replaced: list[str], skipped: list[str]) -> None:
+        t = self.cfg.train
         self._record_bad_inputs(replaced, skipped)
         stopped = self.selector.should_stop
         if not t.eval_every_steps and not stopped:

@@ -15,7 +15,7 @@ import logging
 from pathlib import Path
 
 from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
-from fairforensics.cli.errors import run_cli
+from fairforensics.cli.errors import configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError
 
@@ -52,9 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         help="train override for every run, e.g. train.epochs=1",
     )
     args = p.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sweep = Sweep(
         detectors=args.detectors,
         out=args.out,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fairforensics.cli.errors import add_import_argument, run_cli
+from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import (
     ConfigError,
@@ -61,7 +61,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.out is not None:
         check_writable(args.out)  # before the transformations and predictions
     try:

@@ -116,6 +116,9 @@ class MetamorphicResult:
 def detector_scorer(detector: Any, batch_size: int = 32, device: str = "cpu") -> Scorer:
     """A scorer that runs a registered detector through ``evaluation.predict.predict_images``."""
     from fairforensics.evaluation.predict import predict_images
+    from fairforensics.preprocessing.device import resolve_device
+
+    device = str(resolve_device(device))  # an unusable device fails here, before any transform
 
     def score(images: list[np.ndarray]) -> np.ndarray:
         return predict_images(detector, images, batch_size=batch_size, device=device)
@@ -220,7 +223,7 @@ def run_metamorphic(
     skipped: list[Skipped] = []
     examples: list[tuple[str, dict[str, np.ndarray]]] = []
     example_videos: set[tuple[str, str, str]] = set()
-    bar = tqdm(desc="metamorphic", unit="face", disable=not progress)
+    bar = tqdm(desc="metamorphic", unit="face", disable=None if progress else True)  # on a tty
     for chunk in _chunks(samples, chunk_size):
         kept: list[FaceSample] = []
         follow: dict[str, list[np.ndarray]] = {c: [] for c in cases}
