@@ -11,7 +11,9 @@ numbers ``df`` = 0, ``real`` = 1), so ours, P(fake), must equal one minus it.
 
 from __future__ import annotations
 
+import importlib
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -165,3 +167,79 @@ def test_face2face_trained_files_call_real_faces_real(stem: str) -> None:
     real = np.array([c == "real" for c in classes])
     assert (prob[real] < 0.15).all(), list(zip(classes, prob, strict=True))
     assert (prob[~real] < 0.5).all(), list(zip(classes, prob, strict=True))
+
+
+def _crop_index(root: Path) -> Path:
+    """The four crops as one-frame test videos of an index (label 1 = ``df``). Gender is as
+    perceived, only to form the metamorphic groups."""
+    from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
+
+    gender = {"df00204": "male", "df01254": "male", "real00240": "female", "real00772": "male"}
+    videos = []
+    for path in sorted((_mesonet() / "test_images").glob("*/*.jpg")):
+        (root / path.stem).mkdir(parents=True)
+        shutil.copy(path, root / path.stem / "000.jpg")
+        videos.append(
+            VideoEntry(
+                id=path.stem,
+                label=int(path.parent.name == "df"),
+                method=path.parent.name,
+                split="test",
+                frames=[f"{path.stem}/000.jpg"],
+                attributes={"gender": gender[path.stem]},
+            )
+        )
+    index = DatasetIndex(dataset="mesonet", task="deepfake", videos=videos, root=root)
+    write_index(index, root / "mesonet.json")
+    return root / "mesonet.json"
+
+
+def _check_scores(stem: str, label: np.ndarray, score: np.ndarray) -> None:
+    """Deepfake-trained: ``df`` crops fake, ``real`` crops real; Face2Face-trained: the real
+    crops real and the (Deepfakes) ``df`` crops not detected."""
+    fake = np.asarray(label) == 1
+    assert fake.sum() == 2 and len(fake) == 4
+    if FILES[stem][1] == "df":
+        assert (score[fake] > 0.9).all() and (score[~fake] < 0.1).all(), score
+    else:
+        assert (score[~fake] < 0.15).all() and (score < 0.5).all(), score
+
+
+@pytest.mark.parametrize("stem", list(FILES))
+def test_metamorphic_command_scores_the_authors_crops_with_the_released_file(
+    tmp_path: Path, stem: str
+) -> None:
+    """``scripts/metamorphic.py --detector NAME --weights X.h5`` (one makeup case, to keep it
+    short): the untransformed crops, read through the index reader (208-342 px crops resized
+    to 256 with area / cubic interpolation, not Keras's nearest neighbour), score as above."""
+    from fairforensics.evaluation.predictions import read_predictions
+
+    metamorphic = importlib.import_module("fairforensics.cli.metamorphic")
+    _crop_index(tmp_path / "data")
+    relations = tmp_path / "lips.yaml"
+    relations.write_text(
+        "relations: [{id: MR3, cases: [{id: TC7, transform: makeup, "
+        "params: {components: [lipstick], intensity: light}}]}]\n"
+    )
+    argv = ["--detector", FILES[stem][0], "--weights", str(_mesonet() / "weights" / f"{stem}.h5")]
+    argv += ["--test-data", "mesonet", "--data-root", str(tmp_path / "data")]
+    argv += ["--relations", str(relations), "--out", str(tmp_path / "mm"), "--batch-size", "4"]
+    assert metamorphic.main(argv) == 0
+    pred = read_predictions(tmp_path / "mm" / "predictions" / "benchmark.csv")
+    _check_scores(stem, pred.label, pred.score)
+    md = (tmp_path / "mm" / "metamorphic.md").read_text()
+    assert "| benchmark | female | male | all |" in md and "| TC7 | female | male | all |" in md
+
+
+def test_test_command_scores_the_authors_crops_with_the_released_file(tmp_path: Path) -> None:
+    """``scripts/test.py --detector meso4 --weights Meso4_DF.h5`` (no --variant: a Keras file
+    takes the paper YAML)."""
+    from fairforensics.evaluation.predictions import read_predictions
+
+    test = importlib.import_module("fairforensics.cli.test")
+    _crop_index(tmp_path / "data")
+    argv = ["--detector", "meso4", "--weights", str(_mesonet() / "weights" / "Meso4_DF.h5")]
+    argv += ["--test-data", "mesonet", "--data-root", str(tmp_path / "data")]
+    assert test.main([*argv, "--out", str(tmp_path / "eval")]) == 0
+    pred = read_predictions(tmp_path / "eval" / "predictions" / "mesonet.csv")
+    _check_scores("Meso4_DF", pred.label, pred.score)
