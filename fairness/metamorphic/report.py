@@ -47,6 +47,8 @@ SUMMARY_COLUMNS = (
     "group",
     "n",
     "accuracy",
+    "accuracy_low",
+    "accuracy_high",
     "precision",
     "recall",
     "f1",
