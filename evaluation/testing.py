@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fairforensics.configs import ConfigError
-from fairforensics.detectors import load_detector_file, load_detector_yaml
+from fairforensics.detectors.weights import ACCEPTED, load_named_detector
 from fairforensics.evaluation.metrics import choose_threshold, video_scores
 from fairforensics.evaluation.predict import predict_index
 from fairforensics.evaluation.predictions import write_predictions
@@ -232,11 +232,8 @@ def load_for_test(
         model_cfg = run_cfg.get("model")
     else:
         if detector is None or weights in ("best", "last"):
-            raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
-        model_cfg = None
-        if model_config is not None or variant is not None:
-            model_cfg = dict(load_detector_yaml(detector, model_config, variant).get("model") or {})
-        model = load_detector_file(detector, weights, model_cfg)
+            raise ConfigError(f"--detector needs --weights FILE: {ACCEPTED}")
+        model, model_cfg = load_named_detector(detector, weights, model_config, variant)
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
         weights_file = Path(weights)

@@ -106,6 +106,7 @@ def _video_samples(
             video_id=video.id,
             frame=pos,
             method=video.method,
+            identity=video.identity or "",
         )
 
 

@@ -19,6 +19,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fairforensics.evaluation.predictions import Predictions
+from fairforensics.fairness.metamorphic.examples import Example, ExamplePicker
 from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairforensics.fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
 from fairforensics.fairness.metamorphic.transforms import Transform
@@ -41,6 +42,7 @@ class FaceSample:
     video_id: str = ""
     frame: int = 0
     method: str = ""
+    identity: str = ""
 
     def meta(self) -> FaceMeta:
         """Everything but the pixels and landmarks."""
@@ -85,7 +87,7 @@ class MetamorphicResult:
     scores: dict[str, np.ndarray]  # BENCHMARK and every case id -> [n]
     changed: dict[str, np.ndarray]  # case id -> fraction of pixels each transform changed
     skipped: list[Skipped] = field(default_factory=list)
-    examples: list[tuple[str, dict[str, np.ndarray]]] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
 
     @property
     def case_ids(self) -> list[str]:
@@ -210,8 +212,8 @@ def run_metamorphic(
 
     ``samples`` may also yield :class:`Skipped` records (faces the loader could not read);
     they are kept in the result. Faces are processed ``chunk_size`` at a time, so memory does
-    not grow with the test set. The example sheet keeps the first tested face of each of the
-    first ``n_examples`` videos.
+    not grow with the test set. The example sheet shows ``n_examples`` faces spread over the
+    groups, real and fake, and people (:mod:`fairness.metamorphic.examples`).
     """
     cases = [case.id for case in config.cases]
     missing = [c for c in cases if c not in transforms]
@@ -221,8 +223,7 @@ def run_metamorphic(
     scores: dict[str, list[np.ndarray]] = {BENCHMARK: [], **{c: [] for c in cases}}
     changed: dict[str, list[float]] = {c: [] for c in cases}
     skipped: list[Skipped] = []
-    examples: list[tuple[str, dict[str, np.ndarray]]] = []
-    example_videos: set[tuple[str, str, str]] = set()
+    picker = ExamplePicker(n_examples, config.groups)
     bar = tqdm(desc="metamorphic", unit="face", disable=None if progress else True)  # on a tty
     for chunk in _chunks(samples, chunk_size):
         kept: list[FaceSample] = []
@@ -240,10 +241,15 @@ def run_metamorphic(
             for c in cases:
                 follow[c].append(images[c])
                 changed[c].append(fractions[c])
-            video = (sample.dataset, sample.method, sample.video_id or sample.key)
-            if len(examples) < n_examples and video not in example_videos:
-                example_videos.add(video)
-                examples.append((sample.key, {BENCHMARK: sample.image, **images}))
+            picker.offer(
+                Example(
+                    key=sample.key,
+                    group=str(sample.attributes.get(config.group_key, "")),
+                    label=int(sample.label),
+                    person=f"{sample.dataset}/{sample.identity or sample.video_id or sample.key}",
+                    images={BENCHMARK: sample.image, **images},
+                )
+            )
         bar.update(len(chunk))
         if not kept:
             continue
@@ -262,5 +268,5 @@ def run_metamorphic(
         scores={k: np.concatenate(v) for k, v in scores.items()},
         changed={k: np.asarray(v) for k, v in changed.items()},
         skipped=skipped,
-        examples=examples,
+        examples=picker.chosen(),
     )
