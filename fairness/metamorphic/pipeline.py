@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
 from fairforensics.fairness.metamorphic.data import samples_from_index
 from fairforensics.fairness.metamorphic.relations import load_relations
@@ -52,7 +53,11 @@ def evaluate_run(
     log.info("metamorphic test of %s on %s (%s split) -> %s", run_dir, index_path, split, out)
     result = run_metamorphic(
         samples_from_index(
-            resolve_index(index_path, root), split, frame_num=frame_num, max_yaw=config.max_yaw
+            resolve_index(index_path, root),
+            split,
+            frame_num=frame_num,
+            max_yaw=config.max_yaw,
+            clip_size=clip_size_of(detector),  # a video detector: makeup on every clip frame
         ),
         config,
         transforms,
