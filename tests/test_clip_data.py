@@ -180,3 +180,15 @@ def test_deepfakebench_json_trains_by_its_rule(tmp_path: Path) -> None:
     ds = FrameDataset([index], "test", frame_num=8, resolution=32, clip_size=4)
     assert [(ds.items[i].pos, ds.items[i].span) for i in range(2)] == [(0, 1), (4, 1)]
     np.testing.assert_array_equal(ds[1]["image"][0].permute(1, 2, 0).numpy(), face(4, 32))
+
+
+def test_packed_cache_holds_every_frame_a_training_clip_can_start_on(index, tmp_path) -> None:
+    from fairforensics.training.cache import PackedCache
+
+    ds = _ds(index, clip=3, frame_num=6, train=True)
+    plain = [ds[(e, i)]["image"] for e in range(3) for i in range(len(ds))]
+    ds.cache = PackedCache.build(ds, tmp_path, "train")
+    assert len(ds.cache.slot) == 4 * 8  # spans cover every stored frame here
+    cached = [ds[(e, i)]["image"] for e in range(3) for i in range(len(ds))]
+    for a, b in zip(plain, cached, strict=True):
+        torch.testing.assert_close(a, b)

@@ -42,7 +42,17 @@ def preprocess(raw: Path, out: Path, *sets: str) -> None:
 @pytest.mark.slow
 def test_demo_clips_end_to_end(tmp_path: Path) -> None:
     raw, clips, frames = tmp_path / "raw", tmp_path / "clips", tmp_path / "frames"
-    run("scripts/make_demo_data.py", "--out", str(raw), "--videos", "10", "--frames", "7", "--size", "256")
+    run(
+        "scripts/make_demo_data.py",
+        "--out",
+        str(raw),
+        "--videos",
+        "10",
+        "--frames",
+        "7",
+        "--size",
+        "256",
+    )
     preprocess(raw, clips, "sampling.mode=clips", "sampling.clip_size=3", "sampling.num_clips=2")
     index = read_index(clips / "demo.json", check_files=True)
     assert len(index.videos) == 20
