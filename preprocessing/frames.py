@@ -521,7 +521,7 @@ def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
     """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip, also of one frame)."""
     arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
     tensor = torch.from_numpy(arr)
-    return tensor if clip or len(images) > 1 else tensor[0]
+    return tensor if clip else tensor[0]
 
 
 def collate(samples: list[Any]) -> dict[str, Any]:
