@@ -3,7 +3,8 @@
 An evaluation folder holds::
 
     eval.json                 detector, weights, training data, test sets, settings
-    predictions/<set>.csv     one row per frame (the input of everything below)
+    predictions/<set>.csv     one row per frame, or per clip for a video detector (the input
+                              of everything below; its "frame" level is then the clip level)
     metrics/<set>.json        frame- and video-level metrics with bootstrap intervals
     tables/<level>_<metric>.{csv,md,json}   Table 3 layout (paper 002), one per metric
     tables/<level>_summary.{csv,md,json}    every metric with its 95% interval, per test set
@@ -35,7 +36,7 @@ from fairforensics.evaluation.predictions import (
     write_predictions,
 )
 from fairforensics.evaluation.report import Section, write_report
-from fairforensics.evaluation.scoring import evaluate_levels, video_codes
+from fairforensics.evaluation.scoring import evaluate_levels, level_label, video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
 from fairforensics.preprocessing.files import jsonable, write_json
@@ -48,7 +49,7 @@ def slug(name: str) -> str:
 
 
 def _summary_table(
-    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str]
+    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str], label: str
 ) -> Table:
     """Rows test sets; per metric the value and its interval bounds."""
     columns = ["test_data", "n_real", "n_fake"]
@@ -67,7 +68,7 @@ def _summary_table(
         if rows and "ci" in res
         else ""
     )
-    return Table(columns, rows, title=f"{level}-level metrics{ci}")
+    return Table(columns, rows, title=f"{label}-level metrics{ci}")
 
 
 def evaluate_prediction_files(
@@ -149,15 +150,16 @@ def evaluate_prediction_files(
             Result(detector, train_data, name, levels[level]["metrics"])
             for name, levels in per_set.items()
         ]
-        summary = _summary_table(per_set, level, cfg.metrics)
+        label = level_label(level, [p.row_unit for p in preds.values()])  # frame, clip, video
+        summary = _summary_table(per_set, level, cfg.metrics, label)
         summary.write(out / "tables" / f"{level}_summary")
         items: list[Table | Path] = [summary]
         for metric in cfg.metrics:
             table = leaderboard(results, metric)
-            table.title = f"{level}-level {table.title}"
+            table.title = f"{label}-level {table.title}"
             table.write(out / "tables" / f"{level}_{slug(metric)}")
         items.append(metric_table(results, cfg.metrics))
-        sections.append(Section(f"{level.capitalize()}-level metrics", items))
+        sections.append(Section(f"{label.capitalize()}-level metrics", items))
     if cfg.plots:
         sections.append(
             Section("Curves and score histograms", _figures(preds, out / "figures", cfg))
@@ -199,6 +201,7 @@ def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[P
     """ROC/PR curves of all test sets per level and a score histogram per test set (PNG paths)."""
     pngs: list[Path] = []
     for level in cfg.levels:
+        label = level_label(level, [p.row_unit for p in preds.values()])
         curves = {}
         for name, pred in preds.items():
             if level == "video":
@@ -209,10 +212,10 @@ def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[P
                 y, s = pred.label, pred.score
             curves[name] = (y, s)
             paths = plots.score_histogram(
-                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({level})"
+                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({label})"
             )
             pngs.append(paths[0])
         pngs.insert(
-            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{level} level")[0]
+            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{label} level")[0]
         )
     return pngs

@@ -11,7 +11,7 @@ from typing import Any
 from fairforensics.configs import ConfigError
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector
 from fairforensics.evaluation.metrics import choose_threshold, video_scores
-from fairforensics.evaluation.predict import predict_index
+from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.provenance import (
     changed_keys,
@@ -115,7 +115,10 @@ def run_test(
     info = {"device": device, "split": cfg.split, **(meta or {})}
     sections = list(extra_sections)
     a = cfg.analysis
-    if files and (a.gradcam or a.tsne or a.spectra):
+    if files and (a.gradcam or a.tsne or a.spectra) and clip_size_of(detector) is not None:
+        log.warning("analysis tools (Grad-CAM, t-SNE, spectra) read single frames: skipped for "
+                    "the video detector %s", detector_name)  # fmt: skip
+    elif files and (a.gradcam or a.tsne or a.spectra):
         from fairforensics.evaluation.analysis.run import run_analysis
 
         first = next(iter(files))

@@ -370,7 +370,7 @@ def attribute_report(
         )
     return AttributeReport(
         attribute=attribute,
-        level=cfg.level,
+        level=pred.row_unit if cfg.level == "frame" else cfg.level,  # frame rows, or clips
         groups=per_group,
         bias_factor=bias,
         bias_pair=(low, high),

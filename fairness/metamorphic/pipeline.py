@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
 from fairforensics.fairness.metamorphic.data import samples_from_index
 from fairforensics.fairness.metamorphic.relations import load_relations
@@ -56,6 +57,7 @@ def evaluate_detector(
             split,
             frame_num=frame_num,
             max_yaw=config.max_yaw,
+            clip_size=clip_size_of(detector),  # a video detector: makeup on every clip frame
         ),
         config,
         transforms,
