@@ -116,8 +116,7 @@ def bootstrap_ci(
             note = f"fewer than {min_units} videos ({n_videos})"
         elif few:
             note = "; ".join(
-                f"fewer than {min_units} {('real', 'fake')[k]} videos ({per_class[k]})"
-                for k in few
+                f"fewer than {min_units} {('real', 'fake')[k]} videos ({per_class[k]})" for k in few
             )
         else:
             low, high, note = bootstrap_interval(reps[:, j], confidence, "bootstrap replicates")

@@ -90,7 +90,9 @@ def _log_interval_notes(per_set: Mapping[str, Mapping[str, Any]], metrics: Seque
             if text:
                 parts.append(f"{name} {level}: {text}")
     if parts:
-        log.warning("bootstrap intervals: %s (see the notes column of tables/*_summary)", " | ".join(parts))
+        log.warning(
+            "bootstrap intervals: %s (see the notes column of tables/*_summary)", " | ".join(parts)
+        )
 
 
 def evaluate_prediction_files(

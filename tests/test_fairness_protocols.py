@@ -19,13 +19,13 @@ from sklearn.linear_model import LogisticRegression
 from fairforensics.configs import ConfigError
 from fairforensics.evaluation.predictions import Predictions, read_predictions
 from fairforensics.fairness.fairswap import FairSwap, fairswap_transforms
-from fairforensics.fairness.report import ReportConfig
 from fairforensics.fairness.protocols import (
     load_protocol,
     prepare_index,
     run_protocol,
     train_and_predict,
 )
+from fairforensics.fairness.report import ReportConfig
 from fairforensics.fairness.splits import (
     derive_any,
     filter_train,
