@@ -29,8 +29,9 @@ from scipy import stats
 from fairforensics.evaluation.confidence import bootstrap_multiplicities, percentile_interval
 from fairforensics.fairness.gaps import group_gaps
 
-#: Metrics whose calibration is measured (AUC needs the slower ranking bootstrap).
+#: Metrics whose calibration is measured by default; ``"eer"`` (bootstrap intervals) on request.
 METRICS: tuple[str, ...] = ("fpr", "fnr", "acc", "error_rate", "auc")
+ALL_METRICS: tuple[str, ...] = (*METRICS, "eer")
 _OLD = ("fpr", "fnr")
 
 
@@ -98,6 +99,7 @@ def _true_gaps(sc: Scenario, alternative: bool) -> dict[str, float]:
         "fpr": err_b - err_a,
         "fnr": err_b - err_a,
         "error_rate": err_b - err_a,
+        "eer": err_b - err_a,  # symmetric classes: the EER is the error rate at logit 0
         "acc": err_a - err_b,
         "auc": auc[1] - auc[0],
     }

@@ -152,6 +152,33 @@ def _structural_components(
     return float(v10.mean()), v10, v01
 
 
+def clustered_auc_variance(
+    y_true: np.ndarray, y_score: np.ndarray, clusters: np.ndarray
+) -> tuple[float, float, int]:
+    """AUC, its variance and the smaller number of clusters of a class, for samples clustered
+    in class-pure clusters (a video's frames): Obuchowski's nonparametric estimator (Biometrics
+    1997), DeLong's with each class's placement values summed per cluster (mid-ranks for ties,
+    ``k / (k - 1)`` small-sample factor). NaN variance with fewer than two clusters of a class."""
+    y_true, y_score = check_scores(y_true, y_score)
+    _need_both(y_true, "AUC")
+    pos = y_true == 1
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    rank_all = stats.rankdata(y_score)
+    v10 = (rank_all[pos] - stats.rankdata(y_score[pos])) / n0  # share of reals below a fake
+    v01 = 1.0 - (rank_all[~pos] - stats.rankdata(y_score[~pos])) / n1
+    auc = float(v10.mean())
+    var, fewest = 0.0, np.iinfo(np.int64).max
+    for placements, rows, n in ((v10, pos, n1), (v01, ~pos, n0)):
+        codes, uniq = factorize(np.asarray(clusters)[rows])
+        k = len(uniq)
+        fewest = min(fewest, k)
+        if k < 2:
+            return auc, float("nan"), k
+        sums, sizes = np.bincount(codes, weights=placements), np.bincount(codes)
+        var += k / (k - 1) * float(np.sum((sums - sizes * auc) ** 2)) / n**2
+    return auc, var, int(fewest)
+
+
 def delong_variance(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:
     """AUC and its DeLong variance ``var(V10)/m + var(V01)/n``."""
     y_true, y_score = check_scores(y_true, y_score)

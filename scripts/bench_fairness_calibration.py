@@ -15,6 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fairforensics.benchmarks.fairness_calibration import (  # noqa: E402
+    ALL_METRICS,
     METRICS,
     SCENARIOS,
     calibrate,
@@ -28,7 +29,7 @@ def main() -> None:
     )
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (AUC)")
     parser.add_argument("--n-perm", type=int, default=1000, help="permutations per test")
-    parser.add_argument("--metrics", nargs="+", default=list(METRICS), choices=METRICS)
+    parser.add_argument("--metrics", nargs="+", default=list(METRICS), choices=ALL_METRICS)
     parser.add_argument(
         "--gap", type=float, default=1.0, help="alternative: logit shift of group b"
     )
