@@ -651,8 +651,9 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
             lines.append(
                 f"  [{level}% intervals: error rates (ACC, FPR, FNR, error rate) by Wilson score "
                 "intervals on the effective number of frames (design effect of the videos), "
-                "combined by MOVER; AUC/EER by a bootstrap of videos (or the configured unit) "
-                "within group x class; with more than two groups simultaneous over the pairs]"
+                "combined by MOVER; AUC by Obuchowski's clustered DeLong variance; EER by a "
+                "bootstrap of videos (or the configured unit) within group x class; with more "
+                "than two groups simultaneous over the pairs]"
             )
         if any(np.isfinite(g.p_value) for g in gaps.gaps.values()):
             lines.append(
