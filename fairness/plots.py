@@ -86,16 +86,21 @@ def plot_group_accuracy(
     intervals: Mapping[str, Sequence[float]] | None = None,
 ) -> Path:
     """Bar chart of each group's accuracy, titled with the bias factor and its pair; with
-    ``intervals`` (group -> (low, high)) the bars get error bars."""
+    ``intervals`` (group -> (low, high)) the bars get error bars, and a bar whose interval is
+    undefined says "no interval"."""
     fig = Figure(figsize=(max(4, 1 + 0.8 * len(accuracies)), 4))
     ax = fig.add_subplot()
     names = list(accuracies)
     heights = np.array([100 * accuracies[g] for g in names])
-    yerr = None
-    if intervals:
+    ax.bar(names, heights, color="tab:blue")
+    if intervals:  # an undefined interval is said, not drawn as a zero-width bar
         bounds = np.array([[100 * v for v in intervals.get(g, (np.nan, np.nan))] for g in names])
-        yerr = np.nan_to_num(np.abs(bounds.T - heights), nan=0.0)
-    ax.bar(names, heights, color="tab:blue", yerr=yerr, capsize=4)
+        ok = np.isfinite(bounds).all(axis=1)
+        pos = np.arange(len(names))
+        err = np.abs(bounds[ok].T - heights[ok])
+        ax.errorbar(pos[ok], heights[ok], yerr=err, fmt="none", ecolor="black", capsize=4)
+        for k in pos[~ok]:
+            ax.text(k, min(heights[k] + 2, 95), "no interval", ha="center", fontsize=7)
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy (%)")
     head = f"{title}: " if title else ""
@@ -156,6 +161,12 @@ def plot_protocol_abf(
             ls="-" if variant == "B" else "--",
             label=f"{t} ({variant})",
         )
-    ax.set(xlabel="x (tau = APCER_x)", ylabel="ABF", title=title or "ABF")
+    finite = [float(np.nanmin(c.abf)) for c in curves.values() if np.isfinite(c.abf).any()]
+    lowest = min(finite, default=0.0)
+    note = ""
+    if lowest < -1.0:  # a floored denominator (a group failing completely) dwarfs the rest
+        ax.set_ylim(bottom=-1.0, top=1.05)
+        note = f" (axis cut at -1; lowest {lowest:.3g})"
+    ax.set(xlabel="x (tau = APCER_x)", ylabel="ABF", title=(title or "ABF") + note)
     ax.legend(fontsize=7)
     return save_figure(fig, path, dpi=120)[0]
