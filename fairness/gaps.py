@@ -268,26 +268,25 @@ def _rate_interval(
     return low, high, ""
 
 
-def _ranking_replicates(
+def _eer_replicates(
     c: _Cells,
     g: int,
     y_true: np.ndarray,
     y_score: np.ndarray,
     n_boot: int,
     rng: np.random.Generator,
-) -> dict[str, np.ndarray]:
-    """EER (and AUC) of ``n_boot`` replicates of group ``g``: its cells resampled within class."""
+) -> np.ndarray:
+    """EER of ``n_boot`` replicates of group ``g``: its cells resampled within class."""
     members = np.flatnonzero(c.group == g)
     local = np.full(len(c.group), -1)
     local[members] = np.arange(len(members))
     rows = np.flatnonzero(local[c.row_cell] >= 0)
     row_local = local[c.row_cell[rows]]
-    out: dict[str, list[np.ndarray]] = {"auc": [], "eer": []}
+    out = []
     for block in stratified_multiplicities(rng, c.label[members], n_boot):
         r = weighted_ranking_metrics(y_true[rows], y_score[rows], (w[row_local] for w in block))
-        for m in out:
-            out[m].append(r[m])
-    return {m: np.concatenate(v) for m, v in out.items()}
+        out.append(r["eer"])
+    return np.concatenate(out)
 
 
 def _normal_interval(value: float, var: float, confidence: float) -> tuple[float, float]:
@@ -420,7 +419,7 @@ def group_gaps(
     want_rank = [m for m in metrics if m in _RANKING_METRICS]
 
     values: dict[str, dict[str, float]] = {}
-    boot: dict[str, dict[str, np.ndarray]] = {}  # EER replicates per group
+    boot: dict[str, np.ndarray] = {}  # EER replicates per group
     auc_var: dict[str, float] = {}  # clustered (Obuchowski) variance of each group's AUC
     group_ci: dict[str, dict[str, tuple[float, float]]] = {}
     notes: dict[str, dict[str, str]] = {}
@@ -448,12 +447,12 @@ def group_gaps(
                 low, high = max(low, 0.0), min(high, 1.0)
             else:
                 note = _ranking_note(rates[gi])
-                if not note and g not in boot:
-                    boot[g] = _ranking_replicates(c, gi, y, s, n_boot, rng)
+                if not note:
+                    boot[g] = _eer_replicates(c, gi, y, s, n_boot, rng)
                 low, high, note = (
                     (np.nan, np.nan, note)
                     if note
-                    else bootstrap_interval(boot[g][m], confidence, "bootstrap replicates")
+                    else bootstrap_interval(boot[g], confidence, "bootstrap replicates")
                 )
             group_ci[g][m] = (float(low), float(high))
             if note:
@@ -489,7 +488,7 @@ def group_gaps(
         elif n_boot:
             note = "; ".join(n for n in (notes[a].get(m), notes[b].get(m)) if n)
             if not note:
-                d = boot[a][m] - boot[b][m]
+                d = boot[a] - boot[b]
                 n_boot_valid = int(np.isfinite(d).sum())
                 low, high, note = bootstrap_interval(d, pair_conf, "bootstrap replicates")
         p = float("nan")
