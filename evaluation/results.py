@@ -51,17 +51,20 @@ def slug(name: str) -> str:
 def _summary_table(
     per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str], label: str
 ) -> Table:
-    """Rows test sets; per metric the value and its interval bounds."""
+    """Rows test sets; per metric the value and its interval bounds; ``notes`` says why an
+    interval is undefined (or how many bootstrap replicates were left out)."""
     columns = ["test_data", "n_real", "n_fake"]
     for m in metrics:
         columns += [m, f"{m}_low", f"{m}_high"]
+    columns.append("notes")
     rows = []
     for name, levels in per_set.items():
         res = levels[level]
         row: list[Any] = [name, res["n_real"], res["n_fake"]]
         for m in metrics:
-            low, high = res.get("ci", {}).get(m, [float("nan"), float("nan")])
+            low, high = res.get("ci", {}).get(m, [None, None])
             row += [res["metrics"][m], low, high]
+        row.append(_interval_notes(res.get("ci_notes", {}), metrics))
         rows.append(row)
     ci = (
         f", {res.get('confidence', 0.95):.0%} bootstrap interval over videos"
@@ -69,6 +72,29 @@ def _summary_table(
         else ""
     )
     return Table(columns, rows, title=f"{label}-level metrics{ci}")
+
+
+def _interval_notes(notes: Mapping[str, str], metrics: Sequence[str]) -> str:
+    """``"auc, ap interval: <reason>; ..."`` for the ``metrics`` that have a note."""
+    by_reason: dict[str, list[str]] = {}
+    for m in metrics:
+        if notes.get(m):
+            by_reason.setdefault(notes[m], []).append(m)
+    return "; ".join(f"{', '.join(ms)} interval: {why}" for why, ms in by_reason.items())
+
+
+def _log_interval_notes(per_set: Mapping[str, Mapping[str, Any]], metrics: Sequence[str]) -> None:
+    """One warning for the whole evaluation naming the undefined intervals (not one per metric)."""
+    parts = []
+    for name, levels in per_set.items():
+        for level, res in levels.items():
+            text = _interval_notes(res.get("ci_notes", {}), metrics)
+            if text:
+                parts.append(f"{name} {level}: {text}")
+    if parts:
+        log.warning(
+            "bootstrap intervals: %s (see the notes column of tables/*_summary)", " | ".join(parts)
+        )
 
 
 def evaluate_prediction_files(
@@ -144,6 +170,7 @@ def evaluate_prediction_files(
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if not per_set:
         raise ValueError("no test set could be evaluated; see manifest.json")
+    _log_interval_notes(per_set, cfg.metrics)
     sections: list[Section] = []
     for level in cfg.levels:
         results = [

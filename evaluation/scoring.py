@@ -45,7 +45,8 @@ def evaluate_predictions(
     predictions (``unit`` says which); ``n_frames`` counts the rows.
 
     ``metrics`` holds every :func:`evaluation.metrics.summarize` value; ``ci`` (only when
-    ``n_boot > 0``) maps each metric to ``[low, high]`` from a bootstrap over videos.
+    ``n_boot > 0``) maps each metric to ``[low, high]`` from a bootstrap over videos, and
+    ``ci_notes`` says why an interval is undefined (NaN) or how many replicates were left out.
     ``n_real``/``n_fake`` count the scored units (frames or videos). ``codes``: the result of
     :func:`video_codes`, to compute it once for several calls.
     """
@@ -82,6 +83,7 @@ def evaluate_predictions(
             seed=seed,
         )
         result["ci"] = {name: [iv.low, iv.high] for name, iv in ci.items()}
+        result["ci_notes"] = {name: iv.note for name, iv in ci.items() if iv.note}
         result["confidence"] = confidence
         result["n_boot"] = n_boot
     return result

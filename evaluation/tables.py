@@ -87,7 +87,8 @@ class Result:
 
 @dataclass
 class Table:
-    """A plain table: column names and rows of cells (str, int or float; NaN = missing)."""
+    """A plain table: column names and rows of cells (str, int or float; NaN = undefined,
+    None = not available, e.g. a test set a detector was not evaluated on)."""
 
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
@@ -101,7 +102,8 @@ class Table:
         return csv_text(self.columns, self.rows)
 
     def to_markdown(self, digits: int = 4) -> str:
-        """Numbers right-aligned with ``digits`` decimals, missing cells ``-``, best cells bold."""
+        """Numbers right-aligned with ``digits`` decimals, NaN ``undefined``, None ``-``, best
+        cells bold."""
         text = markdown_text(
             self.columns,
             self.rows,
@@ -230,13 +232,15 @@ def leaderboard(
                            [t for t in sets if t in table[d] and np.isnan(table[d][t])])  # fmt: skip
             else:
                 avg[i] = values[i].mean()
-        blocks.append((values, avg, top_k_counts(values, k, higher)))
+        blocks.append((sets, values, avg, top_k_counts(values, k, higher)))
         columns += [*sets, f"{label} Avg.", f"{label} Top{k}"]
     rows = []
     for i, d in enumerate(detectors):
         row: list[Any] = [detector_type(d, types), d]
-        for values, avg, top in blocks:
-            row += [*(float(v) for v in values[i]), float(avg[i]), int(top[i])]
+        for sets, values, avg, top in blocks:
+            lacking = [t not in table[d] for t in sets]
+            cells = [None if no else float(v) for no, v in zip(lacking, values[i], strict=True)]
+            row += [*cells, None if any(lacking) else float(avg[i]), int(top[i])]
         rows.append(row)
     title = f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k}; best in bold)"
     return Table(columns, rows, title=title, highlight=_best_cells(rows, columns, higher, k))
