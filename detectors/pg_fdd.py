@@ -167,6 +167,56 @@ def ldam_loss(
     return F.cross_entropy(s * shifted, target)
 
 
+def group_indices(
+    attributes: Mapping[str, list[str]],
+    names: list[str],
+    values: Mapping[str, list[str]],
+    video_ids: list[str] | None = None,
+) -> list[int]:
+    """The intersectional group index of each sample (row-major over ``names``); an attribute
+    missing from the batch, or a value that ``values`` does not list (an empty one included),
+    is a ``ValueError`` naming it (and the sample's video)."""
+    missing = [a for a in names if a not in attributes]
+    if missing:
+        raise ValueError(
+            f"pg_fdd: the batch has no attribute {', '.join(missing)} (it has "
+            f"{', '.join(sorted(attributes)) or 'none'}); PG-FDD's groups are "
+            f"{' x '.join(names)} (model.group_attributes)"
+        )
+    out = []
+    for i, sample in enumerate(zip(*(attributes[a] for a in names), strict=True)):
+        index = 0
+        for name, value in zip(names, sample, strict=True):
+            allowed = values[name]
+            if str(value) not in allowed:
+                video = video_ids[i] if video_ids is not None else "?"
+                what = "no value" if str(value) == "" else f"{value!r}, which is not listed"
+                raise ValueError(
+                    f"pg_fdd: sample {i} (video {video}) has {name} = {what} in "
+                    f"model.group_values.{name} ({', '.join(allowed)})"
+                )
+            index = index * len(allowed) + allowed.index(str(value))
+        out.append(index)
+    return out
+
+
+def bilevel_cvar(
+    losses: torch.Tensor,
+    groups: torch.Tensor,
+    inner_alpha: float,
+    outer_alpha: float,
+    tau1: float,
+    tau2: float,
+    *,
+    reference_floor: bool,
+) -> torch.Tensor:
+    """PG-FDD's fused loss: exact ``CVaR_inner`` of each present group's losses, then the
+    smoothed ``CVaR_outer`` of those risks (module doc; ``reference_floor``:
+    :func:`detectors.cvar.smoothed_lambda`)."""
+    risks = torch.stack([cvar(losses[groups == g], inner_alpha) for g in groups.unique()])
+    return smoothed_cvar(risks, outer_alpha, tau1, tau2, reference_floor=reference_floor)
+
+
 @register_detector("pg_fdd", family="Fairness")
 class PGFDD(Detector):
     """Forgery / content / demographic encoders, AdaIN fusion, four heads and the decoder."""
@@ -228,7 +278,6 @@ class PGFDD(Detector):
     def __init__(self, cfg: PGFDDConfig) -> None:
         super().__init__(cfg)
         self.groups = group_table(cfg)
-        self._group_index = {g: i for i, g in enumerate(self.groups)}
         if cfg.group_counts is not None and len(cfg.group_counts) != len(self.groups):
             raise ConfigError(
                 f"pg_fdd: model.group_counts has {len(cfg.group_counts)} entries for "
@@ -256,32 +305,14 @@ class PGFDD(Detector):
         self.register_buffer("ldam_margins", margins, persistent=False)
 
     def group_labels(self, batch: dict[str, Any]) -> torch.Tensor:
-        """Each sample's intersectional group index (module doc); errors name what is missing."""
-        attributes = batch.get("attributes") or {}
-        names = self.cfg.group_attributes
-        missing = [a for a in names if a not in attributes]
-        if missing:
-            raise ValueError(
-                f"pg_fdd: the batch has no attribute {', '.join(missing)} (it has "
-                f"{', '.join(sorted(attributes)) or 'none'}); PG-FDD's groups are "
-                f"{' x '.join(names)} (model.group_attributes)"
-            )
-        labels = []
-        for i, values in enumerate(zip(*(attributes[a] for a in names), strict=True)):
-            index = self._group_index.get(tuple(str(v) for v in values))
-            if index is None:
-                bad = [
-                    f"{a}={v!r}"
-                    for a, v in zip(names, values, strict=True)
-                    if str(v) not in self.cfg.group_values[a]
-                ]
-                video = (batch.get("video_id") or ["?"] * (i + 1))[i]
-                raise ValueError(
-                    f"pg_fdd: sample {i} (video {video}) has {', '.join(bad)}, not a value of "
-                    "model.group_values (an empty value is a missing attribute)"
-                )
-            labels.append(index)
-        return torch.tensor(labels, dtype=torch.long, device=batch["label"].device)
+        """Each sample's intersectional group index (:func:`group_indices`)."""
+        index = group_indices(
+            batch.get("attributes") or {},
+            self.cfg.group_attributes,
+            self.cfg.group_values,
+            batch.get("video_id"),
+        )
+        return torch.tensor(index, dtype=torch.long, device=batch["label"].device)
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         image = batch["image"]
@@ -326,21 +357,6 @@ class PGFDD(Detector):
             recon_cross=recon_cross,
         )
 
-    def fused_loss(self, sample_losses: torch.Tensor, groups: torch.Tensor) -> torch.Tensor:
-        """Bi-level CVaR: exact ``CVaR_inner`` per group present, smoothed ``CVaR_outer`` over
-        the groups' risks (module doc)."""
-        c = self.cfg
-        risks = torch.stack(
-            [cvar(sample_losses[groups == g], c.inner_alpha) for g in groups.unique()]
-        )
-        return smoothed_cvar(
-            risks,
-            c.outer_alpha,
-            c.outer_tau1,
-            c.outer_tau2,
-            reference_floor=c.outer_search == "reference",
-        )
-
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The six PG-FDD terms in training; CE of the fused prediction at evaluation."""
         label = batch["label"]
@@ -372,7 +388,15 @@ class PGFDD(Detector):
         con = half_batch_contrastive(out["feat_sha"], out["feat_spe"], method, c.margin)
         fair = ldam_loss(out["logits_fair"].float(), groups, self.ldam_margins, c.ldam_s)
         per_sample = F.cross_entropy(out["logits"].float(), label, reduction="none")
-        fused = self.fused_loss(per_sample, groups)
+        fused = bilevel_cvar(
+            per_sample,
+            groups,
+            c.inner_alpha,
+            c.outer_alpha,
+            c.outer_tau1,
+            c.outer_tau2,
+            reference_floor=c.outer_search == "reference",
+        )
         total = (
             common
             + c.spe_weight * spe
@@ -392,4 +416,13 @@ class PGFDD(Detector):
         }
 
 
-__all__ = ["GENDER_RACE", "PGFDD", "PGFDDConfig", "group_table", "ldam_loss", "ldam_margins"]
+__all__ = [
+    "GENDER_RACE",
+    "PGFDD",
+    "PGFDDConfig",
+    "bilevel_cvar",
+    "group_indices",
+    "group_table",
+    "ldam_loss",
+    "ldam_margins",
+]
