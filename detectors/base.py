@@ -27,6 +27,7 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
+``random_pairs``   with ``pairs``: each fake's real partner drawn at random (PG-FDD)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
                    generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
                    ``xray`` float [B, 1, H, W] where the generator makes one

@@ -4,12 +4,16 @@ implementations' outputs and gradients, SAM (training/sam.py) and random real pa
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+import yaml
 from scipy import optimize
 from torch.nn import functional as F
 
@@ -25,13 +29,17 @@ from fairforensics.detectors.pg_fdd import (
     ldam_loss,
     ldam_margins,
 )
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.demo_dataset import make_demo_dataset
 from fairforensics.preprocessing.frames import FrameDataset
 from fairforensics.preprocessing.index import read_index
+from fairforensics.training.fair_losses import FairLoss, FairLossConfig
 from fairforensics.training.sam import SharpnessAwarePerturbation, frozen_bn_statistics
 from fairforensics.training.step import TrainStep
 from tests.detector_batches import make_batch
 from tests.test_train_utils import make_index
 
+REPO = Path(__file__).resolve().parents[1]
 TAU1, TAU2 = 1e-3, 1e-4
 
 
@@ -239,6 +247,8 @@ def test_outputs_losses_and_where_gradients_reach(models) -> None:
             losses["demographic"],
             ldam_loss(out["logits_fair"], groups, model.ldam_margins, 30.0),
         )
+        with pytest.raises(ValueError, match="no per-sample 'ce' term"):  # no DAG/DAW on top
+            FairLoss(FairLossConfig(name="dag_fdd"))(model, batch, out, losses)
         losses["reconstruction"].backward()
         reached = any(
             p.grad is not None and p.grad.abs().sum() > 0 for p in model.encoder_fair.parameters()
@@ -355,3 +365,57 @@ def test_random_pairs_draw_any_real_partner(tmp_path: Path) -> None:
     assert drawn[0] == partners({"pairs", "random_pairs"}, 0)  # seeded
     every = {p for d in drawn.values() for p in d}
     assert len(every) >= 3 and any(d != drawn[0] for d in drawn.values())
+
+
+# ----------------------------------------------------------------- a fairness protocol
+def _run(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=1200
+    )
+    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_pg_fdd_in_a_fairness_protocol_on_the_demo_data(tmp_path: Path) -> None:
+    """configs/fairness/demo_pg_fdd.yaml through scripts/fairness.py: Meso4 and PG-FDD trained
+    (tiny: 64 px, 1 frame per video, 1 epoch, SAM on) on the demo data, tested per lighting group, tables written."""
+    raw, processed, out = tmp_path / "raw", tmp_path / "processed", tmp_path / "protocol"
+    make_demo_dataset(raw, n_videos=10, n_frames=2, size=192)
+    _run(
+        "scripts/preprocess.py",
+        "--config",
+        "configs/preprocess/demo.yaml",
+        *(
+            "--set",
+            f"dataset.root={raw}",
+            "--set",
+            f"dataset.attributes.csv={raw / 'attributes.csv'}",
+        ),
+        *("--set", f"output.root={processed}", "--set", "sampling.num_frames=1"),
+        *("--workers", "1", "--no-progress"),
+    )
+    tiny = tmp_path / "tiny.yaml"
+    tiny.write_text(
+        "train: {epochs: 1, batch_size: 2, resolution: 64, frame_num: 1, test_frame_num: 1,"
+        " log_every_steps: 1}\ndata: {num_workers: 0}\ndevice: cpu\n"
+    )
+    _run(
+        "scripts/fairness.py",
+        *("--protocol", "configs/fairness/demo_pg_fdd.yaml", "--data-root", str(processed)),
+        *("--dataset", "demo", "--train-config", str(tiny), "--out", str(out)),
+    )
+    config = yaml.safe_load((out / "runs" / "demo_pg_fdd_1_1_pg_fdd_B" / "config.yaml").read_text())
+    model, train = config["model"], config["train"]
+    assert model["group_attributes"] == ["lighting"]
+    assert model["group_values"]["lighting"] == ["bright", "dim"]
+    assert model["group_counts"] == [6, 6]  # 3 bright + 3 dim pairs of videos, 1 frame each
+    assert train["optimizer"]["sam_rho"] == 0.05 and train["optimizer"]["name"] == "sgd"
+    test = [v for v in read_index(processed / "demo.json").videos if v.split == "test"]
+    pred = read_predictions(out / "predictions" / "pg_fdd" / "B" / "1.1.csv")
+    assert len(pred) == 2 * len(test) and set(pred.attributes["lighting"]) == {"bright", "dim"}
+    rows = json.loads((out / "demo_pg_fdd_eer.json").read_text())
+    assert [r["test"] for r in rows] == ["bright", "dim"]
+    assert all(0 <= r["pg_fdd B"] <= 100 and 0 <= r["meso4 B"] <= 100 for r in rows)
+    fair = json.loads((out / "demo_pg_fdd_fdr_abf.json").read_text())
+    assert {"pg_fdd B", "meso4 B"} <= set(fair[0]) and (out / "demo_pg_fdd_fdr_abf.md").is_file()
