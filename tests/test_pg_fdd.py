@@ -30,6 +30,7 @@ from fairforensics.detectors.pg_fdd import (
     ldam_margins,
 )
 from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.fairness.protocols import load_protocol, protocol_train_overrides, run_protocol
 from fairforensics.preprocessing.demo_dataset import make_demo_dataset
 from fairforensics.preprocessing.frames import FrameDataset
 from fairforensics.preprocessing.index import read_index
@@ -413,9 +414,21 @@ def test_pg_fdd_in_a_fairness_protocol_on_the_demo_data(tmp_path: Path) -> None:
     assert train["optimizer"]["sam_rho"] == 0.05 and train["optimizer"]["name"] == "sgd"
     test = [v for v in read_index(processed / "demo.json").videos if v.split == "test"]
     pred = read_predictions(out / "predictions" / "pg_fdd" / "B" / "1.1.csv")
-    assert len(pred) == 2 * len(test) and set(pred.attributes["lighting"]) == {"bright", "dim"}
+    assert len(pred) == len(test) and set(pred.attributes["lighting"]) == {"bright", "dim"}
     rows = json.loads((out / "demo_pg_fdd_eer.json").read_text())
     assert [r["test"] for r in rows] == ["bright", "dim"]
     assert all(0 <= r["pg_fdd B"] <= 100 and 0 <= r["meso4 B"] <= 100 for r in rows)
     fair = json.loads((out / "demo_pg_fdd_fdr_abf.json").read_text())
     assert {"pg_fdd B", "meso4 B"} <= set(fair[0]) and (out / "demo_pg_fdd_fdr_abf.md").is_file()
+
+
+def test_protocol_models_section_and_fairswap_check(tmp_path: Path) -> None:
+    protocol = load_protocol("demo_pg_fdd")
+    over = protocol_train_overrides(protocol, protocol.subprotocols[0], "pg_fdd")
+    assert over["model"]["group_attributes"] == ["lighting"]
+    assert "model" not in protocol_train_overrides(protocol, protocol.subprotocols[0], "meso4")
+    with pytest.raises(ConfigError, match="models names ucf, not in detectors"):
+        load_protocol("demo_pg_fdd", overrides=["models={ucf: {margin: 2.0}}"])
+    swap = load_protocol("demo_pg_fdd", overrides=["fairswap=[false, true]"])
+    with pytest.raises(ValueError, match="pg_fdd train on real/fake pairs, which FairSWAP"):
+        run_protocol(swap, tmp_path, "demo", tmp_path / "out", train_fn=pytest.fail)
