@@ -64,6 +64,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch.nn import functional as F
 
@@ -152,11 +153,10 @@ def ldam_margins(counts: list[int] | None, n_groups: int, max_m: float) -> torch
     training samples get 0 (they are never a target); no counts: ``max_m`` for every group."""
     if counts is None:
         return torch.full((n_groups,), float(max_m))
-    n = torch.tensor(counts, dtype=torch.float64)
-    present = n > 0
-    m = torch.zeros(n_groups, dtype=torch.float64)
-    m[present] = n[present] ** -0.25
-    return (m * (max_m / m.max())).float()
+    n = np.asarray(counts, dtype=np.float64)
+    m = np.zeros(n_groups)
+    m[n > 0] = n[n > 0] ** -0.25
+    return torch.tensor(m * (max_m / m.max()), dtype=torch.float32)
 
 
 def ldam_loss(
@@ -190,10 +190,13 @@ def group_indices(
             allowed = values[name]
             if str(value) not in allowed:
                 video = video_ids[i] if video_ids is not None else "?"
-                what = "no value" if str(value) == "" else f"{value!r}, which is not listed"
+                what = (
+                    f"no {name} value"
+                    if str(value) == ""
+                    else f"{name} = {value!r}, which model.group_values.{name} does not list"
+                )
                 raise ValueError(
-                    f"pg_fdd: sample {i} (video {video}) has {name} = {what} in "
-                    f"model.group_values.{name} ({', '.join(allowed)})"
+                    f"pg_fdd: sample {i} (video {video}) has {what} (listed: {', '.join(allowed)})"
                 )
             index = index * len(allowed) + allowed.index(str(value))
         out.append(index)
