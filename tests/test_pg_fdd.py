@@ -94,6 +94,15 @@ def test_smoothed_cvar_reference_floor_by_hand() -> None:
     # the smoothed objective itself: CVaR_0.5 = mean of the worst two = 0.925 (within ~tau1)
     exact = float(smoothed_cvar(risks, 0.5, TAU1, TAU2))
     assert exact == pytest.approx(0.925, abs=2e-3) and exact <= got + 1e-9
+    # docs/detectors.md's example: 0.3, 0.5, 0.7, 0.9 -> lambda = 0.9 - 0.08872, value
+    # lambda + 1e-4 lambda^2 + 2 * 0.08872 / 4 = 0.8557, gradient only on the largest risk
+    # (2 / 4 * sigmoid(88.7) = 0.5); the smoothed CVaR_0.5 itself: 0.8000, 0.5 on the top two
+    for floor, value, grad in ((True, 0.8557, [0, 0, 0, 0.5]), (False, 0.8000, [0, 0, 0.5, 0.5])):
+        risks = torch.tensor([0.3, 0.5, 0.7, 0.9], requires_grad=True)
+        out = smoothed_cvar(risks, 0.5, TAU1, TAU2, reference_floor=floor)
+        out.backward()
+        assert out.item() == pytest.approx(value, abs=1e-4)
+        torch.testing.assert_close(risks.grad, torch.tensor(grad), atol=2e-4, rtol=0)
 
 
 def test_smoothed_cvar_matches_the_reference_search_and_the_true_minimum() -> None:
