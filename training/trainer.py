@@ -233,7 +233,7 @@ class Trainer:
             (
                 f"{ix.dataset}/{v.method}/{v.id}",
                 v.attributes,
-                len(sample_positions(len(v.frames), t.frame_num, t.frames_per_clip)),
+                len(sample_positions(len(v.frames), t.frame_num)),  # samples per video
             )
             for ix in train_idx
             for v in ix.split("train")
