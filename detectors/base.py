@@ -89,6 +89,10 @@ class Detector(nn.Module):
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
+    - :meth:`set_schedule`: called by the trainer once, before training, with the batches per
+      epoch and the number of epochs (losses on a step schedule, e.g. UIA-ViT's).
+    - ``late_params``: parameters the loss reaches only after a warm-up phase (UIA-ViT's
+      ``c_*`` from its second epoch); the contract tests do not expect their gradient at step 1.
     """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
@@ -98,6 +102,7 @@ class Detector(nn.Module):
     test_input_size: ClassVar[int] = 64
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
+    late_params: ClassVar[frozenset[str]] = frozenset()
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
     deepfakebench_name: ClassVar[str | None] = None
 
@@ -119,6 +124,10 @@ class Detector(nn.Module):
 
     def set_epoch(self, epoch: int) -> None:
         """Called by the trainer at the start of every epoch (0-based); a no-op by default."""
+
+    def set_schedule(self, steps_per_epoch: int, epochs: int) -> None:
+        """Called by the trainer before training: optimiser steps per epoch (per rank) and
+        epochs; a no-op by default."""
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError
