@@ -52,6 +52,7 @@ class CLIPDetector(Detector):
     Config = ClipVitConfig
     deepfakebench_name = "clip"
     test_input_size = 32
+    test_config = {"width": 32, "layers": 2, "heads": 2, "mlp_dim": 64}
 
     def __init__(self, cfg: ClipVitConfig) -> None:
         super().__init__(cfg)

@@ -181,6 +181,7 @@ class Effort(Detector):
     Config = EffortConfig
     deepfakebench_name = "effort"
     test_input_size = 28
+    test_config = {"width": 32, "layers": 2, "heads": 2, "mlp_dim": 64}
 
     def __init__(self, cfg: EffortConfig) -> None:
         super().__init__(cfg)

@@ -249,6 +249,7 @@ class UIAViT(Detector):
     Config = UIAViTConfig
     deepfakebench_name = "uia_vit"
     test_input_size = 32
+    test_config = {"width": 32, "layers": 3, "heads": 2, "attn_blocks": (1, 2), "feat_block": 1}
     late_params = frozenset({"model.c_real", "model.c_fake", "model.c_cross"})
 
     def __init__(self, cfg: UIAViTConfig) -> None:
@@ -372,5 +373,5 @@ class UIAViT(Detector):
         """DeepfakeBench's ``model.*`` keys are ours; the training-state buffers (not in its
         files) start afresh."""
         out = remap(state_dict, [("model.", "model.")])
-        own = self.state_dict()
-        return out | {k: own[k].clone() for k in STATE}
+        own = self.state_dict()  # (shapes only: this may run on the meta device)
+        return out | {k: torch.zeros(own[k].shape, dtype=own[k].dtype) for k in STATE}

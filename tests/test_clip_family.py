@@ -13,9 +13,15 @@ import torch
 from sklearn.covariance import LedoitWolf
 from transformers import CLIPVisionConfig, CLIPVisionModel
 
-from fairforensics.detectors import build_detector, read_checkpoint
+from fairforensics.detectors import (
+    build_detector,
+    load_detector_file,
+    read_checkpoint,
+    save_checkpoint,
+)
 from fairforensics.detectors.backbones.clip_vit import vision_config_values
 from fairforensics.detectors.effort import EffortConfig, SVDResidualLinear
+from fairforensics.detectors.uia_vit import STATE as UIA_STATE
 from fairforensics.detectors.uia_vit import fit_gaussian, patch_consistency_loss
 from fairforensics.training.config import load_train_config
 from fairforensics.training.trainer import Trainer
@@ -284,3 +290,25 @@ def test_uia_vit_trains_through_the_trainer(tmp_path: Path) -> None:
     assert int(state["batch_count"]) == 6
     assert bool(state["stats_fitted"])
     assert float(state["model.c_cross"]) != pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(("name", "tiny"), [("effort", TINY), ("uia_vit", TINY_UIA)])
+def test_checkpoints_ours_and_deepfakebench_load(tmp_path: Path, name: str, tiny: dict) -> None:
+    """Our checkpoint keeps the training-state buffers; a DeepfakeBench file (raw state dict,
+    DDP prefixes, without them) loads through the same entry points and computes the same."""
+    torch.manual_seed(0)
+    model = build_detector(name, **tiny).eval()
+    batch = face_batch(model, n=2)
+    with torch.no_grad():
+        expected = model(batch)["prob"]
+    save_checkpoint(tmp_path / "ours.pt", {"model": model.state_dict(), "meta": {"detector": name}})
+    own_only = {k for k in model.state_dict() if k.endswith("_init") or k in UIA_STATE}
+    dfb = {f"module.{k}": v for k, v in model.state_dict().items() if k not in own_only}
+    torch.save(dfb, tmp_path / "dfb.pth")
+    for path in ("ours.pt", "dfb.pth"):
+        loaded = load_detector_file(name, tmp_path / path, model_cfg=dict(tiny))
+        with torch.no_grad():
+            torch.testing.assert_close(loaded(batch)["prob"], expected, rtol=0, atol=1e-6)
+        again = build_detector(name, pretrained=str(tmp_path / path), **tiny).eval()
+        with torch.no_grad():
+            torch.testing.assert_close(again(batch)["prob"], expected, rtol=0, atol=1e-6)
