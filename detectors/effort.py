@@ -161,14 +161,20 @@ def decompose_attention(tower: nn.Module, rank: int, svd: bool) -> int:
     """Replace every ``nn.Linear`` inside the tower's ``self_attn`` modules by an
     :class:`SVDResidualLinear` (DeepfakeBench's ``apply_svd_residual_to_self_attn``); freeze every
     tower weight but the residuals. Returns the number of projections decomposed."""
-    count = 0
-    for name, module in list(tower.named_modules()):
-        if name.rsplit(".", 1)[-1] != "self_attn":
-            continue
-        for child_name, child in list(module.named_children()):
-            if isinstance(child, nn.Linear):
-                setattr(module, child_name, SVDResidualLinear.from_linear(child, rank, svd))
-                count += 1
+    count, threads = 0, torch.get_num_threads()
+    # One thread per 1024 x 1024 SVD: on the shared 2-core CPU two threads were 8 x slower
+    # (13 s against 1.5 s a matrix at load average 13; docs/detectors.md).
+    torch.set_num_threads(1)
+    try:
+        for name, module in list(tower.named_modules()):
+            if name.rsplit(".", 1)[-1] != "self_attn":
+                continue
+            for child_name, child in list(module.named_children()):
+                if isinstance(child, nn.Linear):
+                    setattr(module, child_name, SVDResidualLinear.from_linear(child, rank, svd))
+                    count += 1
+    finally:
+        torch.set_num_threads(threads)
     for name, p in tower.named_parameters():
         p.requires_grad = name.rsplit(".", 1)[-1] in RESIDUAL
     return count

@@ -235,10 +235,10 @@ def mahalanobis(x: torch.Tensor, mean: torch.Tensor, precision: torch.Tensor) ->
 
 
 def fit_gaussian(samples: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(mean, Ledoit-Wolf precision) of ``samples`` [N, D], float32."""
+    """(mean, Ledoit-Wolf precision) of ``samples`` [N, D], float32 (as DeepfakeBench fits it)."""
     from sklearn.covariance import LedoitWolf
 
-    precision = LedoitWolf().fit(samples.double().numpy()).precision_
+    precision = LedoitWolf().fit(samples.float().numpy()).precision_
     return samples.mean(dim=0), torch.from_numpy(precision).float()
 
 

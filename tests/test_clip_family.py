@@ -218,7 +218,7 @@ def test_gaussian_fit_is_ledoit_wolf() -> None:
     x = torch.randn(200, 6, generator=torch.Generator().manual_seed(0))
     mean, precision = fit_gaussian(x)
     torch.testing.assert_close(mean, x.mean(0))
-    ref = LedoitWolf().fit(x.double().numpy()).precision_
+    ref = LedoitWolf().fit(x.numpy()).precision_
     torch.testing.assert_close(precision, torch.from_numpy(ref).float())
 
 
