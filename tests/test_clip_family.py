@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 from sklearn.covariance import LedoitWolf
 from transformers import CLIPVisionConfig, CLIPVisionModel
 
@@ -19,6 +20,7 @@ from fairforensics.detectors import (
     read_checkpoint,
     save_checkpoint,
 )
+from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.clip_vit import vision_config_values
 from fairforensics.detectors.effort import EffortConfig, SVDResidualLinear
 from fairforensics.detectors.uia_vit import STATE as UIA_STATE
@@ -104,6 +106,18 @@ def test_effort_decomposes_the_loaded_clip_exactly(clip_folder: Path) -> None:
     assert all(
         not p.requires_grad for k, p in effort.backbone.named_parameters() if "_res" not in k
     )
+
+
+def test_effort_refuses_half_a_clip_folder(clip_folder: Path, tmp_path: Path) -> None:
+    half = tmp_path / "half"
+    half.mkdir()
+    state = load_file(str(clip_folder / "model.safetensors"))
+    keys = sorted(state)
+    save_file({k: state[k] for k in keys[::2]}, str(half / "model.safetensors"))
+    (half / "config.json").write_text((clip_folder / "config.json").read_text())
+    with pytest.raises(PretrainedWeightsError, match="does not cover the backbone") as err:
+        build_detector("effort", pretrained=str(half), **TINY)
+    assert f"missing {len(keys[1::2])}: {', '.join(keys[1::2][:8])}" in str(err.value)
 
 
 def test_effort_without_weights_runs_no_svd(monkeypatch) -> None:

@@ -217,7 +217,7 @@ def test_another_tower_is_refused_by_its_config(tmp_path) -> None:
 def test_other_files_are_one_line_errors(tmp_path) -> None:
     timm_vit = timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32)
     torch.save(timm_vit.state_dict(), tmp_path / "imagenet_vit.pth")
-    with pytest.raises(PretrainedWeightsError, match="without CLIP's pre-norm"):
+    with pytest.raises(PretrainedWeightsError, match="not a CLIP vision tower"):
         load_clip_vision(build_clip_vision(CFG), tmp_path / "imagenet_vit.pth", CFG)
     (tmp_path / "empty").mkdir()
     with pytest.raises(PretrainedWeightsError, match="folder holds no weights file"):

@@ -116,23 +116,30 @@ _TIMM_BLOCK = {
 }
 
 
+_MARKERS = {
+    "hf": re.compile(
+        r"(vision_model\.)?(embeddings\.|encoder\.layers\.|pre_layrnorm\.|post_layernorm\.)"
+    ),
+    "openai": re.compile(r"(visual\.|conv1\.|ln_pre\.|ln_post\.|class_embedding$)"),
+    "timm": re.compile(r"(cls_token$|pos_embed$|patch_embed\.|norm_pre\.|blocks\.\d+\.)"),
+}
+
+
 def clip_layout(keys: list[str]) -> str:
-    """``hf``, ``openai`` or ``timm``: which CLIP key layout ``keys`` follow."""
-    names = set(keys)
-    if any(k.endswith("embeddings.patch_embedding.weight") for k in names):
-        return "hf"
-    if "visual.conv1.weight" in names or "conv1.weight" in names:
-        return "openai"
-    if "patch_embed.proj.weight" in names and "norm_pre.weight" in names:
-        return "timm"
-    if "patch_embed.proj.weight" in names:
+    """``hf``, ``openai`` or ``timm``: which CLIP key layout ``keys`` follow (a part of a file is
+    enough to tell; what it lacks is reported when it is loaded)."""
+    layout = next((n for n, rx in _MARKERS.items() if any(rx.match(k) for k in keys)), None)
+    if layout == "timm" and "patch_embed.proj.bias" in keys:
         raise PretrainedWeightsError(
-            "a timm ViT without CLIP's pre-norm (norm_pre): not a CLIP vision tower"
+            "a timm ViT with a patch-embedding bias and no pre-norm is not a CLIP vision tower "
+            "(an ImageNet ViT?)"
         )
-    raise PretrainedWeightsError(
-        "not a CLIP vision model: no Hugging Face (embeddings.patch_embedding), OpenAI/open_clip "
-        f"(visual.conv1) or timm (patch_embed + norm_pre) keys; first keys: {sorted(names)[:5]}"
-    )
+    if layout is None:
+        raise PretrainedWeightsError(
+            "not a CLIP vision model: no Hugging Face (embeddings., encoder.layers.), OpenAI/"
+            f"open_clip (visual.) or timm (blocks., norm_pre.) keys; first keys: {sorted(keys)[:5]}"
+        )
+    return layout
 
 
 def _block(prefix: str, rest: str, table: dict[str, str], qkv: str) -> dict[str, str | None]:
