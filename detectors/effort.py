@@ -21,7 +21,8 @@ averaged over the decomposed layers as the official Effort code computes them:
 * orthogonality (``orthogonal_form: basis``): ``0.5 ||[U_r U][U_r U]^T - I||_F + 0.5 ||[V_r; V]
   [V_r; V]^T - I||_F``, with the frozen singular vectors ``U_r``/``V_r`` of the principal part; it
   is evaluated in closed form from the residual's starting factors (``*_residual_init`` buffers),
-  so the frozen ``1024 x 1023`` factors are not stored. ``residual``: DeepfakeBench's
+  so the frozen ``1024 x 1023`` factors are not stored (with random weights, ``pretrained: false``,
+  the principal basis is taken as the complement of the starting residual). ``residual``: DeepfakeBench's
   ``SVDResidualLinear.compute_orthogonal_loss``, ``0.5 ||U U^T - I||_F + 0.5 ||V V^T - I||_F`` on the
   residual factors alone;
 * singular values (``sv_weight``): ``| ||W||_F^2 - ||W_0||_F^2 |``, the squared Frobenius norm of
@@ -162,9 +163,8 @@ def decompose_attention(tower: nn.Module, rank: int, svd: bool) -> int:
     :class:`SVDResidualLinear` (DeepfakeBench's ``apply_svd_residual_to_self_attn``); freeze every
     tower weight but the residuals. Returns the number of projections decomposed."""
     count, threads = 0, torch.get_num_threads()
-    # One thread per 1024 x 1024 SVD: on the shared 2-core CPU two threads were 8 x slower
-    # (13 s against 1.5 s a matrix at load average 13; docs/detectors.md).
-    torch.set_num_threads(1)
+    if svd:  # one thread per 1024 x 1024 SVD: on the shared 2-core CPU two threads were 8 x
+        torch.set_num_threads(1)  # slower (13 s against 1.5 s a matrix at load average 13)
     try:
         for name, module in list(tower.named_modules()):
             if name.rsplit(".", 1)[-1] != "self_attn":

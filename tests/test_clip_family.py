@@ -61,7 +61,7 @@ def train_steps(model, batch: dict, steps: int, lr: float = 1e-3) -> list[dict[s
         optimiser.zero_grad()
         losses["total"].backward()
         optimiser.step()
-        history.append({k: float(v) for k, v in losses.items()})
+        history.append({k: float(v.detach()) for k, v in losses.items()})
     return history
 
 
@@ -89,10 +89,10 @@ def test_effort_decomposes_the_loaded_clip_exactly(clip_folder: Path) -> None:
             original = source.get_submodule(name).weight
             torch.testing.assert_close(m.weight(), original, rtol=0, atol=1e-6)
             singular = torch.linalg.svdvals(original.double())
-            assert float(m.S_residual) == pytest.approx(float(singular[-1]), rel=1e-5)
+            assert float(m.S_residual.detach()) == pytest.approx(float(singular[-1]), rel=1e-5)
             main = torch.linalg.svdvals(m.weight_main.double())
             assert float(main[-1]) < 1e-5 * float(main[0])  # rank n - 1
-            assert float(m.U_residual.norm()) == pytest.approx(1.0, abs=1e-6)
+            assert float(m.U_residual.detach().norm()) == pytest.approx(1.0, abs=1e-6)
     x = face_batch(effort, n=2)["image"]
     with torch.no_grad():
         torch.testing.assert_close(
@@ -127,7 +127,7 @@ def test_effort_without_weights_runs_no_svd(monkeypatch) -> None:
     monkeypatch.setattr(torch.linalg, "svd", refuse)
     effort = build_detector("effort", **TINY)
     for m in effort.svd_layers():
-        assert float(m.S_residual) == 0.0
+        assert float(m.S_residual.detach()) == 0.0
         torch.testing.assert_close(m.U_residual.T @ m.U_residual, torch.eye(1))
 
 
@@ -150,18 +150,18 @@ def test_effort_constraints_equal_their_direct_formulas(rank: int) -> None:
     u, s, vh = torch.linalg.svd(linear.weight.double())
     u_r, v_r = u[:, : 12 - rank], vh[: 12 - rank]
     # at the decomposition the constraints hold: zero orthogonality, the norm kept
-    assert float(m.orthogonal_loss("basis")) < 1e-5
-    assert float(m.sv_loss()) < 1e-4
+    assert float(m.orthogonal_loss("basis").detach()) < 1e-5
+    assert float(m.sv_loss().detach()) < 1e-4
     with torch.no_grad():
         m.U_residual.add_(0.3 * torch.randn_like(m.U_residual))
         m.V_residual.add_(0.3 * torch.randn_like(m.V_residual))
         m.S_residual.mul_(1.5)
     for form in ("basis", "residual"):
         direct = _direct_orthogonality(m, u_r, v_r, form)
-        assert float(m.orthogonal_loss(form)) == pytest.approx(float(direct), rel=1e-4)
+        assert float(m.orthogonal_loss(form).detach()) == pytest.approx(float(direct), rel=1e-4)
     weight = linear.weight.double()
-    sv_direct = abs(float(m.weight().double().square().sum() - weight.square().sum()))
-    assert float(m.sv_loss()) == pytest.approx(sv_direct, rel=1e-4)
+    sv_direct = abs(float(m.weight().detach().double().square().sum() - weight.square().sum()))
+    assert float(m.sv_loss().detach()) == pytest.approx(sv_direct, rel=1e-4)
     total = m.orthogonal_loss("basis") + m.sv_loss()
     total.backward()
     assert all(torch.isfinite(p.grad).all() for p in (m.U_residual, m.V_residual, m.S_residual))
@@ -223,7 +223,7 @@ def test_patch_consistency_loss_equals_deepfakebench_loops_with_gradients() -> N
         c = [torch.tensor(v, requires_grad=True) for v in (0.6, 0.7, 0.2)]
         loss = fn(attn, label, fake_patch, *c)
         loss.backward()
-        grads.append((float(loss), [float(t.grad) for t in c]))
+        grads.append((float(loss.detach()), [float(t.grad) for t in c]))
     assert grads[0][0] == pytest.approx(grads[1][0], rel=1e-6)
     assert grads[0][1] == pytest.approx(grads[1][1], rel=1e-6)
 
@@ -244,7 +244,7 @@ def test_uia_schedule_gaussians_and_late_parameters() -> None:
     batch = face_batch(model)
     optimiser = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     model.train()
-    seen = []
+    seen, history = [], []
     for step in range(8):
         fitted = bool(model.stats_fitted)
         losses = model.loss(batch, model(batch))
@@ -253,11 +253,14 @@ def test_uia_schedule_gaussians_and_late_parameters() -> None:
         reached = model.model.c_real.grad is not None
         optimiser.step()
         seen.append(("pcl" in losses, reached))
+        history.append({k: float(v.detach()) for k, v in losses.items()})
         assert bool(model.stats_fitted) == (fitted or step + 1 >= 2)
-        assert all(math.isfinite(float(v)) for v in losses.values())
+    assert all(math.isfinite(v) for h in history for v in h.values())
     assert seen == [(False, False)] * 4 + [(True, True)] * 4
+    assert history[7]["total"] < history[4]["total"]  # the loss with PCL falls too
+    assert history[7]["pcl_total"] < history[4]["pcl_total"]
     assert int(model.batch_count) == 8
-    assert float(model.model.c_real) != pytest.approx(0.6)
+    assert float(model.model.c_real.detach()) != pytest.approx(0.6)
     with torch.no_grad():
         out = model.eval()(batch)
     assert out["patch_feat"].shape == (8, 4, 4, 32) and out["attn_map"].shape == (8, 16, 16)
