@@ -18,31 +18,25 @@ from typing import Any
 import torch
 from torch import nn
 
-from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.clip_vit import (
     ClipVitConfig,
     build_clip_vision,
     load_clip_vision,
 )
+from fairforensics.detectors.backbones.vit_weights import local_weights
 from fairforensics.detectors.base import Detector
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
 
-#: ``pretrained:`` values that mean random initialisation.
-NO_WEIGHTS = (False, None, "", "false", "none")
-
 
 def load_foundation(model: nn.Module, cfg: ClipVitConfig) -> None:
     """Load ``cfg.pretrained`` (a local CLIP file or folder) onto ``model`` unless it is false."""
-    if cfg.pretrained in NO_WEIGHTS:
-        return
-    if cfg.pretrained is True or cfg.pretrained == "timm":
-        raise PretrainedWeightsError(
-            f"CLIP {cfg.arch_name()} weights load from a local file or folder only (nothing is "
-            "downloaded): set 'pretrained: /path/to/clip' (Hugging Face folder, OpenAI/open_clip "
-            "or timm state dict) or 'pretrained: false'"
-        )
-    load_clip_vision(model, str(cfg.pretrained), cfg)
+    path = local_weights(
+        cfg.pretrained,
+        f"CLIP {cfg.arch_name()} (a Hugging Face folder, an OpenAI/open_clip or timm state dict)",
+    )
+    if path is not None:
+        load_clip_vision(model, path, cfg)
 
 
 @register_detector("clip", family="Spatial")

@@ -43,8 +43,9 @@ from torch import nn
 from torch.nn import functional as F
 
 from fairforensics.detectors.backbones.clip_vit import ClipVitConfig, build_clip_vision
+from fairforensics.detectors.backbones.vit_weights import NO_WEIGHTS
 from fairforensics.detectors.base import Detector
-from fairforensics.detectors.clip import NO_WEIGHTS, load_foundation
+from fairforensics.detectors.clip import load_foundation
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
 

@@ -42,9 +42,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fairforensics.detectors.backbones.vit_weights import load_matching, read_weight_files
+from fairforensics.detectors.backbones.vit_weights import (
+    load_matching,
+    local_weights,
+    read_weight_files,
+)
 from fairforensics.detectors.base import Detector, DetectorConfig
-from fairforensics.detectors.clip import NO_WEIGHTS
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
 
@@ -264,8 +267,9 @@ class UIAViT(Detector):
         self.schedule: tuple[int, int] | None = None
         self._warned = False
         self._features: dict[str, list[torch.Tensor]] = {"real": [], "fake": []}
-        if cfg.pretrained not in NO_WEIGHTS:
-            self._load_imagenet(str(cfg.pretrained))
+        path = local_weights(cfg.pretrained, "UIA-ViT's ImageNet ViT-B/16 (a timm state dict)")
+        if path is not None:
+            self._load_imagenet(path)
 
     def _load_imagenet(self, path: str) -> None:
         state, _ = read_weight_files(path)

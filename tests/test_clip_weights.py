@@ -258,3 +258,32 @@ def test_published_layouts_cover_the_towers(detector: str, arch: str, timm_name:
         assert {k: tuple(v.shape) for k, v in converted.items()} == tower
         left_out = ("text_model.", "visual_projection.", "text_projection.", "logit_scale", "head.")
         assert ignored and all(k.startswith(left_out) for k in ignored)
+
+
+# ----------------------------------------------------------------------------- UIA-ViT's ImageNet ViT
+
+TINY_UIA = {"width": 32, "layers": 3, "heads": 2, "patch_size": 8, "input_size": 32}
+TINY_UIA |= {"attn_blocks": (1, 2), "feat_block": 1, "inner_margin": 1}
+
+
+def test_uia_vit_loads_a_timm_imagenet_vit(tmp_path, x) -> None:
+    """DeepfakeBench's UIA ViT is timm's ViT plus norm_middle / a new head: loaded from timm's file
+    its CLS token after the last norm is timm's ``forward_features`` CLS token."""
+    torch.manual_seed(0)
+    vit = timm.create_model(
+        "vit_base_patch16_224", img_size=32, patch_size=8, embed_dim=32, depth=3, num_heads=2
+    ).eval()
+    with torch.no_grad():
+        for p in vit.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    torch.save({"model": vit.state_dict()}, tmp_path / "vit.pth")
+    uia = build_detector("uia_vit", pretrained=str(tmp_path / "vit.pth"), **TINY_UIA).eval()
+    with torch.no_grad():
+        ours = uia({"image": x, "label": torch.tensor([0, 1])})["feat"][:, :32]
+        torch.testing.assert_close(ours, vit.forward_features(x)[:, 0], rtol=0, atol=1e-5)
+    half = {k: v for i, (k, v) in enumerate(vit.state_dict().items()) if i % 2}
+    torch.save(half, tmp_path / "half.pth")
+    with pytest.raises(PretrainedWeightsError, match=r"does not cover the backbone .* missing"):
+        build_detector("uia_vit", pretrained=str(tmp_path / "half.pth"), **TINY_UIA)
+    with pytest.raises(PretrainedWeightsError, match="local file or folder only"):
+        build_detector("uia_vit", pretrained="timm", **TINY_UIA)

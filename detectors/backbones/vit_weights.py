@@ -41,6 +41,8 @@ from fairforensics.detectors.backbones import (
 log = logging.getLogger(__name__)
 
 _LIST = 8
+#: ``pretrained:`` values that mean random initialisation.
+NO_WEIGHTS = (False, None, "", "false", "none")
 #: Weight files of a folder, in the order they are looked for.
 FOLDER_FILES = (
     "model.safetensors",
@@ -109,6 +111,19 @@ def _read_file(path: Path) -> dict[str, torch.Tensor]:
     if path.is_file() and path.stat().st_size and _is_torchscript(path):
         return _read_torchscript(path)
     return _read_torch(path)
+
+
+def local_weights(pretrained: bool | str | None, what: str) -> str | None:
+    """The path ``pretrained:`` names, None for random initialisation; hub weights (``true``,
+    ``timm``) are refused, naming ``what`` to pass instead."""
+    if pretrained in NO_WEIGHTS:
+        return None
+    if pretrained is True or pretrained == "timm":
+        raise PretrainedWeightsError(
+            f"{what} weights load from a local file or folder only (nothing is downloaded): set "
+            f"'pretrained: /path/to/file' or 'pretrained: false'"
+        )
+    return str(pretrained)
 
 
 def read_weight_files(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
@@ -182,4 +197,4 @@ def load_matching(
     )
 
 
-__all__ = ["FOLDER_FILES", "load_matching", "read_weight_files"]
+__all__ = ["FOLDER_FILES", "NO_WEIGHTS", "load_matching", "local_weights", "read_weight_files"]
