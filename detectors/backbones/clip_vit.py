@@ -99,7 +99,6 @@ def build_clip_vision(cfg: ClipVitConfig) -> CLIPVisionModel:
 # ----------------------------------------------------------------------------- layouts
 
 _HF_IGNORED = ("text_model.", "visual_projection.", "text_projection.", "logit_scale")
-_HF_TOP = ("embeddings.", "pre_layrnorm.", "encoder.", "post_layernorm.")
 _OPENAI_BLOCK = {
     "ln_1.": "layer_norm1.",
     "ln_2.": "layer_norm2.",
@@ -114,8 +113,6 @@ _TIMM_BLOCK = {
     "mlp.fc2.": "mlp.fc2.",
     "attn.proj.": "self_attn.out_proj.",
 }
-
-
 _MARKERS = {
     "hf": re.compile(
         r"(vision_model\.)?(embeddings\.|encoder\.layers\.|pre_layrnorm\.|post_layernorm\.)"
@@ -131,8 +128,7 @@ def clip_layout(keys: list[str]) -> str:
     layout = next((n for n, rx in _MARKERS.items() if any(rx.match(k) for k in keys)), None)
     if layout == "timm" and "patch_embed.proj.bias" in keys:
         raise PretrainedWeightsError(
-            "a timm ViT with a patch-embedding bias and no pre-norm is not a CLIP vision tower "
-            "(an ImageNet ViT?)"
+            "a timm ViT with a patch-embedding bias (an ImageNet ViT?) is not a CLIP vision tower"
         )
     if layout is None:
         raise PretrainedWeightsError(
