@@ -86,7 +86,7 @@ def test_effort_decomposes_the_loaded_clip_exactly(clip_folder: Path) -> None:
     assert len(layers) == 4 * TINY["layers"]
     for name, m in effort.backbone.named_modules():
         if isinstance(m, SVDResidualLinear):
-            original = source.get_submodule(name).weight
+            original = source.get_submodule(name).weight.detach()
             torch.testing.assert_close(m.weight(), original, rtol=0, atol=1e-6)
             singular = torch.linalg.svdvals(original.double())
             assert float(m.S_residual.detach()) == pytest.approx(float(singular[-1]), rel=1e-5)
