@@ -25,7 +25,7 @@ Where we differ from DeepfakeBench's code: its evaluation forwards also count as
 their features to the Gaussians (the test sets, when its trainer evaluates); here only training
 batches do. The Gaussians are fitted right after the loss of the batch that completes a half
 epoch (DeepfakeBench: before the next batch), which uses them identically and lets a checkpoint
-written at an epoch's end carry them (resume). ``norm_middle``, whose output only selects patches,
+written at a fit carry them (an exact resume; between fits the collected features are not saved). ``norm_middle``, whose output only selects patches,
 gets no gradient in DeepfakeBench either; it is frozen here. The number of batches per epoch,
 which DeepfakeBench's config asks for by hand (``batch_per_epoch``), comes from the trainer
 (:meth:`Detector.set_schedule`).
