@@ -27,6 +27,7 @@ from fairforensics.detectors.uia_vit import STATE as UIA_STATE
 from fairforensics.detectors.uia_vit import fit_gaussian, patch_consistency_loss
 from fairforensics.training.config import load_train_config
 from fairforensics.training.trainer import Trainer
+from tests.test_train_run import _KillAt
 from tests.test_train_utils import face, make_index
 
 TINY = {"width": 32, "layers": 2, "heads": 2, "mlp_dim": 64, "patch_size": 8, "input_size": 32}
@@ -285,28 +286,41 @@ def test_clip_towers_learn_on_faces(name: str) -> None:
     assert history[-1]["total"] < history[0]["total"]
 
 
-def test_uia_vit_trains_through_the_trainer(tmp_path: Path) -> None:
-    """The trainer tells UIA-ViT its schedule: 3 steps per epoch, PCL from the second epoch."""
+def test_uia_vit_trains_through_the_trainer_and_resumes_exactly(tmp_path: Path) -> None:
+    """The trainer tells UIA-ViT its schedule (6 steps an epoch: PCL from the second epoch); a run
+    killed in its third epoch resumes from the second epoch's end (a fit) to the same weights."""
     make_index(tmp_path / "data", "tiny", n_real=3, n_fake=3, frames=2, size=32)
     sets = {
         "data.data_root": str(tmp_path / "data"),
         "data.train_data": "[tiny]",
         "data.val_data": "[tiny]",
         "data.num_workers": 0,
-        "train.epochs": 2,
-        "train.batch_size": 4,
+        "train.epochs": 3,
+        "train.batch_size": 2,
         "train.resolution": 32,
         "train.frame_num": 2,
         "train.test_frame_num": 2,
-        "output_dir": str(tmp_path / "runs"),
+        "train.save_predictions": "false",
     }
     sets |= {f"model.{k}": str(v).replace(" ", "") for k, v in TINY_UIA.items()}
-    cfg = load_train_config("uia_vit", overrides=[f"{k}={v}" for k, v in sets.items()])
-    run = Trainer(cfg).fit()
-    state = read_checkpoint(run / "checkpoints" / "last.pt")["model"]
-    assert int(state["batch_count"]) == 6
+
+    def cfg(out: str):
+        overrides = {**sets, "output_dir": str(tmp_path / out)}
+        return load_train_config("uia_vit", overrides=[f"{k}={v}" for k, v in overrides.items()])
+
+    full = Trainer(cfg("a")).fit()
+    state = read_checkpoint(full / "checkpoints" / "last.pt")["model"]
+    assert int(state["batch_count"]) == 18
     assert bool(state["stats_fitted"])
     assert float(state["model.c_cross"]) != pytest.approx(0.2)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(cfg("b"), batch_transforms=[_KillAt(15)]).fit()
+    (killed,) = (tmp_path / "b").iterdir()
+    assert int(read_checkpoint(killed / "checkpoints" / "last.pt")["model"]["batch_count"]) == 12
+    resumed = Trainer.from_run(killed, batch_transforms=[_KillAt(None)]).fit()
+    again = read_checkpoint(resumed / "checkpoints" / "last.pt")["model"]
+    for k, v in state.items():
+        torch.testing.assert_close(again[k], v, rtol=1e-5, atol=1e-6, msg=k)
 
 
 @pytest.mark.parametrize(("name", "tiny"), [("effort", TINY), ("uia_vit", TINY_UIA)])
