@@ -89,11 +89,13 @@ def vision_config_values(cfg: ClipVitConfig) -> dict[str, Any]:
 
 
 def build_clip_vision(cfg: ClipVitConfig) -> CLIPVisionModel:
-    """A randomly initialised ``CLIPVisionModel`` (PyTorch SDPA attention) described by ``cfg``."""
+    """A randomly initialised ``CLIPVisionModel`` (PyTorch SDPA attention) described by ``cfg``;
+    under transformers 4 its inner ``vision_model``, which has transformers 5's key names."""
     from transformers import CLIPVisionConfig, CLIPVisionModel
 
     config = CLIPVisionConfig(**vision_config_values(cfg), attn_implementation="sdpa")
-    return CLIPVisionModel(config)
+    model = CLIPVisionModel(config)
+    return getattr(model, "vision_model", model)
 
 
 # ----------------------------------------------------------------------------- layouts
