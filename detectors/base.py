@@ -89,13 +89,19 @@ class Detector(nn.Module):
     - ``family``: the leaderboard's detector type (paper 002, Table 1: ``Naive``, ``Spatial``,
       ``Frequency``; ``PAD`` for paper 001's detectors); set it with
       ``@register_detector(name, family=...)``.
-    - ``test_input_size``: the input size the shared contract tests build the detector at.
+    - ``test_input_size``: the input size the shared contract tests build the detector at;
+      ``test_config``: other model config values they build it with (small widths for the
+      large transformers, so that the suite stays fast; the contract does not depend on width).
     - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
     - :meth:`configure_from_attributes`: config values from the training videos' attributes
       (PG-FDD's demographic groups).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
+    - :meth:`set_schedule`: called by the trainer once, before training, with the batches per
+      epoch and the number of epochs (losses on a step schedule, e.g. UIA-ViT's).
+    - ``late_params``: parameters the loss reaches only after a warm-up phase (UIA-ViT's
+      ``c_*`` from its second epoch); the contract tests do not expect their gradient at step 1.
     """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
@@ -103,8 +109,10 @@ class Detector(nn.Module):
     name: ClassVar[str] = ""
     family: ClassVar[str] = "Other"
     test_input_size: ClassVar[int] = 64
+    test_config: ClassVar[dict[str, Any]] = {}
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
+    late_params: ClassVar[frozenset[str]] = frozenset()
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
     deepfakebench_name: ClassVar[str | None] = None
 
@@ -139,6 +147,10 @@ class Detector(nn.Module):
 
     def set_epoch(self, epoch: int) -> None:
         """Called by the trainer at the start of every epoch (0-based); a no-op by default."""
+
+    def set_schedule(self, steps_per_epoch: int, epochs: int) -> None:
+        """Called by the trainer before training: optimiser steps per epoch (per rank) and
+        epochs; a no-op by default."""
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError
