@@ -6,9 +6,15 @@ DEMO := demo_data
 
 .PHONY: demo test test-fast test-extended lint install
 
+# TORCH_INDEX: install torch and torchvision from this wheel index first, when .venv is created
+# (e.g. PyTorch's CPU build: make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu);
+# empty: whatever PyPI gives (the CUDA build on Linux x86-64). See README.md, "Installing".
+TORCH_INDEX ?=
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --upgrade pip
+	$(if $(TORCH_INDEX),$(PY) -m pip install torch torchvision --index-url $(TORCH_INDEX))
 	$(PY) -m pip install -e '.[dev]'
 	touch $(STAMP)
 
@@ -41,5 +47,5 @@ demo: $(STAMP)
 	@echo "demo outputs:"
 	@echo "  dataset index   $(DEMO)/processed/demo.json"
 	@echo "  training run    $(DEMO)/runs/meso4-demo  (tensorboard --logdir $(DEMO)/runs)"
-	@echo "  evaluation      $(DEMO)/eval/report.html"
+	@echo "  evaluation      $(DEMO)/eval/report.html  (with the fairness section)"
 	@echo "  fairness        $(DEMO)/fairness"

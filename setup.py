@@ -25,6 +25,10 @@ setup(
                 exclude=["*__pycache__"],
             )
         ),
+        "fairforensics.docs",  # the guides (docs/*.md), so help texts can point to them
     ],
-    package_dir={f"fairforensics.{name}": name for name in SUBPACKAGES},
+    package_dir={
+        **{f"fairforensics.{name}": name for name in SUBPACKAGES},
+        "fairforensics.docs": "docs",
+    },
 )

@@ -7,17 +7,21 @@ unknown key or a wrong value fails with the file, the dotted key and what is all
 
 from fairforensics.configs.loader import (
     CONFIG_DIR,
+    CONFIG_KINDS,
     ConfigError,
     build_config,
     config_to_dict,
     load_config,
     load_yaml,
     parse_overrides,
+    resolve_config,
+    shipped_configs,
 )
 from fairforensics.configs.plugins import import_modules
 
 __all__ = [
     "CONFIG_DIR",
+    "CONFIG_KINDS",
     "ConfigError",
     "build_config",
     "config_to_dict",
@@ -25,4 +29,6 @@ __all__ = [
     "load_config",
     "load_yaml",
     "parse_overrides",
+    "resolve_config",
+    "shipped_configs",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -14,11 +15,59 @@ import yaml
 
 #: the YAML files shipped in this package (package data, found through importlib.resources)
 CONFIG_DIR = Path(str(resources.files(__package__)))
+#: the folders of :data:`CONFIG_DIR`, one per kind of config (what a bare name is looked up in)
+CONFIG_KINDS = ("preprocess", "detectors", "train", "test", "fairness", "metamorphic")
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class ConfigError(ValueError):
     """A configuration file or override is missing, malformed, or has a bad key or value."""
+
+
+def shipped_configs(kind: str | None = None) -> list[str]:
+    """Names of the shipped configs of ``kind`` (``"FF-c23"``, ``"paper/ucf"``), or of all kinds
+    as ``"<kind>/<name>"`` when ``kind`` is None."""
+    folder = CONFIG_DIR / kind if kind else CONFIG_DIR
+    return sorted(p.relative_to(folder).with_suffix("").as_posix() for p in folder.rglob("*.yaml"))
+
+
+def _yaml_names(path: Path) -> list[Path]:
+    """``path`` and, unless it already ends in .yaml/.yml, ``path`` + ``.yaml``."""
+    if path.suffix in (".yaml", ".yml"):
+        return [path]
+    return [path, path.with_name(path.name + ".yaml")]
+
+
+def resolve_config(path: str | Path, kind: str | None = None) -> Path:
+    """The YAML file that ``path`` names: a file in the working folder (or an absolute path)
+    wins; otherwise a config shipped in this package, found as ``configs/<kind>/<name>.yaml``
+    from ``<name>``, ``<name>.yaml``, ``<kind>/<name>.yaml`` or ``configs/<kind>/<name>.yaml``.
+
+    ``kind`` is a folder of :data:`CONFIG_KINDS` (what a bare name means). Nothing found is a
+    :class:`ConfigError` that lists the shipped configs of ``kind``.
+    """
+    if kind is not None and kind not in CONFIG_KINDS:
+        raise ValueError(f"unknown config kind {kind!r}; allowed: {', '.join(CONFIG_KINDS)}")
+    given = Path(path).expanduser()
+    for candidate in _yaml_names(given):
+        if candidate.is_file():
+            return candidate
+    parts = given.parts[1:] if given.parts[:1] == ("configs",) else given.parts
+    if not given.is_absolute() and parts and ".." not in parts:
+        rels = [Path(*parts)] + ([Path(kind, *parts)] if kind else [])
+        for candidate in (CONFIG_DIR / n for rel in rels for n in _yaml_names(rel)):
+            if candidate.suffix in (".yaml", ".yml") and candidate.is_file():
+                log.info("config %s: %s, shipped with fairforensics", path, candidate)
+                return candidate
+    if kind:
+        shipped = f"the shipped {kind} configs ({', '.join(shipped_configs(kind)) or 'none'})"
+    else:
+        shipped = f"the shipped configs (<kind>/<name>, kind one of {', '.join(CONFIG_KINDS)})"
+    raise ConfigError(
+        f"{path}: config file not found in the working folder ({Path.cwd()}) nor among "
+        f"{shipped}; give a YAML path or a shipped name"
+    )
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -79,16 +128,19 @@ def load_config(
     *paths: str | Path | None,
     overrides: Iterable[str] | Mapping[str, Any] = (),
     base: Mapping[str, Any] | None = None,
+    kind: str | None = None,
 ) -> T:
     """Load ``schema`` from defaults < ``base`` < each YAML in ``paths`` < ``overrides``.
 
-    ``overrides`` are ``KEY=VALUE`` strings (CLI ``--set``) or an already nested mapping.
+    Each path goes through :func:`resolve_config` (``kind``: the shipped folder a bare name is
+    looked up in). ``overrides`` are ``KEY=VALUE`` strings (CLI ``--set``) or a nested mapping.
     """
     data: dict[str, Any] = dict(base or {})
     sources = []
     for path in paths:
         if path is None:
             continue
+        path = resolve_config(path, kind)
         data = deep_merge(data, load_yaml(path))
         sources.append(str(path))
     if overrides:

@@ -20,7 +20,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fairforensics.configs import CONFIG_DIR, ConfigError, build_config, load_yaml
+from fairforensics.configs import (
+    CONFIG_DIR,
+    ConfigError,
+    build_config,
+    load_yaml,
+    resolve_config,
+)
 from fairforensics.configs.loader import deep_merge
 from fairforensics.detectors.base import Detector, DetectorConfig
 
@@ -152,7 +158,10 @@ def load_detector_yaml(
     ``variant="paper"`` reads ``configs/detectors/paper/<name>.yaml`` (an error when the
     detector has none); an explicit ``path`` wins over ``variant``.
     """
-    path = Path(path) if path is not None else detector_config_path(name, variant)
+    if path is None:
+        path = detector_config_path(name, variant)
+    else:
+        path = resolve_config(path, "detectors")
     if not path.is_file():
         if path == detector_config_path(name):
             return {}
@@ -185,17 +194,17 @@ def build_detector(
     """Build detector ``name``.
 
     ``cfg``: ``None`` reads the ``model`` section of ``configs/detectors/<name>.yaml`` (or of
-    ``configs/detectors/paper/<name>.yaml`` with ``variant="paper"``); a path reads that YAML's
-    ``model`` section; a mapping or a config dataclass is used as given. ``variant`` also sets
-    the config's ``variant`` field where the detector has one. ``overrides`` replace single
-    fields last. Nothing is downloaded unless the config says ``pretrained: timm``.
+    ``configs/detectors/paper/<name>.yaml`` with ``variant="paper"``); a path (or a shipped
+    config's name, e.g. ``"paper/ucf"``) reads that YAML's ``model`` section; a mapping or a
+    config dataclass is used as given. ``variant`` also sets the config's ``variant`` field where
+    the detector has one. ``overrides`` replace single fields last. Nothing is downloaded unless the config says ``pretrained: timm``.
     """
     cls = get_detector_class(name)
     source = f"detector {name!r}"
     if isinstance(cfg, DetectorConfig):
         data: dict[str, Any] = dataclasses.asdict(cfg)
     elif cfg is None or isinstance(cfg, (str, Path)):
-        path = None if cfg is None else Path(cfg)
+        path = None if cfg is None else resolve_config(cfg, "detectors")
         data = dict(load_detector_yaml(name, path, variant).get("model") or {})
         default = path or detector_config_path(name, variant)
         source = str(default if default.is_file() else f"detector {name!r} defaults")

@@ -53,7 +53,8 @@ class TestConfig:
         bad = [m for m in self.metrics if m not in known]
         if bad:
             raise ConfigError(
-                f"test config: key 'metrics' has unknown {bad}; allowed: {sorted(known)}"
+                f"test config: key 'metrics' has unknown {', '.join(bad)}; allowed: "
+                f"{', '.join(sorted(known))}"
             )
         if self.n_boot < 0 or not 0 < self.confidence < 1 or self.batch_size < 1:
             raise ConfigError(
@@ -67,4 +68,4 @@ def load_test_config(
     *paths: str | Path | None, overrides: Sequence[str] | Mapping[str, Any] = ()
 ) -> TestConfig:
     """Defaults < ``configs/test/default.yaml`` < ``paths`` < ``overrides``."""
-    return load_config(TestConfig, DEFAULT_CONFIG, *paths, overrides=overrides)
+    return load_config(TestConfig, DEFAULT_CONFIG, *paths, overrides=overrides, kind="test")

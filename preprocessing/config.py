@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fairforensics.configs.loader import config_to_dict, load_config
+from fairforensics.configs.loader import config_to_dict, load_config, resolve_config
 
 
 @dataclass
@@ -45,13 +45,19 @@ class DatasetConfig:
 
 @dataclass
 class SamplingConfig:
-    mode: Literal["fixed_num_frames", "fixed_stride"] = "fixed_num_frames"
+    """Which frames of a video to keep: ``num_frames`` spread over it, every ``stride``-th, or
+    (``clips``) ``num_clips`` runs of ``clip_size`` consecutive frames, for video detectors."""
+
+    mode: Literal["fixed_num_frames", "fixed_stride", "clips"] = "fixed_num_frames"
     num_frames: int = 32
     stride: int = 1
+    clip_size: int = 16
+    num_clips: int = 4
 
     def __post_init__(self) -> None:
-        if self.num_frames <= 0 or self.stride <= 0:
-            raise ValueError("sampling.num_frames and sampling.stride must be positive")
+        for name in ("num_frames", "stride", "clip_size", "num_clips"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sampling.{name} must be positive, got {getattr(self, name)}")
 
 
 @dataclass
@@ -137,10 +143,25 @@ class PreprocessConfig:
     align: AlignConfig = field(default_factory=AlignConfig)
     output: OutputConfig = field(default_factory=OutputConfig)
     workers: int = 0  # 0: every core
+    # the command fails (exit 1, after writing the index and manifest) when more than this share
+    # of the listed videos fail (missing, corrupt, no face); 1.0 accepts any number of failures
+    max_failed_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_failed_share <= 1.0:
+            raise ValueError(f"max_failed_share must be in [0, 1], got {self.max_failed_share}")
+        if self.sampling.mode == "clips" and self.face.keep != "largest":
+            raise ValueError(
+                "sampling.mode: clips follows one face through each clip; it needs "
+                f"face.keep: largest, got face.keep: {self.face.keep}"
+            )
 
     def fingerprint(self) -> str:
         """Hash of every setting that changes the files written for a video."""
         parts = {k: config_to_dict(getattr(self, k)) for k in ("sampling", "face", "align")}
+        if self.sampling.mode != "clips":  # results made before clips existed stay valid
+            for key in ("clip_size", "num_clips"):
+                del parts["sampling"][key]
         parts["output"] = {k: v for k, v in config_to_dict(self.output).items() if k != "root"}
         text = json.dumps(parts, sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:16]
@@ -151,13 +172,15 @@ class PreprocessConfig:
 
 
 def load_preprocess_config(*paths: str | Path, overrides: Any = ()) -> PreprocessConfig:
-    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides).
+    """Load and validate a preprocessing config (defaults < files < ``--set`` overrides); a
+    path may name a shipped config (``FF-c23``, see :func:`~configs.loader.resolve_config`).
 
     The dataset module's ``options`` are checked here too, so a bad option fails at load time.
     """
     from fairforensics.configs.loader import ConfigError
     from fairforensics.preprocessing.datasets import dataset_options
 
+    paths = tuple(resolve_config(p, "preprocess") for p in paths)
     cfg = load_config(PreprocessConfig, *paths, overrides=overrides)
     source = " + ".join(str(p) for p in paths) or "<defaults>"
     try:

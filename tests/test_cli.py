@@ -137,7 +137,7 @@ def test_fairforensics_dispatches_verbs(capsys) -> None:
 def test_wheel_installs_the_commands(tmp_path) -> None:
     """``pip wheel .`` holds the CLI package and one entry point per verb (ff-<verb>)."""
     src = tmp_path / "src"  # a copy, so the build leaves no build/ or egg-info in the checkout
-    for name in (*PACKAGES, "pyproject.toml", "setup.py", "README.md"):
+    for name in (*PACKAGES, "docs", "pyproject.toml", "setup.py", "README.md"):
         if (REPO / name).is_dir():
             shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:

@@ -161,9 +161,10 @@ def test_dfd_actor_disjoint_with_masks(tmp_path):
 
 
 def test_faceforensics_layout_errors(tmp_path):
-    with pytest.raises(DatasetLayoutError, match="split file"):
-        build_listing("faceforensics", tmp_path, {})
     (tmp_path / "splits").mkdir()
+    (tmp_path / "splits" / "train.json").write_text("[]")
+    with pytest.raises(DatasetLayoutError, match=r"split file\(s\) val.json, test.json not found"):
+        build_listing("faceforensics", tmp_path, {})
     for s in ("train", "val", "test"):
         (tmp_path / "splits" / f"{s}.json").write_text('[["000", "001"]]' if s == "train" else "[]")
     with pytest.raises(DatasetLayoutError, match="real videos folder"):

@@ -13,7 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fairforensics.configs import ConfigError, build_config, load_config, load_yaml, parse_overrides
+from fairforensics.configs import (
+    ConfigError,
+    build_config,
+    load_config,
+    load_yaml,
+    parse_overrides,
+    resolve_config,
+)
 from fairforensics.detectors.registry import get_detector_class, load_detector_yaml
 from fairforensics.preprocessing.rundir import RunDir
 from fairforensics.training.fair_losses import FairLossConfig
@@ -46,7 +53,11 @@ def check_values(section: object, rules: Mapping[str, _Rule]) -> None:
 
 @dataclass
 class OptimizerConfig:
-    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD."""
+    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD.
+
+    ``sam_rho`` > 0 wraps it in sharpness-aware minimisation with that radius (two forward-backward
+    passes per step; ``sam_adaptive``: ASAM's parameter-scaled radius; :mod:`training.sam`).
+    """
 
     name: Literal["adam", "adamw", "sgd"] = "adam"
     lr: float = 2e-4
@@ -55,6 +66,8 @@ class OptimizerConfig:
     weight_decay: float = 0.0
     momentum: float = 0.9
     nesterov: bool = False
+    sam_rho: float = 0.0
+    sam_adaptive: bool = False
 
     def __post_init__(self) -> None:
         check_values(
@@ -65,6 +78,7 @@ class OptimizerConfig:
                 "eps": _AT_LEAST_0,
                 "weight_decay": _AT_LEAST_0,
                 "momentum": _PROBABILITY,
+                "sam_rho": (lambda v: v >= 0, "a number >= 0 (0: no SAM)"),
             },
         )
 
@@ -198,7 +212,6 @@ class TrainSection:
     frame_num: int = 32
     test_frame_num: int = 32
     resolution: int | None = None
-    frames_per_clip: int = 1
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     grad_clip: float | None = None
@@ -226,7 +239,7 @@ class TrainSection:
     save_predictions: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "frame_num", "test_frame_num", "frames_per_clip"):
+        for name in ("epochs", "batch_size", "frame_num", "test_frame_num"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
         if self.sampler in ("group_balanced", "class_group_balanced") and not self.group_key:
@@ -300,6 +313,9 @@ def load_train_config(
     the final name is used: ``detector_yaml`` if given, else ``configs/detectors/paper/<name>.yaml``
     for ``variant="paper"``, else ``configs/detectors/<name>.yaml``.
     """
+    if detector_yaml is not None:
+        detector_yaml = resolve_config(detector_yaml, "detectors")
+    yaml_paths = tuple(None if p is None else resolve_config(p, "train") for p in yaml_paths)
     from_files = load_yaml(detector_yaml).get("detector") if detector_yaml is not None else None
     for path in yaml_paths:
         if path is not None:

@@ -26,6 +26,21 @@ VERBS = {
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
 
 
+def help_text() -> str:
+    """``fairforensics --help``: every verb with one line, where configs and guides are."""
+    from fairforensics.cli.helptext import docs_dir, summary
+
+    width = max(map(len, VERBS))
+    verbs = "\n".join(f"  {verb:<{width}}  {summary(verb)}" for verb in VERBS)
+    return (
+        f"{USAGE}\n\nBenchmark deepfake and face presentation-attack detectors, with fairness "
+        f"measured by default.\n\ncommands (also installed as ff-<command>):\n{verbs}\n\n"
+        "A --config takes a YAML file or the name of a config shipped with the package (e.g.\n"
+        "fairforensics preprocess --config FF-c23); a file in the working folder wins.\n"
+        f"guides: {docs_dir()}\n"
+    )
+
+
 def run_verb(verb: str, argv: list[str] | None = None) -> NoReturn:
     """Run one command with the shared error handling (:func:`run_cli`)."""
     module = importlib.import_module(f"fairforensics.cli.{VERBS[verb]}")
@@ -36,7 +51,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     """``fairforensics <verb> [args]``."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] in ("-h", "--help"):
-        print(USAGE)
+        print(help_text(), end="", file=sys.stdout if args else sys.stderr)
         sys.exit(0 if args else 2)
     if args[0] not in VERBS:
         print(f"error: unknown command {args[0]!r}; {USAGE}", file=sys.stderr)

@@ -3,9 +3,11 @@
   scripts/benchmark.py --detectors all --train-data FF-c23 --test-data FF-c23 CDFv2 DFDC --out sweep
   scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep        (torchrun per run)
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
+  scripts/benchmark.py --detectors xception tall ftcn --data-root datasets \
+      --clip-data-root datasets/clips --out sweep   (video detectors read clip-mode indexes)
 
-A killed sweep resumes when run again with the same --out (see benchmarks.sweep and
-docs/evaluation.md).
+A killed sweep resumes when run again with the same --out (see benchmarks.sweep and the
+evaluation guide below).
 """
 
 from __future__ import annotations
@@ -15,21 +17,34 @@ import logging
 from pathlib import Path
 
 from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
-from fairforensics.cli.errors import run_cli
-from fairforensics.configs import ConfigError
+from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.configs import ConfigError, import_modules
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=guide("benchmark"),
     )
     p.add_argument("--detectors", nargs="+", required=True, help="detector names, or 'all'")
     p.add_argument("--out", type=Path, required=True, help="sweep folder (resumes if it exists)")
-    p.add_argument("--recipe", type=Path, default=DEFAULT_RECIPE, help="train YAML for every run")
+    p.add_argument(
+        "--recipe",
+        type=Path,
+        default=DEFAULT_RECIPE,
+        help=config_help("train", "train config of every run (default: deepfakebench)"),
+    )
     p.add_argument("--train-data", nargs="+", default=["FF-c23"])
     p.add_argument("--val-data", nargs="+", default=[])
     p.add_argument("--test-data", nargs="+", default=[])
     p.add_argument("--data-root", help="folder of the dataset indexes")
+    p.add_argument(
+        "--clip-data-root",
+        help="video detectors' indexes of the same names, preprocessed with sampling.mode: "
+        "clips (default: --data-root)",
+    )
     p.add_argument("--gpus", type=int, default=0, help="GPUs per training run (torchrun)")
     p.add_argument(
         "--weights-dir", type=Path, help="DeepfakeBench checkpoints: test them, train nothing"
@@ -43,10 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="train override for every run, e.g. train.epochs=1",
     )
+    add_import_argument(p)
     args = p.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sweep = Sweep(
         detectors=args.detectors,
         out=args.out,
@@ -59,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         weights_dir=args.weights_dir,
         overrides=args.overrides,
         within=args.within,
+        clip_data_root=args.clip_data_root,
+        imports=args.imports,
     )
     try:
+        import_modules(args.imports)
         out = run_sweep(sweep)
     except (SweepError, ConfigError, ValueError) as exc:
         logging.getLogger("benchmark").error("%s", exc)

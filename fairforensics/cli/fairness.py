@@ -18,11 +18,13 @@ import logging
 import sys
 from pathlib import Path
 
-from fairforensics.cli.errors import add_import_argument, run_cli
-from fairforensics.configs import ConfigError, import_modules
+from fairforensics.cli.errors import add_import_argument, configure_logging, describe, run_cli
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.configs import ConfigError, import_modules, shipped_configs
 from fairforensics.evaluation.predictions import PredictionsError, read_predictions
 from fairforensics.evaluation.testing import check_writable
 from fairforensics.fairness import protocols
+from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
 from fairforensics.fairness.fairswap import fairswap_transforms
 from fairforensics.fairness.report import (
     fairness_report,
@@ -50,8 +52,11 @@ def evaluation_threshold(path: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=guide("fairness"),
     )
+    shipped_protocols = [n for n in shipped_configs("fairness") if n != "report"]
     parser.add_argument("--predictions", help="predictions CSV (one row per frame)")
     parser.add_argument(
         "--attributes",
@@ -65,7 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the predictions' score column: probabilities (default) or logits (sigmoid applied)",
     )
     parser.add_argument("--out", required=True, help="output folder for tables and figures")
-    parser.add_argument("--config", help="report YAML (configs/fairness/report.yaml)")
+    parser.add_argument(
+        "--config", help=config_help("fairness", "report settings", names=["report"])
+    )
     parser.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a report key"
     )
@@ -91,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         help="eval.json of scripts/test.py: use its decision threshold (e.g. chosen with --val-data)",
     )
     parser.add_argument(
-        "--protocol", help="run a fairness protocol YAML instead (trains detectors)"
+        "--protocol",
+        help=config_help(
+            "fairness", "run a protocol instead (trains detectors)", shipped_protocols
+        ),
     )
     parser.add_argument("--data-root", help="protocol: folder of the dataset index")
     parser.add_argument("--dataset", help="protocol: dataset name (<data-root>/<name>.json)")
@@ -99,12 +109,13 @@ def main(argv: list[str] | None = None) -> int:
         "--detectors", nargs="+", help="protocol: override the protocol's detectors"
     )
     parser.add_argument(
-        "--train-config", help="protocol: extra trainer YAML (e.g. configs/train/demo.yaml)"
+        "--train-config",
+        help=config_help("train", "protocol: extra train config (e.g. demo)"),
     )
     parser.add_argument("-v", "--verbose", action="store_true")
     add_import_argument(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
+    configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
@@ -152,10 +163,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         write_report(reports, args.out, figures=cfg.figures)
     except (ConfigError, PredictionsError, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {describe(exc)}", file=sys.stderr)  # names, not a KeyError's repr
         return 2
     print(format_summary(reports))
     print(f"tables and figures: {args.out}")
+    report = evaluation_report_of(args.predictions)
+    if report is not None:  # the predictions of scripts/test.py: add the section to its report
+        try:
+            add_fairness_section(report, reports, Path(args.out), args.predictions, cfg.threshold)
+        except (OSError, ValueError) as exc:
+            logging.getLogger("fairness").warning("%s: no fairness section added: %s", report, exc)
+        else:
+            print(f"fairness section added to {report}")
     return 0
 
 

@@ -3,9 +3,8 @@
 Example::
 
     python scripts/preprocess.py --config configs/preprocess/demo.yaml --workers 2
-    python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml \
-        --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID
-    python scripts/preprocess.py --config configs/preprocess/ff_c23.yaml --index-only
+    ff-preprocess --config FF-c23 --num-shards 8 --shard-index $SLURM_ARRAY_TASK_ID
+    ff-preprocess --config FF-c23 --index-only
     python scripts/preprocess.py --import-deepfakebench FaceForensics++.json \
         --data-root /data/deepfakebench --out datasets/FF-c23.json
 """
@@ -17,7 +16,8 @@ import json
 import logging
 from pathlib import Path
 
-from fairforensics.cli.errors import add_import_argument, run_cli
+from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import ConfigError
 from fairforensics.preprocessing.config import load_preprocess_config
@@ -30,13 +30,19 @@ from fairforensics.preprocessing.index import DatasetIndexError, write_index
 from fairforensics.preprocessing.pipeline import (
     PreprocessInterrupted,
     StopRequested,
+    TooManyFailures,
+    check_failures,
     run_preprocess,
 )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--config", action="append", help="YAML (repeatable)")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=guide("preprocess"))
+    parser.add_argument(
+        "--config",
+        action="append",
+        help=config_help("preprocess", "dataset config, repeatable (later wins)"),
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--workers", type=int, default=None, help="processes (default: all cores)")
     parser.add_argument("--num-shards", type=int, default=1)
@@ -70,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         help="drop frames that do not exist (logged, counted in split_info) instead of failing",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
             parser.error("--import-deepfakebench needs --data-root and --out")
@@ -101,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("preprocess").error("interrupted; re-run the same command to resume")
         return 128 + exc.signum
     print(json.dumps(summary.to_json(), indent=1))
+    try:
+        check_failures(summary, cfg.max_failed_share)
+    except TooManyFailures as exc:
+        logging.getLogger("preprocess").error("%s", exc)
+        return exc.exit_code
     return 0
 
 

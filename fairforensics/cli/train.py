@@ -1,10 +1,10 @@
-"""Train a detector from YAML configs; writes a run directory (see docs/training.md).
+"""Train a detector from YAML configs; writes a run directory.
 
 Examples::
 
     python scripts/train.py --detector xception --train-data FF-c23 --val-data FF-c23 \
         --test-data FF-c23 CDFv2 --set train.epochs=10
-    python scripts/train.py --config configs/train/demo.yaml
+    python scripts/train.py --config configs/train/demo.yaml      (or ff-train --config demo)
     python scripts/train.py --resume runs/xception_20250101-120000
     torchrun --nproc_per_node 4 scripts/train.py --detector xception --config configs/train/ff_c23.yaml
 """
@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
+from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
 from fairforensics.detectors import CheckpointError
@@ -72,21 +73,26 @@ def _resume_hint(trainer: Trainer) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=guide("train"))
     parser.add_argument(
         "--detector", help="registered detector name (see detectors.list_detectors())"
     )
     parser.add_argument(
         "--variant",
         choices=["deepfakebench", "paper"],
-        help="detector YAML: configs/detectors/NAME.yaml (deepfakebench, default) or "
+        help="shipped detector YAML: configs/detectors/NAME.yaml (deepfakebench, default) or "
         "configs/detectors/paper/NAME.yaml (paper)",
     )
     parser.add_argument(
-        "--detector-config", help="explicit detector YAML (sections detector, model, train)"
+        "--detector-config",
+        help="explicit detector YAML (sections detector, model, train): a file, or a shipped "
+        "name such as meso4 or paper/ucf",
     )
     parser.add_argument(
-        "--config", action="append", default=[], help="train YAML (repeatable, later wins)"
+        "--config",
+        action="append",
+        default=[],
+        help=config_help("train", "train config, repeatable (later wins)"),
     )
     parser.add_argument("--train-data", nargs="+", help="dataset names (<data_root>/<name>.json)")
     parser.add_argument("--val-data", nargs="+", help="validation datasets (checkpoint selection)")
@@ -107,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO")
     add_import_argument(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
+    configure_logging(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     log = logging.getLogger("train")

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fairforensics.configs import CONFIG_DIR, ConfigError, load_config
+from fairforensics.configs import CONFIG_DIR, ConfigError, load_config, resolve_config
 from fairforensics.fairness.metamorphic.transforms import Transform, build_transform
 
 BENCHMARK = "benchmark"
@@ -114,7 +114,7 @@ def load_relations(
     Returns the config and every case's built transform; any bad key, value or transform is a
     :class:`~configs.ConfigError` naming the file and the key.
     """
-    path = Path(path) if path is not None else DEFAULT_RELATIONS
+    path = resolve_config(path, "metamorphic") if path is not None else DEFAULT_RELATIONS
     cfg = load_config(MetamorphicConfig, path, overrides=list(overrides))
     transforms = {
         case.id: build_transform(case.transform, case.params, source=f"{path}: case {case.id}")

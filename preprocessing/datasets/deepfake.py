@@ -103,7 +103,8 @@ def list_celebdf(root: Path, opts: CelebDFOptions) -> Listing:
 
 @dataclass
 class DFDCOptions:
-    test_dir: str = "test"  # holds labels.csv and the test videos (directly or in videos/)
+    # holds labels.csv and the test videos (directly or in videos/); null: the train parts only
+    test_dir: str | None = "test"
     val_fraction: float = 0.1
     seed: int = 0
 
@@ -113,6 +114,16 @@ def list_dfdc(root: Path, opts: DFDCOptions) -> Listing:
     """DFDC: train from every part's metadata.json, test from the test set's labels.csv."""
     listing = Listing(task="deepfake", items=[], methods=["real", "DFDC"])
     parts = sorted(p for p in root.iterdir() if p.is_dir() and (p / "metadata.json").is_file())
+    if not parts:
+        raise DatasetLayoutError(f"{root}: no dfdc_train_part_*/metadata.json found")
+    test_dir = root / opts.test_dir if opts.test_dir is not None else None
+    if test_dir is not None and not (test_dir / "labels.csv").is_file():
+        raise DatasetLayoutError(
+            f"{test_dir / 'labels.csv'}: DFDC test labels not found; put the test set's "
+            "labels.csv (header filename,label; label 1 = fake, 0 = real; it comes with the DFDC "
+            f"test set) in {test_dir} beside the test videos (or their videos/ folder), or set "
+            "dataset.options.test_dir to the folder that has it (null: train parts only, no test)"
+        )
     for part in parts:
         try:
             meta = json.loads((part / "metadata.json").read_text(encoding="utf-8"))
@@ -127,11 +138,16 @@ def list_dfdc(root: Path, opts: DFDCOptions) -> Listing:
             label = int(label_name == "FAKE")
             original = Path(info.get("original") or name).stem
             _add_video(listing, root, part / name, label, "train", "DFDC", original)
-    test_dir = root / opts.test_dir
-    labels = test_dir / "labels.csv"
-    if labels.is_file():
+    if test_dir is not None:
+        labels = test_dir / "labels.csv"
         with labels.open(newline="", encoding="utf-8") as fh:
-            for row in csv.DictReader(fh):
+            reader = csv.DictReader(fh)
+            if not {"filename", "label"} <= set(reader.fieldnames or ()):
+                raise DatasetLayoutError(
+                    f"{labels}: header {','.join(reader.fieldnames or ())!r} lacks the columns "
+                    "filename,label of DFDC's test labels.csv"
+                )
+            for row in reader:
                 name, value = row.get("filename"), row.get("label")
                 if not name or value not in ("0", "1"):
                     listing.problem(labels, f"bad row {row}")
@@ -140,15 +156,11 @@ def list_dfdc(root: Path, opts: DFDCOptions) -> Listing:
                     test_dir / name if (test_dir / name).is_file() else test_dir / "videos" / name
                 )
                 _add_video(listing, root, path, int(value), "test", "DFDC", None)
-    else:
-        listing.problem(labels, "DFDC test labels.csv not found; no test split")
-    if not parts:
-        raise DatasetLayoutError(f"{root}: no dfdc_train_part_*/metadata.json found")
     holdout_val(listing.items, opts.val_fraction, opts.seed)
     listing.split_info = {
         "train": "official (train parts)",
         "val": _holdout_note(opts.val_fraction, opts.seed, "source video"),
-        "test": "official (test/labels.csv)",
+        "test": f"official ({opts.test_dir}/labels.csv)" if test_dir else "none (test_dir: null)",
     }
     return listing
 

@@ -8,7 +8,9 @@ FF++::
     splits/{train,val,test}.json     lists of [a, b] id pairs (the official split files)
 
 A pair [a, b] puts the real videos a and b and the fakes a_b and b_a in that split
-(DeepfakeBench, Appendix A.3 "FaceForensics++").
+(DeepfakeBench, Appendix A.3 "FaceForensics++"). The official split files ship with this package
+(``faceforensics_splits/``, MIT, from the FaceForensics repository) and are used when the
+dataset folder has none.
 
 DFD (no official split; derived identity-disjoint by actor, see ``DFDOptions``)::
 
@@ -19,6 +21,7 @@ DFD (no official split; derived identity-disjoint by actor, see ``DFDOptions``):
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -37,13 +40,19 @@ from fairforensics.preprocessing.datasets.base import (
 from fairforensics.preprocessing.video import VIDEO_SUFFIXES
 
 FF_METHODS = ["Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures", "FaceShifter"]
+#: the official split files, shipped with the package (MIT; see the folder's README and LICENSE)
+OFFICIAL_SPLITS = Path(__file__).resolve().parent / "faceforensics_splits"
+SPLITS = ("train", "val", "test")
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class FFOptions:
     compression: Literal["raw", "c23", "c40"] = "c23"
     methods: list[str] = field(default_factory=lambda: list(FF_METHODS))
-    splits_dir: str = "splits"  # relative to the dataset root, or absolute
+    # relative to the dataset root, or absolute; the default "splits" falls back to the official
+    # files shipped with the package when the dataset folder has none
+    splits_dir: str = "splits"
     masks: bool = True
     real_source: str = "youtube"
 
@@ -57,13 +66,76 @@ def _read_pairs(path: Path) -> list[tuple[str, str]]:
     return [(a, b) for a, b in data]
 
 
+def _splits_folder(root: Path, opts: FFOptions) -> tuple[Path, str]:
+    """The folder of the split files and how the splits were made (for ``split_info``)."""
+    splits_dir = Path(opts.splits_dir)
+    splits_dir = splits_dir if splits_dir.is_absolute() else root / splits_dir
+    present = [s for s in SPLITS if (splits_dir / f"{s}.json").is_file()]
+    if len(present) == len(SPLITS):
+        return splits_dir, "official"
+    missing = ", ".join(f"{s}.json" for s in SPLITS if s not in present)
+    if present or opts.splits_dir != FFOptions.splits_dir:
+        raise DatasetLayoutError(
+            f"{splits_dir}: FaceForensics++ split file(s) {missing} not found; the official "
+            "files ship with fairforensics and are used when dataset.options.splits_dir is "
+            "left at 'splits' and the dataset folder has no split files"
+        )
+    log.info("%s: no split files; the official ones shipped with fairforensics are used", root)
+    return OFFICIAL_SPLITS, "official (the FaceForensics++ split files shipped with fairforensics)"
+
+
+def _method_folders(root: Path, opts: FFOptions) -> list[tuple[str, Path]]:
+    """``(method, videos folder)`` of every method; a partial download is one error naming
+    ``dataset.options.methods`` and the methods that are there."""
+    folders = [
+        (m, root / "manipulated_sequences" / m / opts.compression / "videos") for m in opts.methods
+    ]
+    missing = [m for m, vdir in folders if not vdir.is_dir()]
+    if missing:
+        present = [m for m, vdir in folders if vdir.is_dir()]
+        raise DatasetLayoutError(
+            f"{root / 'manipulated_sequences'}: no {opts.compression} videos folder "
+            f"(<method>/{opts.compression}/videos) for {', '.join(missing)}; to preprocess only "
+            "the methods downloaded, set dataset.options.methods, e.g. "
+            f'--set "dataset.options.methods=[{", ".join(present)}]"'
+        )
+    return folders
+
+
+def _masks_folders(listing: Listing, root: Path, opts: FFOptions) -> dict[str, Path | None]:
+    """The masks folder of every method (``masks: true``); none at all is an error, a method
+    without one is a warning recorded in the listing's problems."""
+    if not opts.masks:
+        return dict.fromkeys(opts.methods)
+    folders = {m: root / "manipulated_sequences" / m / "masks" / "videos" for m in opts.methods}
+    absent = [m for m, mdir in folders.items() if not mdir.is_dir()]
+    if absent and len(absent) == len(folders):
+        raise DatasetLayoutError(_masks_missing(root / "manipulated_sequences", absent))
+    for method in absent:
+        listing.problem(
+            folders[method],
+            f"masks: true but this folder is missing; {method}'s fakes get no masks (download "
+            "them with the FaceForensics++ script's -t masks, or set dataset.options.masks: false)",
+        )
+        folders[method] = None
+    return folders
+
+
+def _masks_missing(base: Path, methods: list[str]) -> str:
+    """The error for ``masks: true`` when no method has a ``masks/videos`` folder."""
+    return (
+        f"{base}: masks: true but no masks folder (<method>/masks/videos) for "
+        f"{', '.join(methods)}; download them (the FaceForensics++ download script's -t masks) "
+        "or preprocess without masks: --set dataset.options.masks=false"
+    )
+
+
 @register_dataset("faceforensics", FFOptions)
 def list_faceforensics(root: Path, opts: FFOptions) -> Listing:
     """Real and fake videos of FF++ with the official train/val/test split."""
-    splits_dir = Path(opts.splits_dir)
-    splits_dir = splits_dir if splits_dir.is_absolute() else root / splits_dir
+    splits_dir, how = _splits_folder(root, opts)
     split_of: dict[str, str] = {}
-    for split in ("train", "val", "test"):
+    for split in SPLITS:
         for a, b in _read_pairs(splits_dir / f"{split}.json"):
             for vid in (a, b, f"{a}_{b}", f"{b}_{a}"):
                 if vid in split_of and split_of[vid] != split:
@@ -72,18 +144,13 @@ def list_faceforensics(root: Path, opts: FFOptions) -> Listing:
                     )
                 split_of[vid] = split
     listing = Listing(task="deepfake", items=[], methods=["real", *opts.methods])
-    listing.split_info = {s: "official" for s in ("train", "val", "test")}
+    listing.split_info = dict.fromkeys(SPLITS, how)
     real_dir = root / "original_sequences" / opts.real_source / opts.compression / "videos"
     if not real_dir.is_dir():
         raise DatasetLayoutError(f"{real_dir}: FaceForensics++ real videos folder not found")
-    folders = [("real", 0, real_dir, None)]
-    for method in opts.methods:
-        base = root / "manipulated_sequences" / method
-        vdir = base / opts.compression / "videos"
-        if not vdir.is_dir():
-            raise DatasetLayoutError(f"{vdir}: videos folder of method {method!r} not found")
-        mdir = base / "masks" / "videos" if opts.masks else None
-        folders.append((method, 1, vdir, mdir))
+    videos = _method_folders(root, opts)
+    masks = _masks_folders(listing, root, opts)
+    folders = [("real", 0, real_dir, None), *((m, 1, v, masks[m]) for m, v in videos)]
     for method, label, vdir, mdir in folders:
         for path in files_under(vdir, VIDEO_SUFFIXES):
             vid = path.stem
@@ -96,7 +163,7 @@ def list_faceforensics(root: Path, opts: FFOptions) -> Listing:
                 cand = mdir / path.name
                 if cand.is_file():
                     mask = cand
-                elif mdir.is_dir():
+                else:
                     listing.problem(path, f"no mask video {cand}; frames without masks")
             listing.items.append(
                 SourceItem(
@@ -134,6 +201,10 @@ def list_dfd(root: Path, opts: DFDOptions) -> Listing:
     for d in (real_dir, fake_dir):
         if not d.is_dir():
             raise DatasetLayoutError(f"{d}: DFD videos folder not found")
+    if opts.masks and not (fake_base / "masks" / "videos").is_dir():
+        raise DatasetLayoutError(
+            _masks_missing(root / "manipulated_sequences", ["DeepFakeDetection"])
+        )
     how = ", ".join(f"{k} {v:g}" for k, v in opts.ratios.items())
     listing = Listing(task="deepfake", items=[], methods=["real", "DeepFakeDetection"])
     listing.split_info = {
