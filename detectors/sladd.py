@@ -2,7 +2,8 @@
 Generalizations for Deepfake Detection", CVPR 2022), as in DeepfakeBench v2
 (``training/detectors/sladd_detector.py``, ``utils/sladd_api.py``).
 
-Training sees real/fake pairs (``pairs``, with ``landmarks`` and ``mask``). For every pair the
+Training sees real/fake pairs whose real face is drawn at random, as DeepfakeBench's
+``pairDataset`` draws it (``pairs`` + ``random_pairs``, with ``landmarks`` and ``mask``). For every pair the
 real and the fake swap places with probability 0.5; then an adversarial **synthesiser** (an
 Xception with a 6-channel stem on the pair, dropout 0.5 and three heads) samples a forgery
 region (10-way softmax), a blending type (4-way softmax) and reads a magnitude (sigmoid), and
@@ -27,8 +28,7 @@ differentiable); the trainer gives the synthesiser its own parameter group
 Variants (``model.variant``). ``deepfakebench`` (default) keeps DeepfakeBench's magnitude loss,
 which broadcasts the [N, 1] predictions against the [N] targets (every prediction is regressed
 on every type-2 target of the batch); ``paper`` regresses each type-2 image's magnitude on its
-own target. DeepfakeBench draws the real face of a pair at random; our ``pairs`` take it from the
-fake's source video where possible.
+own target.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class SLADD(XceptionSLADDBase):
     synthesiser (an Xception of its own)."""
 
     Config = SLADDConfig
-    requires = frozenset({"pairs", "landmarks", "mask"})
+    requires = frozenset({"pairs", "random_pairs", "landmarks", "mask"})
     deepfakebench_name = "sladd"
 
     def __init__(self, cfg: SLADDConfig) -> None:

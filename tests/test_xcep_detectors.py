@@ -343,7 +343,7 @@ def test_i2g_blends_come_with_their_masks(tiny: Path) -> None:
 
 RECIPES = {  # detector -> (batch keys, resolution, samples of the pipeline batch)
     "pcl_xception": ({"blend:i2g", "mask"}, 64, 2),
-    "sladd": ({"pairs", "landmarks", "mask"}, 64, 2),
+    "sladd": ({"pairs", "random_pairs", "landmarks", "mask"}, 64, 2),
 }
 
 
