@@ -98,6 +98,7 @@ class Detector(nn.Module):
     test_input_size: ClassVar[int] = 64
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
+    late_params: ClassVar[frozenset[str]] = frozenset()
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
     deepfakebench_name: ClassVar[str | None] = None
 

@@ -86,18 +86,28 @@ class HighPassIDCT(nn.Module):
         self.cutoff = cutoff
 
     @torch.no_grad()
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
-        h, w = image.shape[-2:]
+    def gray(self, image: torch.Tensor) -> torch.Tensor:
+        """[B, H, W] grey levels of the uint8 image behind ``image``, as OpenCV 4 computes them
+        (``COLOR_RGB2GRAY``: 14-bit fixed-point weights; DeepfakeBench pins opencv-python 4.6;
+        OpenCV 5 uses 15-bit weights, one level apart on about 0.03 % of pixels)."""
         rgb = torch.round((image.float() * self.std + self.mean) * 255).clamp(0, 255)
         weights = torch.tensor(_GRAY_WEIGHTS, device=image.device, dtype=torch.float32)
         gray = torch.einsum("bchw,c->bhw", rgb, weights) + 2 ** (_GRAY_SHIFT - 1)
-        gray = torch.floor(gray / 2**_GRAY_SHIFT)  # exact: every value is an integer < 2**24
-        dh = _dct_matrix(h).to(image.device, torch.float32)
-        dw = _dct_matrix(w).to(image.device, torch.float32)
-        rows = torch.arange(h, device=image.device)[:, None] * (w / h)
-        keep = (rows + torch.arange(w, device=image.device)[None, :]) >= self.cutoff * w
-        coeffs = dh @ gray @ dw.T * keep
+        return torch.floor(gray / 2**_GRAY_SHIFT)  # exact: every value is an integer < 2**24
+
+    @torch.no_grad()
+    def from_gray(self, gray: torch.Tensor) -> torch.Tensor:
+        """High-pass IDCT [B, 1, H, W] of grey images [B, H, W], scaled to about [-1, 1]."""
+        h, w = gray.shape[-2:]
+        dh = _dct_matrix(h).to(gray.device, torch.float32)
+        dw = _dct_matrix(w).to(gray.device, torch.float32)
+        rows = torch.arange(h, device=gray.device)[:, None] * (w / h)
+        keep = (rows + torch.arange(w, device=gray.device)[None, :]) >= self.cutoff * w
+        coeffs = dh @ gray.float() @ dw.T * keep
         return ((dh.T @ coeffs @ dw) / 255 - 0.5).div(0.5).unsqueeze(1)
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.from_gray(self.gray(image))
 
 
 class RFAM(nn.Module):

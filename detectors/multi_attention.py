@@ -176,7 +176,7 @@ def _gaussian_blur(x: torch.Tensor, size: int, sigma: float) -> torch.Tensor:
 @register_detector("multi_attention", family="Spatial")
 class MultiAttention(Detector):
     """EfficientNet-B4 + 4 attention maps, texture enhancement, attention pooling and an MLP
-    (19,222,982 parameters; ``base_head`` trains in the first phase only)."""
+    (18,645,556 parameters; ``base_head`` trains in the first phase only)."""
 
     Config = MultiAttentionConfig
     deepfakebench_name = "multi_attention"

@@ -74,7 +74,7 @@ class SIAConfig(DetectorConfig):
 
 @register_detector("sia", family="Spatial")
 class SIA(Detector):
-    """EfficientNet-B4 + three SAIA attentions + Linear(1792, 2) (17,569,002 parameters)."""
+    """EfficientNet-B4 + three SAIA attentions + Linear(1792, 2) (17,569,202 parameters)."""
 
     Config = SIAConfig
     deepfakebench_name = "sia"
