@@ -180,6 +180,7 @@ class MultiAttention(Detector):
 
     Config = MultiAttentionConfig
     deepfakebench_name = "multi_attention"
+    test_input_size = 32
 
     def __init__(self, cfg: MultiAttentionConfig) -> None:
         super().__init__(cfg)

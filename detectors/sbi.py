@@ -55,6 +55,7 @@ class SBI(Detector):
     Config = SBIConfig
     requires = frozenset({"blend:sbi_paper"})
     deepfakebench_name = "sbi"
+    test_input_size = 32
 
     def __init__(self, cfg: SBIConfig) -> None:
         super().__init__(cfg)

@@ -78,6 +78,7 @@ class SIA(Detector):
 
     Config = SIAConfig
     deepfakebench_name = "sia"
+    test_input_size = 32
 
     def __init__(self, cfg: SIAConfig) -> None:
         super().__init__(cfg)

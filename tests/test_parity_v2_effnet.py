@@ -38,7 +38,9 @@ def _close(ours: torch.Tensor, expected: dict) -> None:
 def _check_scores(out: dict[str, torch.Tensor], exp: dict, logits_key: str = "logits") -> None:
     ref = torch.tensor(exp["cls"], dtype=torch.float64)
     cls = out[logits_key].double()
-    assert torch.allclose(cls[:, 1] - cls[:, 0], ref[:, 1] - ref[:, 0], atol=ATOL, rtol=0)
+    gap = float(((cls[:, 1] - cls[:, 0]) - (ref[:, 1] - ref[:, 0])).abs().max())
+    print(f"max abs margin difference {gap:.1e}")  # shown by pytest -s (docs/detectors.md)
+    assert gap <= ATOL
     assert torch.allclose(out["prob"].double(), torch.tensor(exp["prob"]).double(), atol=ATOL)
     if ref.shape[1] > 2:  # SBI: every centred logit of its three classes
         centred = cls - cls.mean(dim=1, keepdim=True)
