@@ -107,7 +107,8 @@ class HighPassIDCT(nn.Module):
         return ((dh.T @ coeffs @ dw) / 255 - 0.5).div(0.5).unsqueeze(1)
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
-        return self.from_gray(self.gray(image))
+        with torch.autocast(image.device.type, enabled=False):  # float32 DCTs under AMP too
+            return self.from_gray(self.gray(image))
 
 
 class RFAM(nn.Module):

@@ -101,14 +101,19 @@ class MultiAttentionConfig(DetectorConfig):
             raise ValueError("feature_layer must come before attention_layer")
 
 
+def border_mask() -> torch.Tensor:
+    """DeepfakeBench's constant [1, 1, 24, 24] mask: 0 on a 2-pixel border, 1 inside."""
+    mask = torch.zeros(1, 1, 24, 24)
+    mask[0, 0, 2:-2, 2:-2] = 1
+    return mask
+
+
 class AttentionMap(nn.Module):
     """M attention maps from deep features: conv-BN-ReLU, 1x1 conv-BN, ELU + 1, border mask."""
 
     def __init__(self, channels: int, num: int) -> None:
         super().__init__()
-        mask = torch.zeros(1, 1, 24, 24)
-        mask[0, 0, 2:-2, 2:-2] = 1
-        self.register_buffer("mask", mask, persistent=False)  # DeepfakeBench's constant
+        self.register_buffer("mask", border_mask(), persistent=False)
         self.conv_extract = nn.Conv2d(channels, channels, 3, padding=1)
         self.bn1 = nn.BatchNorm2d(channels)
         self.conv2 = nn.Conv2d(channels, num, 1, bias=False)
@@ -320,7 +325,7 @@ class MultiAttention(Detector):
         whose mask differs is refused). DeepfakeBench checkpoints hold neither the phase nor the
         RIL centres: the model is taken as trained through both phases, with centres at 0."""
         mask = state_dict.get("attention_generation.mask")
-        if mask is not None and not torch.equal(mask, self.attention_generation.mask.cpu()):
+        if mask is not None and not torch.equal(mask.cpu(), border_mask()):
             raise KeyError("attention_generation.mask is not DeepfakeBench's border mask")
         rules = backbone_rules("backbone.", "backbone.") | {"backbone.last_layer.": "base_head."}
         for name in ("attention_generation", "texture_enhance", "projection_local"):
@@ -331,5 +336,5 @@ class MultiAttention(Detector):
         }
         mapped = remap(state_dict, rules, drop=["attention_generation.mask"])
         mapped["mat_active"] = torch.tensor(True)
-        mapped["ril_centers"] = torch.zeros_like(self.ril_centers)
+        mapped["ril_centers"] = torch.zeros(tuple(self.ril_centers.shape))
         return mapped

@@ -14,14 +14,17 @@ import numpy as np
 import pytest
 import torch
 
-from fairforensics.detectors import build_detector
+from fairforensics.detectors import build_detector, read_checkpoint
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.dfb_efficientnet import build_efficientnet_b4, flat_blocks
 from fairforensics.detectors.efficientnet import efficientnet_b4_rules
 from fairforensics.detectors.lrl import HighPassIDCT, LocalRelation
+from fairforensics.evaluation.runs import load_run
 from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
 from fairforensics.preprocessing.index import read_index
+from fairforensics.training.config import load_train_config
 from fairforensics.training.step import TrainStep
+from fairforensics.training.trainer import Trainer
 from tests.test_train_utils import make_index
 from tests.testdata import CELEBRITIES
 
@@ -240,3 +243,32 @@ def test_training_steps_lower_the_loss(tmp_path: Path, name: str, size: int, ove
     assert after < before
     if name == "multi_attention":  # the multi-attention phase: AGDA, RIL and a moving centre
         assert float(model.ril_centers.abs().sum()) > 0
+
+
+@pytest.mark.slow
+def test_multi_attention_switches_phase_in_the_trainer(tmp_path: Path) -> None:
+    """Epoch 0 trains the plain EfficientNet head, epoch 1 the multi-attention head; the saved
+    run scores with the head it trained last."""
+    make_index(tmp_path / "data", "tiny", n_real=2, n_fake=2, frames=2, size=32)
+    sets = {
+        "data.data_root": str(tmp_path / "data"),
+        "data.train_data": "[tiny]",
+        "data.val_data": "[tiny]",
+        "data.num_workers": 0,
+        "model.backbone_epochs": 1,
+        "train.epochs": 2,
+        "train.batch_size": 4,
+        "train.resolution": 32,
+        "train.frame_num": 2,
+        "train.test_frame_num": 2,
+        "train.augment.enabled": "false",
+        "output_dir": str(tmp_path / "runs"),
+    }
+    cfg = load_train_config("multi_attention", overrides=[f"{k}={v}" for k, v in sets.items()])
+    run = Trainer(cfg).fit()
+    last = read_checkpoint(run / "checkpoints" / "last.pt")["model"]
+    assert bool(last["mat_active"]) and float(last["ril_centers"].abs().sum()) > 0
+    detector, _ = load_run(run, "last")
+    with torch.no_grad():
+        out = detector({"image": torch.zeros(2, 3, 32, 32), "label": torch.tensor([0, 1])})
+    assert "attentions" in out

@@ -12,6 +12,7 @@ compared bit for bit with the manifest.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -35,11 +36,13 @@ def _close(ours: torch.Tensor, expected: dict) -> None:
         assert abs(got - want) <= 1e-4 * max(norm, 1.0)
 
 
-def _check_scores(out: dict[str, torch.Tensor], exp: dict, logits_key: str = "logits") -> None:
+def _check_scores(
+    what: str, out: dict[str, torch.Tensor], exp: dict, logits_key: str = "logits"
+) -> None:
     ref = torch.tensor(exp["cls"], dtype=torch.float64)
     cls = out[logits_key].double()
     gap = float(((cls[:, 1] - cls[:, 0]) - (ref[:, 1] - ref[:, 0])).abs().max())
-    print(f"max abs margin difference {gap:.1e}")  # shown by pytest -s (docs/detectors.md)
+    print(f"{what}: max abs margin difference {gap:.1e}")  # pytest -s shows it (docs/detectors.md)
     assert gap <= ATOL
     assert torch.allclose(out["prob"].double(), torch.tensor(exp["prob"]).double(), atol=ATOL)
     if ref.shape[1] > 2:  # SBI: every centred logit of its three classes
@@ -47,11 +50,14 @@ def _check_scores(out: dict[str, torch.Tensor], exp: dict, logits_key: str = "lo
         assert torch.allclose(centred, ref - ref.mean(dim=1, keepdim=True), atol=ATOL, rtol=0)
 
 
-def _run(name: str, **overrides) -> tuple[dict, dict[str, torch.Tensor], torch.nn.Module]:
-    """(manifest, our eval outputs, the model) after the strict DeepfakeBench import; also checks
-    that the key map refuses a key that is neither mapped nor known to be unused."""
+def _run(name: str, tmp_path: Path) -> tuple[dict, dict[str, torch.Tensor], torch.nn.Module]:
+    """(manifest, our eval outputs, the model) after the strict DeepfakeBench import of a
+    checkpoint file (``pretrained: FILE``, as a user loads one); also checks that the key map
+    refuses a key that is neither mapped nor known to be unused."""
     manifest, state, x, extra = load_fixture_v2(name)
-    model = build_detector(name, pretrained=False, **overrides)
+    path = tmp_path / f"{name}.pth"
+    torch.save({f"module.{k}": v for k, v in state.items()}, path)  # DDP-trained, as DFB saves
+    model = build_detector(name, pretrained=str(path))
     assert model.deepfakebench_name == manifest["deepfakebench"]["model_name"]
     assert (list(model.cfg.mean), list(model.cfg.std)) == (
         manifest["inputs"]["mean"],
@@ -59,7 +65,6 @@ def _run(name: str, **overrides) -> tuple[dict, dict[str, torch.Tensor], torch.n
     )
     with pytest.raises(KeyError, match="extra_branch.weight"):
         model.map_deepfakebench_state_dict({**state, "extra_branch.weight": torch.zeros(1)})
-    load_weights(model, {f"module.{k}": v for k, v in state.items()}, f"{name} fixture")
     with torch.no_grad():
         out = model.eval()({"image": x, "label": LABEL, **extra})
     return manifest, out, model
@@ -71,19 +76,19 @@ def _same_bits(tensor: torch.Tensor, ref: dict) -> bool:
 
 
 @pytest.mark.extended
-def test_sbi_parity() -> None:
-    manifest, out, _ = _run("sbi")
+def test_sbi_parity(tmp_path: Path) -> None:
+    manifest, out, _ = _run("sbi", tmp_path)
     exp = manifest["expected"]
-    _check_scores(out, exp, "class_logits")
+    _check_scores("sbi", out, exp, "class_logits")
     two_way = torch.softmax(out["logits"].double(), dim=1)[:, 1]  # our [B, 2] logits, same prob
     assert torch.allclose(two_way, torch.tensor(exp["prob"]).double(), atol=ATOL)
     _close(out["feature_map"], exp["feat"])
 
 
 @pytest.mark.extended
-def test_sia_parity_and_its_constant_kernels() -> None:
-    manifest, out, _ = _run("sia")
-    _check_scores(out, manifest["expected"])
+def test_sia_parity_and_its_constant_kernels(tmp_path: Path) -> None:
+    manifest, out, _ = _run("sia", tmp_path)
+    _check_scores("sia", out, manifest["expected"])
     _close(out["feature_map"], manifest["expected"]["feat"])
     fixed = manifest["fixed"]
     for key, ref in fixed.items():  # DeepfakeBench's frozen kernels: ones and 9s
@@ -101,10 +106,10 @@ def test_sia_parity_and_its_constant_kernels() -> None:
 
 
 @pytest.mark.extended
-def test_multi_attention_parity_both_phases() -> None:
-    manifest, out, model = _run("multi_attention")
+def test_multi_attention_parity_both_phases(tmp_path: Path) -> None:
+    manifest, out, model = _run("multi_attention", tmp_path)
     exp = manifest["expected"]
-    _check_scores(out, exp)  # DeepfakeBench's multi-attention path
+    _check_scores("multi_attention", out, exp)  # DeepfakeBench's multi-attention path
     _close(out["feature_map"], exp["feat"])
     _close(out["attentions"], exp["attentions"])
     _close(out["feature_maps_d"], exp["feature_maps_d"])
@@ -117,15 +122,15 @@ def test_multi_attention_parity_both_phases() -> None:
     load_weights(fresh, state, "multi_attention fixture")
     with torch.no_grad():
         out = fresh.eval()({"image": x, "label": LABEL})
-    _check_scores(out, first)  # what a freshly loaded DeepfakeBench model returns
+    _check_scores("multi_attention, first phase", out, first)  # a freshly loaded DFB model
     _close(out["feature_map"], first["feat"])
 
 
 @pytest.mark.extended
-def test_lrl_parity() -> None:
-    manifest, out, _ = _run("lrl")
+def test_lrl_parity(tmp_path: Path) -> None:
+    manifest, out, _ = _run("lrl", tmp_path)
     exp = manifest["expected"]
-    _check_scores(out, exp)
+    _check_scores("lrl", out, exp)
     _close(out["feature_map"], exp["feat"])
     _close(out["mask_pred"], exp["mask_pred"])
     _close(out["sim"], exp["sim"])

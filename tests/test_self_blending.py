@@ -102,3 +102,18 @@ def test_training_set_pairs_each_real_frame_with_its_blend(tmp_path: Path) -> No
     assert batch["image"].shape == (8, 3, 64, 64) and batch["_skipped"] == []
     again = collate([ds[i] for i in range(len(ds))])
     assert (again["image"] == batch["image"]).all()  # seeded by (seed, epoch, index)
+
+
+def test_a_frame_that_cannot_be_blended_is_logged_and_skipped(tmp_path: Path, caplog) -> None:
+    path = make_index(tmp_path, n_real=1, n_fake=1, frames=2, size=64, splits=("train",))
+    index = read_index(path)
+    real = next(v for v in index.videos if v.label == 0)
+    np.save(index.resolve(real.landmarks[0]), np.full((68, 2), -500.0, np.float32))  # off-image
+    ds = FrameDataset(
+        [index], "train", frame_num=2, resolution=64, requires={"blend:sbi_paper"}, train=True
+    )
+    with caplog.at_level("WARNING"):
+        first, second = ds[0], ds[1]
+    assert len(first) == 1 and first[0]["label"] == 0  # the real frame stays, without a fake
+    assert [s["label"] for s in second] == [0, 1]
+    assert "no sbi_paper blend of frame 0" in caplog.text and "empty" in caplog.text
