@@ -9,7 +9,7 @@ b2``) go through the texture-enhancement block (local average removed, a dense b
 attention pooling gives the textural matrix P (L2-normalised rows) and, with the summed attention,
 a global vector G of the head's 1792-channel map; two projections and an MLP classify [P, G].
 
-Training, as DeepfakeBench and the paper do it:
+Training, as DeepfakeBench does it (its code follows the authors'):
 
 - **Two phases.** For the first ``backbone_epochs`` epochs (DeepfakeBench: 10) only the plain
   EfficientNet-B4 is trained, cross-entropy on its own linear head (``base_head``); from then on the

@@ -11,8 +11,8 @@ the dataset are not used. The loss is cross-entropy.
 Variants (``variant``): ``deepfakebench`` (the default) has DeepfakeBench's 3-way head (``sbi.yaml``
 sets ``num_classes: 3`` while labels are 0/1), ImageNet mean/std and 256 px; ``prob`` is the softmax
 probability of class 1 of 3, as DeepfakeBench computes it, and ``logits`` is the 2-way pair
-``[logsumexp(z0, z2), z1]`` with the same softmax probability. ``paper``: the authors' 2-way head at
-380 px (configs/detectors/paper/sbi.yaml).
+``[logsumexp(z0, z2), z1]`` with the same softmax probability. ``paper``: the authors' 2-way head
+(their ``src/train_sbi.py``: 380 px, inputs in [0, 1]; configs/detectors/paper/sbi.yaml).
 """
 
 from __future__ import annotations

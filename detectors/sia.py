@@ -7,7 +7,7 @@ next channels measure how informative each position is; a spatial gate ``1 + sig
 and a channel gate ``1 + mean(-log(exp(-a / 2 mean(a)) + 0.1))`` rescale the features. Two
 residual paths carry the first attention map forward (1x1 conv + BN + ReLU, adaptive max pooling
 to the later resolution). Then the remaining blocks, the head (+ Swish) and a linear 2-way layer on
-the pooled 1792-d features; cross-entropy loss (DeepfakeBench's; the paper trains the same way).
+the pooled 1792-d features; cross-entropy loss (DeepfakeBench's).
 
 SAIA normalises by the mean over the **whole batch tensor**, as DeepfakeBench does, so a sample's
 score depends on the other samples of its batch (DeepfakeBench's behaviour; documented in
