@@ -47,5 +47,5 @@ demo: $(STAMP)
 	@echo "demo outputs:"
 	@echo "  dataset index   $(DEMO)/processed/demo.json"
 	@echo "  training run    $(DEMO)/runs/meso4-demo  (tensorboard --logdir $(DEMO)/runs)"
-	@echo "  evaluation      $(DEMO)/eval/report.html"
+	@echo "  evaluation      $(DEMO)/eval/report.html  (with the fairness section)"
 	@echo "  fairness        $(DEMO)/fairness"

@@ -13,7 +13,10 @@ data pipeline and returns at least::
 Video detectors (``input_kind = "clip"``, config :class:`ClipDetectorConfig`) take clips of
 ``clip_size`` consecutive frames: ``image`` is float [B, T, 3, H, W] and every output is one per clip
 (``logits`` [B, 2], ``prob`` [B]); a model that has a single logit ``z`` returns ``logits = [0, z]``,
-whose softmax probability of class 1 is ``sigmoid(z)``.
+whose softmax probability of class 1 is ``sigmoid(z)``. The trainer gives them clips
+(``preprocessing.frames.FrameDataset`` with ``clip_size``); per-frame keys gain the time axis
+(``landmarks`` [B, T, 68, 2], ``mask`` [B, T, 1, H, W]), and ``blend:<name>``/``pairs`` are not
+available for clips.
 
 Batch keys. Always present: ``image`` float [B, 3, H, W] (video detectors: [B, T, 3, H, W]), already
 normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A detector lists what else it needs in
@@ -27,6 +30,7 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
+``random_pairs``   with ``pairs``: each fake's real partner drawn at random (PG-FDD)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
                    generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``sbi_paper``); their targets
                    come as ``xray`` float [B, 1, H, W] where the generator makes one
@@ -39,6 +43,7 @@ Every batch also carries ``video_id``, ``method``, ``dataset`` (lists of str) an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -84,11 +89,19 @@ class Detector(nn.Module):
     - ``family``: the leaderboard's detector type (paper 002, Table 1: ``Naive``, ``Spatial``,
       ``Frequency``; ``PAD`` for paper 001's detectors); set it with
       ``@register_detector(name, family=...)``.
-    - ``test_input_size``: the input size the shared contract tests build the detector at.
+    - ``test_input_size``: the input size the shared contract tests build the detector at;
+      ``test_config``: other model config values they build it with (small widths for the
+      large transformers, so that the suite stays fast; the contract does not depend on width).
     - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
+    - :meth:`configure_from_attributes`: config values from the training videos' attributes
+      (PG-FDD's demographic groups).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
+    - :meth:`set_schedule`: called by the trainer once, before training, with the batches per
+      epoch and the number of epochs (losses on a step schedule, e.g. UIA-ViT's).
+    - ``late_params``: parameters the loss reaches only after a warm-up phase (UIA-ViT's
+      ``c_*`` from its second epoch); the contract tests do not expect their gradient at step 1.
     """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
@@ -96,6 +109,7 @@ class Detector(nn.Module):
     name: ClassVar[str] = ""
     family: ClassVar[str] = "Other"
     test_input_size: ClassVar[int] = 64
+    test_config: ClassVar[dict[str, Any]] = {}
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
     late_params: ClassVar[frozenset[str]] = frozenset()
@@ -118,8 +132,25 @@ class Detector(nn.Module):
         """
         return model_cfg
 
+    @classmethod
+    def configure_from_attributes(
+        cls, model_cfg: dict[str, Any], videos: list[tuple[str, Mapping[str, str], int]]
+    ) -> dict[str, Any]:
+        """The ``model`` config completed from the training split's attributes (e.g. PG-FDD's
+        demographic groups and their sizes).
+
+        ``videos``: one ``(name, attributes, samples)`` per training video, ``samples`` being the
+        number of its frames the training split uses. The default returns ``model_cfg``
+        unchanged; values the user set must be kept.
+        """
+        return model_cfg
+
     def set_epoch(self, epoch: int) -> None:
         """Called by the trainer at the start of every epoch (0-based); a no-op by default."""
+
+    def set_schedule(self, steps_per_epoch: int, epochs: int) -> None:
+        """Called by the trainer before training: optimiser steps per epoch (per rank) and
+        epochs; a no-op by default."""
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError

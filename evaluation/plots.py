@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -182,6 +183,18 @@ def heatmaps(
     return save_figure(fig, stem)
 
 
+@contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """Drop the INFO records of a library's logger while the block runs."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(max(level, logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
 def read_scalars(
     log_dir: str | Path, pattern: str = r"(auc|ap|eer|acc|loss)"
 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -196,7 +209,8 @@ def read_scalars(
     series: dict[str, tuple[list[int], list[float]]] = {}
     for events_dir in sorted({p.parent for p in log_dir.rglob("events.out.tfevents.*")}):
         acc = EventAccumulator(str(events_dir), size_guidance={"scalars": 0})
-        acc.Reload()
+        with _quiet("tensorboard"):  # its INFO "No path found after ..." at every file's end
+            acc.Reload()
         prefix = events_dir.relative_to(log_dir).as_posix()
         for tag in acc.Tags().get("scalars", []):
             if regex.search(tag):

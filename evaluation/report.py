@@ -2,12 +2,16 @@
 
 Images are linked by paths relative to the report, so the folder can be moved or zipped as is.
 Other packages add their own sections as :class:`Section` (title plus HTML snippets, image
-paths or ``.html`` files whose body is embedded).
+paths or ``.html`` files whose body is embedded). Beside ``report.html`` lies
+``report.parts.json`` (its title, header and rendered sections), so that a later command can add
+or replace a section without redoing the evaluation (:func:`add_sections`; ``scripts/fairness.py``
+adds its tables to the report of the evaluation its predictions come from).
 """
 
 from __future__ import annotations
 
 import html
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fairforensics.evaluation.tables import Table
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import atomic_write_text, write_json
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"}
 _STYLE = """
@@ -49,6 +53,15 @@ def _as_section(section: Section | tuple) -> Section:
     return Section(str(title), [items] if isinstance(items, (str, Path, Table)) else list(items))
 
 
+def relative_to(path: str | Path, base: str | Path) -> str:
+    """``path`` relative to the folder ``base`` (POSIX), so a moved folder keeps its links;
+    absolute where no relative path exists (another drive on Windows)."""
+    try:
+        return Path(os.path.relpath(Path(path).resolve(), Path(base).resolve())).as_posix()
+    except ValueError:
+        return Path(path).resolve().as_posix()
+
+
 def _render_item(item: Table | str | Path, base: Path) -> str:
     if isinstance(item, Table):
         return item.to_html()
@@ -60,7 +73,7 @@ def _render_item(item: Table | str | Path, base: Path) -> str:
     if path is not None and path.suffix.lower() in IMAGE_SUFFIXES:
         if not path.is_file():
             raise FileNotFoundError(f"report: image {path} not found")
-        rel = Path(os.path.relpath(path.resolve(), base.resolve())).as_posix()
+        rel = relative_to(path, base)
         name = html.escape(path.stem)
         img = f'<img src="{html.escape(rel)}" alt="{name}">'
         return f"<figure>{img}<figcaption>{name}</figcaption></figure>"
@@ -78,6 +91,39 @@ def _render_item(item: Table | str | Path, base: Path) -> str:
     return str(item)
 
 
+def render_sections(sections: Sequence[Section | tuple], base: str | Path) -> list[dict[str, str]]:
+    """Each section as ``{"title", "html"}``; image links relative to the folder ``base``."""
+    parts = []
+    for sec in map(_as_section, sections):
+        body = [f"<p>{html.escape(sec.text)}</p>"] if sec.text else []
+        body.extend(_render_item(item, Path(base)) for item in sec.items)
+        parts.append({"title": sec.title, "html": "\n".join(body)})
+    return parts
+
+
+def _page(title: str, meta: dict[str, str], parts: Sequence[dict[str, str]]) -> str:
+    head = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        "<p class='meta'>"
+        + "<br>".join(f"<b>{html.escape(k)}</b>: {html.escape(v)}" for k, v in meta.items())
+        + "</p>",
+    ]
+    toc, body = [], []
+    for n, part in enumerate(parts):
+        anchor = f"s{n}"
+        toc.append(f"<li><a href='#{anchor}'>{html.escape(part['title'])}</a></li>")
+        body += [f"<h2 id='{anchor}'>{html.escape(part['title'])}</h2>", part["html"]]
+    return "\n".join([*head, "<ul>", *toc, "</ul>", *body, "</body></html>"])
+
+
+def _meta_text(meta: dict | None) -> dict[str, str]:
+    info = {str(k): str(v) for k, v in (meta or {}).items()}
+    info.setdefault("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    return info
+
+
 def render_report(
     title: str,
     sections: Sequence[Section | tuple],
@@ -85,32 +131,18 @@ def render_report(
     meta: dict | None = None,
 ) -> str:
     """The HTML text; image links are made relative to the folder ``base``."""
-    base = Path(base)
-    parts = [
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
-    ]
-    info = dict(meta or {})
-    info.setdefault("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    parts.append(
-        "<p class='meta'>"
-        + "<br>".join(
-            f"<b>{html.escape(str(k))}</b>: {html.escape(str(v))}" for k, v in info.items()
-        )
-        + "</p>"
-    )
-    toc = []
-    body = []
-    for n, sec in enumerate(map(_as_section, sections)):
-        anchor = f"s{n}"
-        toc.append(f"<li><a href='#{anchor}'>{html.escape(sec.title)}</a></li>")
-        body.append(f"<h2 id='{anchor}'>{html.escape(sec.title)}</h2>")
-        if sec.text:
-            body.append(f"<p>{html.escape(sec.text)}</p>")
-        body.extend(_render_item(item, base) for item in sec.items)
-    parts += ["<ul>", *toc, "</ul>", *body, "</body></html>"]
-    return "\n".join(parts)
+    return _page(title, _meta_text(meta), render_sections(sections, base))
+
+
+def parts_path(report: str | Path) -> Path:
+    """``report.parts.json`` beside ``report.html``: what :func:`add_sections` re-renders from."""
+    report = Path(report)
+    return report.with_name(report.stem + ".parts.json")
+
+
+def _write(path: Path, title: str, meta: dict[str, str], parts: list[dict[str, str]]) -> None:
+    write_json(parts_path(path), {"title": title, "meta": meta, "sections": parts})
+    atomic_write_text(path, _page(title, meta, parts))
 
 
 def write_report(
@@ -124,5 +156,28 @@ def write_report(
     ``(title, [html or image paths])``) come after the evaluation's own sections."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, render_report(title, [*sections, *extra_sections], path.parent, meta))
+    parts = render_sections([*sections, *extra_sections], path.parent)
+    _write(path, title, _meta_text(meta), parts)
+    return path
+
+
+def add_sections(path: str | Path, sections: Sequence[Section | tuple]) -> Path:
+    """Add ``sections`` to the report at ``path`` (one with the same title is replaced in place),
+    re-rendered from its ``report.parts.json``; links stay relative to the report's folder."""
+    path = Path(path)
+    try:
+        saved = json.loads(parts_path(path).read_text(encoding="utf-8"))
+        title, meta, parts = saved["title"], saved["meta"], list(saved["sections"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{path}: cannot add a section, {parts_path(path).name} is missing or unreadable "
+            f"({type(exc).__name__}); write the report again (scripts/test.py) first"
+        ) from None
+    for part in render_sections(sections, path.parent):
+        at = [n for n, old in enumerate(parts) if old["title"] == part["title"]]
+        if at:
+            parts[at[0]] = part
+        else:
+            parts.append(part)
+    _write(path, title, meta, parts)
     return path

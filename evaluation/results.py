@@ -3,7 +3,8 @@
 An evaluation folder holds::
 
     eval.json                 detector, weights, training data, test sets, settings
-    predictions/<set>.csv     one row per frame (the input of everything below)
+    predictions/<set>.csv     one row per frame, or per clip for a video detector (the input
+                              of everything below; its "frame" level is then the clip level)
     metrics/<set>.json        frame- and video-level metrics with bootstrap intervals
     tables/<level>_<metric>.{csv,md,json}   Table 3 layout (paper 002), one per metric
     tables/<level>_summary.{csv,md,json}    every metric with its 95% interval, per test set
@@ -19,6 +20,7 @@ the cross-manipulation heat maps.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
@@ -34,10 +36,10 @@ from fairforensics.evaluation.predictions import (
     write_predictions,
 )
 from fairforensics.evaluation.report import Section, write_report
-from fairforensics.evaluation.scoring import evaluate_levels, video_codes
+from fairforensics.evaluation.scoring import evaluate_levels, level_label, video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
-from fairforensics.preprocessing.files import write_json
+from fairforensics.preprocessing.files import jsonable, write_json
 
 log = logging.getLogger(__name__)
 
@@ -47,26 +49,52 @@ def slug(name: str) -> str:
 
 
 def _summary_table(
-    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str]
+    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str], label: str
 ) -> Table:
-    """Rows test sets; per metric the value and its interval bounds."""
+    """Rows test sets; per metric the value and its interval bounds; ``notes`` says why an
+    interval is undefined (or how many bootstrap replicates were left out)."""
     columns = ["test_data", "n_real", "n_fake"]
     for m in metrics:
         columns += [m, f"{m}_low", f"{m}_high"]
+    columns.append("notes")
     rows = []
     for name, levels in per_set.items():
         res = levels[level]
         row: list[Any] = [name, res["n_real"], res["n_fake"]]
         for m in metrics:
-            low, high = res.get("ci", {}).get(m, [float("nan"), float("nan")])
+            low, high = res.get("ci", {}).get(m, [None, None])
             row += [res["metrics"][m], low, high]
+        row.append(_interval_notes(res.get("ci_notes", {}), metrics))
         rows.append(row)
     ci = (
         f", {res.get('confidence', 0.95):.0%} bootstrap interval over videos"
         if rows and "ci" in res
         else ""
     )
-    return Table(columns, rows, title=f"{level}-level metrics{ci}")
+    return Table(columns, rows, title=f"{label}-level metrics{ci}")
+
+
+def _interval_notes(notes: Mapping[str, str], metrics: Sequence[str]) -> str:
+    """``"auc, ap interval: <reason>; ..."`` for the ``metrics`` that have a note."""
+    by_reason: dict[str, list[str]] = {}
+    for m in metrics:
+        if notes.get(m):
+            by_reason.setdefault(notes[m], []).append(m)
+    return "; ".join(f"{', '.join(ms)} interval: {why}" for why, ms in by_reason.items())
+
+
+def _log_interval_notes(per_set: Mapping[str, Mapping[str, Any]], metrics: Sequence[str]) -> None:
+    """One warning for the whole evaluation naming the undefined intervals (not one per metric)."""
+    parts = []
+    for name, levels in per_set.items():
+        for level, res in levels.items():
+            text = _interval_notes(res.get("ci_notes", {}), metrics)
+            if text:
+                parts.append(f"{name} {level}: {text}")
+    if parts:
+        log.warning(
+            "bootstrap intervals: %s (see the notes column of tables/*_summary)", " | ".join(parts)
+        )
 
 
 def evaluate_prediction_files(
@@ -79,10 +107,13 @@ def evaluate_prediction_files(
     extra_sections: Sequence[Section | tuple] = (),
     skipped: Sequence[Mapping[str, str]] = (),
     tensorboard_dir: str | Path | None = None,
+    scores: str = "prob",
 ) -> dict[str, Any]:
     """Metrics, tables, figures and report of ``{test set: predictions CSV}``; returns the metrics.
 
     The predictions are copied to ``out_dir/predictions/`` so the folder can join a leaderboard.
+    ``scores="logits"``: the files hold logits (the sigmoid is applied; the copies hold the
+    probabilities, so they cannot be the input files themselves).
     ``tensorboard_dir``: the run's logs, drawn as metric-vs-step curves when present.
 
     An unreadable predictions file, or one that cannot be scored, is logged, listed in
@@ -93,8 +124,14 @@ def evaluate_prediction_files(
     per_set: dict[str, dict[str, Any]] = {}
     preds = {}
     for name, path in pred_files.items():
+        own = out / "predictions" / f"{slug(name)}.csv"
+        if scores != "prob" and Path(path).resolve() == own.resolve():
+            raise ValueError(
+                f"{path}: reading its {scores} would overwrite it with probabilities; "
+                "pass an output folder that does not hold the input files"
+            )
         try:
-            pred = read_predictions(path)
+            pred = read_predictions(path, scores=scores)
             per_set[name] = evaluate_levels(
                 pred,
                 cfg.levels,
@@ -110,7 +147,6 @@ def evaluate_prediction_files(
             skipped.append({"test_data": name, "reason": str(exc)})
             continue
         preds[name] = pred
-        own = out / "predictions" / f"{slug(name)}.csv"
         if Path(path).resolve() != own.resolve():  # the folder keeps its inputs, for leaderboards
             own.parent.mkdir(parents=True, exist_ok=True)
             write_predictions(own, pred)
@@ -124,7 +160,9 @@ def evaluate_prediction_files(
         "train_data": train_data,
         "test_data": list(pred_files),
         **(meta or {}),
+        "threshold": cfg.threshold,
     }
+    info.setdefault("threshold_from", "the test settings (key threshold; default 0.5)")
     if skipped:  # named in eval.json and in the report's header
         info["skipped"] = [f"{s['test_data']}: {s['reason']}" for s in skipped]
     info["settings"] = config_to_dict(cfg)
@@ -132,21 +170,23 @@ def evaluate_prediction_files(
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if not per_set:
         raise ValueError("no test set could be evaluated; see manifest.json")
+    _log_interval_notes(per_set, cfg.metrics)
     sections: list[Section] = []
     for level in cfg.levels:
         results = [
             Result(detector, train_data, name, levels[level]["metrics"])
             for name, levels in per_set.items()
         ]
-        summary = _summary_table(per_set, level, cfg.metrics)
+        label = level_label(level, [p.row_unit for p in preds.values()])  # frame, clip, video
+        summary = _summary_table(per_set, level, cfg.metrics, label)
         summary.write(out / "tables" / f"{level}_summary")
         items: list[Table | Path] = [summary]
         for metric in cfg.metrics:
             table = leaderboard(results, metric)
-            table.title = f"{level}-level {table.title}"
+            table.title = f"{label}-level {table.title}"
             table.write(out / "tables" / f"{level}_{slug(metric)}")
         items.append(metric_table(results, cfg.metrics))
-        sections.append(Section(f"{level.capitalize()}-level metrics", items))
+        sections.append(Section(f"{label.capitalize()}-level metrics", items))
     if cfg.plots:
         sections.append(
             Section("Curves and score histograms", _figures(preds, out / "figures", cfg))
@@ -163,15 +203,32 @@ def evaluate_prediction_files(
             f"Evaluation of {detector}",
             sections,
             extra_sections,
-            meta={k: v for k, v in info.items() if k != "settings"},
+            meta=_report_meta(info),
         )
     return per_set
+
+
+def _report_meta(info: Mapping[str, Any]) -> dict[str, str]:
+    """The report's header: ``eval.json`` without the settings, the threshold in one line, lists
+    as names and mappings as JSON (never Python reprs)."""
+    meta = {}
+    for key, value in info.items():
+        if key in ("settings", "threshold", "threshold_from"):
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ", ".join(map(str, value))
+        elif isinstance(value, Mapping):
+            value = json.dumps(jsonable(value), separators=(", ", ": "))
+        meta[key] = str(value)
+    meta["decision threshold"] = f"{info['threshold']:.6g} ({info['threshold_from']})"
+    return meta
 
 
 def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[Path]:
     """ROC/PR curves of all test sets per level and a score histogram per test set (PNG paths)."""
     pngs: list[Path] = []
     for level in cfg.levels:
+        label = level_label(level, [p.row_unit for p in preds.values()])
         curves = {}
         for name, pred in preds.items():
             if level == "video":
@@ -182,10 +239,10 @@ def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[P
                 y, s = pred.label, pred.score
             curves[name] = (y, s)
             paths = plots.score_histogram(
-                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({level})"
+                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({label})"
             )
             pngs.append(paths[0])
         pngs.insert(
-            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{level} level")[0]
+            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{label} level")[0]
         )
     return pngs

@@ -53,7 +53,8 @@ class TestConfig:
         bad = [m for m in self.metrics if m not in known]
         if bad:
             raise ConfigError(
-                f"test config: key 'metrics' has unknown {bad}; allowed: {sorted(known)}"
+                f"test config: key 'metrics' has unknown {', '.join(bad)}; allowed: "
+                f"{', '.join(sorted(known))}"
             )
         if self.n_boot < 0 or not 0 < self.confidence < 1 or self.batch_size < 1:
             raise ConfigError(

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from fairforensics.configs import ConfigError
-from fairforensics.detectors import load_detector_file, load_detector_yaml
+from fairforensics.detectors.weights import ACCEPTED, load_named_detector
 from fairforensics.evaluation.metrics import choose_threshold, video_scores
-from fairforensics.evaluation.predict import predict_index
+from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.provenance import (
     changed_keys,
@@ -20,13 +20,13 @@ from fairforensics.evaluation.provenance import (
     provenance_path,
     write_provenance,
 )
-from fairforensics.evaluation.report import Section
+from fairforensics.evaluation.report import Section, relative_to
 from fairforensics.evaluation.results import evaluate_prediction_files, slug
 from fairforensics.evaluation.runs import load_run
 from fairforensics.evaluation.scoring import video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.preprocessing.device import resolve_device
-from fairforensics.preprocessing.index import DatasetIndexError
+from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 from fairforensics.preprocessing.rundir import RunDir
 
@@ -115,7 +115,10 @@ def run_test(
     info = {"device": device, "split": cfg.split, **(meta or {})}
     sections = list(extra_sections)
     a = cfg.analysis
-    if files and (a.gradcam or a.tsne or a.spectra):
+    if files and (a.gradcam or a.tsne or a.spectra) and clip_size_of(detector) is not None:
+        log.warning("analysis tools (Grad-CAM, t-SNE, spectra) read single frames: skipped for "
+                    "the video detector %s", detector_name)  # fmt: skip
+    elif files and (a.gradcam or a.tsne or a.spectra):
         from fairforensics.evaluation.analysis.run import run_analysis
 
         first = next(iter(files))
@@ -164,17 +167,20 @@ def check_writable(folder: str | Path) -> None:
 
 def validation_threshold(
     detector: Any,
-    index_path: str | Path,
+    index: DatasetIndex | str | Path,
     cfg: TestConfig,
     rule: str = "eer",
     out_dir: str | Path | None = None,
 ) -> float:
     """Decision threshold chosen on the ``val`` split of an index (``rule``: ``eer`` or ``youden``)
-    at the first of ``cfg.levels``, so ACC/precision/recall/F1 do not use test labels."""
+    at the first of ``cfg.levels``, so ACC/precision/recall/F1 do not use test labels.
+
+    ``index``: a :class:`DatasetIndex` (from :func:`preprocessing.resolve.resolve_index`) or the
+    path of an index file."""
     device = str(resolve_device(cfg.device))
     pred = predict_index(
         detector,
-        index_path,
+        index,
         "val",
         frame_num=cfg.frame_num,
         batch_size=cfg.batch_size,
@@ -188,7 +194,8 @@ def validation_threshold(
     if cfg.levels[0] == "video":
         y, s, _ = video_scores(y, s, video_codes(pred)[0], reduce=cfg.reduce)
     threshold = choose_threshold(y, s, rule)
-    log.info("threshold %.6f chosen on %s/val (%s rule)", threshold, index_path, rule)
+    name = index.dataset if isinstance(index, DatasetIndex) else index
+    log.info("threshold %.6f chosen on %s/val (%s rule)", threshold, name, rule)
     return threshold
 
 
@@ -202,7 +209,9 @@ def load_for_test(
     variant: str | None = None,
 ) -> tuple[Any, str, str, dict[str, Any], Path]:
     """The detector to test, its name, its training data, meta for ``eval.json`` and the output
-    folder, from a run directory or from a registered name and a weights file.
+    folder, from a run directory or from a registered name and a weights file. Paths in the meta
+    (``run``, ``tensorboard``, ``weights_file``) are relative to the output folder, which can
+    then move with the run.
 
     With a run, unset ``cfg.data_root`` / ``cfg.frame_num`` take the run's ``data.data_root`` and
     ``train.test_frame_num``. ``variant`` (``paper`` or ``deepfakebench``) picks the detector
@@ -220,22 +229,21 @@ def load_for_test(
             cfg.frame_num = (run_cfg.get("train") or {}).get("test_frame_num")
         label = weights if weights in ("best", "last") else Path(weights).stem
         out_dir = Path(out) if out else Path(run) / "eval" / label
-        tb = Path(run) / "tensorboard"
         weights_file = RunDir(run).checkpoint(weights)
-        meta = {"run": str(run), "weights": str(weights), "tensorboard": str(tb)}
+        meta = {"run": relative_to(run, out_dir), "weights": str(weights)}
+        meta["tensorboard"] = relative_to(Path(run) / "tensorboard", out_dir)
         model_cfg = run_cfg.get("model")
     else:
         if detector is None or weights in ("best", "last"):
-            raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
-        model_cfg = None
-        if model_config is not None or variant is not None:
-            model_cfg = dict(load_detector_yaml(detector, model_config, variant).get("model") or {})
-        model = load_detector_file(detector, weights, model_cfg)
+            raise ConfigError(f"--detector needs --weights FILE: {ACCEPTED}")
+        model, model_cfg = load_named_detector(detector, weights, model_config, variant)
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
         weights_file = Path(weights)
-        meta = {"weights": str(weights)}
-    meta["weights_file"] = str(weights_file.resolve())
+        meta = {}
+    if weights not in ("best", "last"):
+        meta["weights"] = relative_to(weights, out_dir)
+    meta["weights_file"] = relative_to(weights_file, out_dir)
     meta["weights_sha256"] = file_sha256(weights_file)
     meta["model"] = model_cfg
     return model, name, train_data, meta, out_dir

@@ -31,7 +31,10 @@ def read_attributes_csv(
         wanted = list(columns) if columns else [c for c in header if c != key]
         unknown = [c for c in wanted if c not in header]
         if unknown:
-            raise ValueError(f"{path}: unknown attribute columns {unknown}; columns: {header}")
+            raise ValueError(
+                f"{path}: unknown attribute columns {', '.join(unknown)}; its columns: "
+                f"{', '.join(header)}"
+            )
         table: dict[str, dict[str, str]] = {}
         for n, row in enumerate(reader, start=2):
             k = (row.get(key) or "").strip()

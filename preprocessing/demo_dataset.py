@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import atomic_write_text, write_json
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +233,7 @@ def make_demo_dataset(
         "train": [pairs[k] for k in order[n_test + n_val :]],
     }
     for name, split in splits.items():
-        atomic_write_text(out / "splits" / f"{name}.json", json.dumps(split) + "\n")
+        write_json(out / "splits" / f"{name}.json", split, indent=None)
     columns = ["identity", *sorted({k for r in rows for k in r} - {"identity"})]
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, restval="", lineterminator="\n")

@@ -4,15 +4,49 @@ from __future__ import annotations
 
 import torch
 
+from fairforensics.configs import ConfigError
+
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
-def resolve_device(name: str = "auto", local_rank: int = 0) -> torch.device:
+def resolve_device(name: str | torch.device = "auto", local_rank: int = 0) -> torch.device:
     """``auto`` -> ``cuda:<local_rank>`` when CUDA is available, else ``cpu``; other names as
-    given (``cpu``, ``cuda``, ``cuda:1``)."""
+    given (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
+
+    A device this process cannot use (``cuda`` without CUDA, ``cuda:3`` on a 2-GPU machine,
+    ``mps`` off Apple silicon) or a name torch does not know is a one-line :class:`ConfigError`
+    that says what to pass instead, never a CPU fallback and never torch's traceback at the
+    first ``.to(device)``.
+    """
     if name == "auto":
         return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ConfigError(
+            f"device {name} is not a device name; use auto, cpu, cuda, cuda:N or mps"
+        ) from None
+    check_device(device)
+    return device
+
+
+def check_device(device: torch.device) -> None:
+    """Raise :class:`ConfigError` when ``device`` is not usable in this process."""
+    fix = "choose cpu or auto instead (--set device=cpu; metamorphic: --device cpu)"
+    if device.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ConfigError(
+                f"device {device}: torch {torch.__version__} sees no CUDA device in this "
+                f"process; {fix}, or run on a machine with CUDA"
+            )
+        if device.index is not None and device.index >= count:
+            raise ConfigError(
+                f"device {device}: this machine has {count} CUDA device(s), "
+                f"cuda:0 to cuda:{count - 1}; choose one of them, or {fix}"
+            )
+    elif device.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"device {device}: MPS is not available on this machine; {fix}")
 
 
 def amp_dtype(precision: str, device: torch.device | str) -> torch.dtype | None:
@@ -27,3 +61,14 @@ def amp_dtype(precision: str, device: torch.device | str) -> torch.dtype | None:
             return None
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def to_channels_last(module: torch.nn.Module) -> torch.nn.Module:
+    """``module`` with its 4-D weights in channels_last (NHWC) format, in place.
+
+    ``module.to(memory_format=torch.channels_last)`` refuses the 5-D weights of 3-D
+    convolutions (video detectors: I3D, FTCN...); those stay as they are here.
+    """
+    return module._apply(
+        lambda t: t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+    )

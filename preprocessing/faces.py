@@ -29,10 +29,13 @@ Box = tuple[int, int, int, int]  # left, top, right, bottom (full-resolution pix
 DETECTORS = ("hog", "cnn", "mtcnn")
 
 # dlib-convention box from an MTCNN face: a square centred on the mean of MTCNN's five points
-# whose side is this many times the geometric mean of MTCNN's box width and height. Fitted on
-# 82 faces of ../shared/data (PAD photos, face_recognition, facenet-pytorch, celebrities) against
-# dlib HOG boxes (upsample 0, 640 px): IoU mean 0.85, median 0.86, min 0.69. dlib's own box moves
-# as much between upsample 0 and 1 (IoU 0.64 on pad/silent_face/image_T1.jpg). dlib's
+# whose side is this many times the geometric mean of MTCNN's box width and height. Fitted
+# against dlib HOG boxes (upsample 0, colour scan, 640 px) by scripts/fit_mtcnn_box_side.py on
+# 83 faces of ../shared/data (PAD photos, face_recognition, facenet-pytorch, celebrities). Refit
+# when MTCNN became facenet-pytorch's pipeline (issue 23): best 0.925, mean IoU 0.8367 against
+# 0.8366 here (flat from 0.91 to 0.93), median 0.856, min 0.43 (a face cut by the border, whose
+# MTCNN box runs far out of the image); the previous pipeline gave 0.915, mean 0.839. dlib's own
+# box moves as much between upsample 0 and 1 (IoU 0.64 on pad/silent_face/image_T1.jpg). dlib's
 # 68-point predictor expects boxes of its detector's convention.
 MTCNN_BOX_SIDE = 0.92
 

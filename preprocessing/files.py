@@ -31,7 +31,7 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-def write_json(path: str | Path, data: Any, indent: int = 1) -> None:
+def write_json(path: str | Path, data: Any, indent: int | None = 1) -> None:
     """Atomic standard-JSON write: NaN/inf become null, numpy values become Python values, and
     anything else JSON cannot hold (paths, dates) is written as its ``str``."""
     text = json.dumps(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import multiprocessing
 import os
 import signal
@@ -43,9 +44,15 @@ from fairforensics.preprocessing.attributes import join_attributes
 from fairforensics.preprocessing.config import PreprocessConfig
 from fairforensics.preprocessing.datasets import build_listing
 from fairforensics.preprocessing.datasets.base import Listing, SourceItem, stable_fraction
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
-from fairforensics.preprocessing.worker import STAGES, VideoResult, process_item, read_record
+from fairforensics.preprocessing.worker import (
+    STAGES,
+    VideoResult,
+    check_face_device,
+    process_item,
+    read_record,
+)
 
 logger = logging.getLogger(__package__)
 
@@ -103,7 +110,9 @@ class RunSummary:
     videos_skipped: int = 0
     videos_pending: int = 0
     frames_sampled: int = 0
-    faces: int = 0
+    faces: int = 0  # faces found by this run (cached videos not included)
+    face_crops: int = 0  # aligned face crops in the index (cached videos included)
+    skipped_reasons: dict[str, int] = field(default_factory=dict)  # why videos were skipped
     seconds: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the workers on the processed videos
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -147,6 +156,7 @@ def _entry(item: SourceItem, record: dict[str, Any], prefix: str, root: Path) ->
         identity=item.identity,
         source=source,
         frame_indices=list(record["frame_indices"]),
+        clips=record.get("clips"),
     )
 
 
@@ -199,6 +209,8 @@ def run_preprocess(
             if index_only:
                 summary.videos_pending = len(todo)
             else:
+                if todo:
+                    check_face_device(cfg)  # here, not after starting every worker process
                 try:
                     _run_all(todo, cfg, video_root, workers, progress, results)
                 except StopRequested as exc:
@@ -224,11 +236,13 @@ def run_preprocess(
                 summary.videos_pending = len(pending)
             summary.videos_done = len(records)
             summary.videos_skipped = sum(1 for r in results if r.reason)
+            summary.skipped_reasons = dict(Counter(_reason(r.reason) for r in results if r.reason))
             entries = [
                 _entry(it, records[it.key], f"{name}/{it.rel}", Path(cfg.dataset.root))
                 for it in items
                 if it.key in records
             ]
+            summary.face_crops = sum(len(e.frames) for e in entries)
             index = DatasetIndex(
                 dataset=name,
                 task=listing.task,
@@ -245,9 +259,10 @@ def run_preprocess(
             if stopped is not None:
                 raise PreprocessInterrupted(stopped.signum, summary.videos_done, len(items))
             logger.info(
-                "%s: %d videos in the index, %d cached, %d skipped, %d frames with a face, %.1f s",
+                "%s: %d videos in the index (%d cached), %d skipped, %d face crops in the index "
+                "(%d faces found by this run), %.1f s",
                 name, summary.videos_done, summary.videos_cached, summary.videos_skipped,
-                summary.faces, summary.seconds,
+                summary.face_crops, summary.faces, summary.seconds,
             )  # fmt: skip
             return summary
         finally:
@@ -269,7 +284,8 @@ def _run_all(
     n = max(1, min(n, len(todo)))
     frames = 0
     start = time.perf_counter()
-    with tqdm(total=len(todo), desc="videos", unit="video", disable=not bar) as pbar:
+    # a bar on a terminal only (tqdm's disable=None), never in a redirected log
+    with tqdm(total=len(todo), desc="videos", unit="video", disable=None if bar else True) as pbar:
 
         def done(res: VideoResult) -> None:
             nonlocal frames
@@ -379,7 +395,7 @@ def _marked(
     if (Path(markers) / _STOP).exists():
         raise _NotStarted("/".join(item.key))
     marker = Path(markers) / f"{os.getpid()}.json"
-    atomic_write_text(marker, json.dumps(list(item.key)))  # a killed writer leaves no half file
+    write_json(marker, list(item.key))  # atomic: a killed writer leaves no half file
     try:
         return work(item)
     finally:
@@ -440,10 +456,9 @@ def _write_manifest(
         for sf in record.get("skipped_frames") or []:
             skipped_frames.append({"method": key[0], "id": key[1], **sf})
     notes = [{"method": r.key[0], "id": r.key[1], "note": n} for r in results for n in r.notes]
-    reasons = Counter(v["reason"].split(":")[-1].strip() for v in skipped_videos)
     data = {
         "summary": summary.to_json(),
-        "skipped_reasons": dict(reasons),
+        "skipped_reasons": summary.skipped_reasons,
         "skipped_frame_reasons": dict(Counter(f["reason"] for f in skipped_frames)),
         "layout_problems": listing.problems,
         "skipped_videos": skipped_videos,
@@ -452,4 +467,33 @@ def _write_manifest(
         "interrupted": interrupted,
         "pending": [{"method": it.method, "id": it.id} for it in pending],
     }
-    atomic_write_text(summary.manifest_path, json.dumps(data, indent=1) + "\n")
+    write_json(summary.manifest_path, data)
+
+
+def _reason(text: str) -> str:
+    """The kind of a skip reason, without the path it names (``.../a.mp4: file not found``)."""
+    return text.split(":")[-1].strip()
+
+
+class TooManyFailures(Exception):
+    """More than ``max_failed_share`` of the listed videos failed (index and manifest written)."""
+
+    exit_code = 1
+
+
+def check_failures(summary: RunSummary, max_share: float) -> None:
+    """Raise :class:`TooManyFailures` with a summary when more than ``max_share`` of the listed
+    videos of ``summary`` were skipped; the message names the index and the manifest."""
+    total, failed = summary.videos_total, summary.videos_skipped
+    if not total or failed / total <= max_share:
+        return
+    reasons = ", ".join(
+        f"{n} {why}" for why, n in sorted(summary.skipped_reasons.items(), key=lambda kv: -kv[1])
+    )
+    raise TooManyFailures(
+        f"{failed} of {total} listed videos failed ({failed / total:.0%}, more than "
+        f"max_failed_share {max_share:g}): {reasons}. The index holds the "
+        f"{summary.videos_done} others: {summary.index_path}; every failure with its reason: "
+        f"{summary.manifest_path}. Fix those inputs, or accept the failures with "
+        f"--set max_failed_share={math.ceil(100 * failed / total) / 100:g}"
+    )

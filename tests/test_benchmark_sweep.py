@@ -58,7 +58,7 @@ def test_failed_run_leaves_no_completion_record(tmp_path: Path) -> None:
 def test_detector_names_and_weights_dir(tmp_path: Path) -> None:
     every = sw.resolve_detectors(["all"])
     assert {"ucf", "xray", "fwa"} <= set(every) and "lbp_mlp" not in every
-    with pytest.raises(sw.SweepError, match="unknown detectors \\['nope'\\]"):
+    with pytest.raises(sw.SweepError, match="unknown detectors nope; choose from"):
         sw.resolve_detectors(["meso4", "nope"])
     with pytest.raises(sw.SweepError, match="no DeepfakeBench checkpoint, tried"):
         sw.deepfakebench_weights(tmp_path, "ucf")
@@ -70,6 +70,21 @@ def test_detector_names_and_weights_dir(tmp_path: Path) -> None:
     assert len(calls) == 1 and calls[0][calls[0].index("--weights") + 1].endswith(
         "facexray_best.pth"
     )
+
+
+def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
+    import tests.clip_detectors  # noqa: F401  (registers _tiny_clip, a video detector)
+
+    s = sw.Sweep(
+        ["meso4", "_tiny_clip"], tmp_path, train_data=["demo"], data_root="frames",
+        clip_data_root="clips", imports=["tests.clip_detectors"],
+    )  # fmt: skip
+    for detector, root in (("meso4", "frames"), ("_tiny_clip", "clips")):
+        for cmd in (sw.train_command(s, detector), sw.eval_command(s, detector)):
+            assert cmd[cmd.index("--data-root") + 1] == root
+            assert cmd[-2:] == ["--import", "tests.clip_detectors"]
+    same = sw.Sweep(["_tiny_clip"], tmp_path, data_root="frames")  # no clip root: the same data
+    assert "frames" in sw.train_command(same, "_tiny_clip")
 
 
 def _run(*args: str) -> None:

@@ -27,7 +27,7 @@ def _small(name: str):
     cls = get_detector_class(name)
     size = cls.test_input_size
     torch.manual_seed(0)
-    return build_detector(name, pretrained=False, input_size=size), size
+    return build_detector(name, pretrained=False, input_size=size, **cls.test_config), size
 
 
 @pytest.mark.parametrize("name", DETECTORS)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -17,7 +19,7 @@ from fairforensics.preprocessing.align import align_face, five_points, template
 from fairforensics.preprocessing.faces import FaceAnalyzer, dlib_box_from_mtcnn
 from fairforensics.preprocessing.index import read_index
 from fairforensics.preprocessing.mtcnn import MTCNN, NETS, WEIGHTS_DIR, load_net
-from tests.testdata import FACE_RECOGNITION, SHARED, SILENT_FACE, VIDEOS, shared
+from tests.testdata import DATA, FACE_RECOGNITION, SHARED, SILENT_FACE, VIDEOS, shared
 
 REPO = Path(__file__).resolve().parents[1]
 PAD = SILENT_FACE
@@ -78,8 +80,9 @@ def matched(dlib_box, mtcnn_faces):
 def test_finds_every_face_dlib_finds(faces):
     """Every dlib face has an MTCNN face whose dlib-convention box (``dlib_box_from_mtcnn``, a
     fixed conversion) overlaps it with IoU >= 0.7 (issue 19; on these photos the lowest is
-    0.72). Over the 62 celebrity portraits too the lowest is 0.69 (docs/preprocessing.md): dlib's
-    own box moves by as much with its pyramid level (next test)."""
+    0.71). Over the 83 faces of ../shared/data's photos the median is 0.86, and faces cut by the
+    border go lower (docs/preprocessing.md): dlib's own box moves by as much with its pyramid
+    level (next test)."""
     overlaps = []
     for name, _, dlib_faces, mtcnn_faces in faces:
         assert dlib_faces, f"dlib found no face in {name}; the photo set changed"
@@ -103,9 +106,10 @@ def test_five_points_match_dlib_landmarks(faces):
             (_, points), _ = matched(box, mtcnn_faces)
             side = box[2] - box[0]
             err = np.linalg.norm(points - five_points(lm68), axis=1) / side
-            # eye centres, nose tip 30, mouth corners 48/54: within 6% of the face's side
-            # (measured: at most 4%, about 5 px on a 130 px face)
-            assert err.max() < 0.06, f"{name}: point errors / face side {err.round(3)}"
+            # eye centres, nose tip 30, mouth corners 48/54: within 8% of the face's side
+            # (measured: at most 7%, shea_whigham's mouth corners; 2.5% median, 3.9% 95th
+            # percentile over 83 faces of ../shared/data)
+            assert err.max() < 0.08, f"{name}: point errors / face side {err.round(3)}"
 
 
 def test_crops_from_both_detectors_align_alike(faces):
@@ -294,8 +298,11 @@ def test_box_helpers_hand_computed():
 
     boxes = torch.tensor([[0.0, 0.0, 9.0, 9.0], [0.0, 0.0, 4.0, 4.0], [20.0, 0.0, 29.0, 19.0]])
     scores = torch.tensor([0.9, 0.8, 0.7])
-    # +1 areas: 100 and 25, intersection 25: IoU 0.25 keeps both, Min overlap 1.0 drops box 1
-    assert _nms(boxes, scores, 0.3).tolist() == [0, 1, 2]
+    # IoU on the boxes as they are (facenet-pytorch's): areas 81 and 16, intersection 16, IoU
+    # 0.198 keeps box 1 at 0.2 (the original's +1 areas give 25 / 100 = 0.25, which would drop
+    # it); Min-NMS uses +1 areas: overlap 25 / 25 = 1.0 drops box 1
+    assert _nms(boxes, scores, 0.2).tolist() == [0, 1, 2]
+    assert _nms(boxes, scores, 0.19).tolist() == [0, 2]
     assert _nms_min(boxes, scores, 0.7).tolist() == [0, 2]
     assert _square(boxes[2:]).tolist() == [[15.0, 0.0, 34.0, 19.0]]  # 9x19 -> 19x19, same centre
     reg = torch.tensor([[0.1, -0.1, 0.2, 0.0]])
@@ -333,12 +340,14 @@ def test_pad_configs_use_mtcnn_as_paper_001(name):
 
 
 def assert_same_detections(batch, singles) -> None:
-    """Per image: the same number of faces in the same order, values within float rounding."""
+    """Per image: the same number of faces in the same order, values within float rounding
+    (boxes stay float between stages, as in facenet-pytorch, so the batched convolutions'
+    rounding reaches them: measured up to 1.2e-4 px, a few float32 steps at 300 px)."""
     assert len(batch) == len(singles)
     for got, want in zip(batch, singles, strict=True):
         for a, b in zip(got, want, strict=True):
             assert a.shape == b.shape and a.dtype == b.dtype == np.float32
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-4)
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-3)
 
 
 def letterbox(rgb: np.ndarray, side: int) -> np.ndarray:
@@ -440,3 +449,193 @@ def test_cpu_chunks_give_the_batch_results(monkeypatch):
     for pixels in (1, 1 << 40):
         monkeypatch.setattr(mtcnn_module, "CPU_CHUNK_PIXELS", pixels)
         assert_same_detections(MTCNN().detect_batch(frames), chunked)
+
+
+# --- facenet-pytorch's own outputs (issue 23): the weights are its, so are the boxes users expect
+
+FACENET_SUBSET = DATA / "mtcnn" / "facenet_pytorch_2.6.0_subset.json"
+
+
+def fixture_images(entries: list[dict]) -> list[np.ndarray]:
+    """The RGB images of facenet-pytorch fixture entries as the project loads them (cv2 for
+    photos, PyAV for video frames), each checked against the fixture's pixel hash."""
+    from fairforensics.preprocessing.video import read_frames
+
+    wanted: dict[str, list[int]] = {}
+    for e in entries:
+        if "frame_index" in e:
+            wanted.setdefault(e["path"], []).append(e["frame_index"])
+    frames = {path: read_frames(REPO / path, sorted(ks)) for path, ks in wanted.items()}
+    out = []
+    for e in entries:
+        if "frame_index" in e:
+            rgb = frames[e["path"]][e["frame_index"]]
+        else:
+            rgb = cv2.cvtColor(
+                cv2.imread(str(REPO / e["path"]), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+            )
+        digest = hashlib.sha256(np.ascontiguousarray(rgb).tobytes()).hexdigest()
+        assert digest == e["pixels_sha256"], f"{e['path']}: not the pixels the fixture saw"
+        out.append(rgb)
+    return out
+
+
+def against_facenet(entries: list[dict]) -> tuple[list[dict], list[str]]:
+    """Our detections against facenet-pytorch's per entry, faces matched greedily by box IoU
+    (>= 0.5, best first; the fixture README's comparison): one row per matched face with the
+    largest |difference| of its box and points (px) and of its prob, and whether it has the
+    same place in the output order; and the unmatched faces on either side."""
+    mtcnn = MTCNN()
+    rows, unmatched = [], []
+    for e, rgb in zip(entries, fixture_images(entries), strict=True):
+        name = e["path"] + (f"#{e['frame_index']}" if "frame_index" in e else "")
+        boxes, probs, points = mtcnn.detect(rgb)
+        boxes, points = boxes + 1, points + 1  # facenet-pytorch's 1-based pixel coordinates
+        ref = e["faces"]
+        pairs = sorted(
+            ((iou(r["box"], b), i, j) for i, r in enumerate(ref) for j, b in enumerate(boxes)),
+            reverse=True,
+        )
+        seen_ref, seen_ours = set(), set()
+        for overlap, i, j in pairs:
+            if overlap < 0.5 or i in seen_ref or j in seen_ours:
+                continue
+            seen_ref.add(i)
+            seen_ours.add(j)
+            r = ref[i]
+            rows.append({
+                "face": f"{name} face {i}", "group": e.get("group"), "ref": r,
+                "box": float(np.abs(boxes[j] - np.array(r["box"])).max()),
+                "points": float(np.abs(points[j] - np.array(r["points"])).max()),
+                "prob": abs(float(probs[j]) - r["prob"]), "same_place": i == j,
+            })  # fmt: skip
+        unmatched += [f"{name}: facenet-pytorch's face {i}" for i in range(len(ref)) if i not in seen_ref]  # fmt: skip
+        unmatched += [f"{name}: our box {boxes[j]}" for j in range(len(boxes)) if j not in seen_ours]  # fmt: skip
+    return rows, unmatched
+
+
+def within_tolerance(row: dict) -> bool:
+    """The fixture's tolerance: box and points within 1 px, prob within 1e-3."""
+    return row["box"] <= 1 and row["points"] <= 1 and row["prob"] <= 1e-3
+
+
+def test_reproduces_facenet_pytorch_on_images_of_tests_data():
+    """facenet-pytorch 2.6.0's boxes, points and probs on 6 images of tests/data (8 faces, from
+    ../shared/parity/mtcnn/): a tie at prob 1.0 that the Min-NMS order settles, weak faces
+    (one lost by NMS with +1 pixel areas), and faces cut by the border of a photo, a tight crop
+    and a video frame. Each needs facenet-pytorch's pipeline (the original's was off by up to
+    54 px and missed 2 of the faces). Measured: every value within 5.3e-4 px (the fixture's 3
+    decimals) and 5e-7 in prob."""
+    subset = json.loads(FACENET_SUBSET.read_text())
+    rows, unmatched = against_facenet(subset["images"])
+    assert not unmatched and len(rows) == 8
+    for row in rows:
+        assert within_tolerance(row) and row["same_place"], row
+
+
+@pytest.mark.extended
+def test_reproduces_facenet_pytorch_on_its_fixture():
+    """The criterion of ../shared/parity/mtcnn/README.md over all of it (103 photos of
+    tests/data, 8 video frames, 120 faces): every face matched and no other, at least 90% within
+    1 px (box and points) and 1e-3 (prob), median box difference at most 0.01 px, and the
+    faces outside the tolerance flip-prone (johns crops, a large float64_delta or prob < 0.8).
+    Measured: 120 of 120 within 5.3e-4 px and 5.1e-7, the float64-flip-prone faces included."""
+    fixture = json.loads(shared("parity", "mtcnn", "facenet_pytorch_2.6.0.json").read_text())
+    rows, unmatched = against_facenet(fixture["images"])
+    assert not unmatched
+    assert len(rows) == 120 and all(r["same_place"] for r in rows)  # facenet-pytorch's order
+    within = [r for r in rows if within_tolerance(r)]
+    assert len(within) >= 0.9 * len(rows), f"{len(within)} of {len(rows)} within tolerance"
+    assert np.median([r["box"] for r in rows]) <= 0.01
+    for r in rows:
+        flip_prone = (
+            r["group"] == "dlib_johns_tight_crops"
+            or r["ref"]["float64_delta"]["box_px"] > 0.01
+            or r["ref"]["prob"] < 0.8
+        )
+        assert within_tolerance(r) or flip_prone, r
+
+
+def test_area_resampling_equals_torch_interpolate():
+    """Pyramid levels and crops from summed-area tables are torch's ``interpolate(mode="area")``
+    in float32 on the full image and on the in-image part of each box (bit for bit with torch
+    2.14; allowed: float32 rounding), as facenet-pytorch resamples them."""
+    import torch.nn.functional as F
+
+    from fairforensics.preprocessing.mtcnn import _crops, _pyramid_level, _tables
+
+    rgb = load_rgb(PAD / "image_F2.jpg")[::3, ::3]  # 427 x 320, odd ratios to every size below
+    tables = _tables([rgb, rgb[::-1].copy()])
+    full = torch.from_numpy(np.stack([rgb, rgb[::-1]])).permute(0, 3, 1, 2).float()
+
+    def area(x: torch.Tensor, size: tuple[int, int]) -> np.ndarray:
+        return F.interpolate(x, size=size, mode="area").permute(0, 2, 3, 1).numpy()
+
+    for size in ((257, 193), (37, 29), (12, 13)):
+        np.testing.assert_allclose(
+            _pyramid_level(tables, *size), area(full, size), atol=1e-4, rtol=0
+        )
+    h, w = rgb.shape[:2]
+    # 1-based inclusive float boxes: inside, across the top-left and the bottom-right borders,
+    # smaller than the crop (upsampled), and one pixel
+    boxes = torch.tensor([[10.7, 20.2, 150.9, 160.4], [-30.5, -8.0, 40.3, 70.9],
+                          [w - 50.2, h - 20.6, w + 35.8, h + 64.1], [100.0, 90.0, 109.9, 99.3],
+                          [5.0, 5.0, 5.0, 5.0]])  # fmt: skip
+    ids = np.array([0, 1, 0, 1, 0])
+    got = _crops(tables, boxes, ids, 24)
+    for k, (x1, y1, x2, y2) in enumerate(boxes.trunc().long().tolist()):
+        part = full[
+            ids[k] : ids[k] + 1, :, max(y1, 1) - 1 : min(y2, h), max(x1, 1) - 1 : min(x2, w)
+        ]
+        np.testing.assert_allclose(got[k : k + 1], area(part, (24, 24)), atol=1e-4, rtol=0)
+
+
+def test_float64_tables_give_the_same_detections(monkeypatch):
+    """Images too large for int32 sums (over 8.4 megapixels) use float64 tables: same faces."""
+    from fairforensics.preprocessing import mtcnn as mtcnn_module
+
+    rgb = load_rgb(FACE_RECOGNITION / "two_people.jpg")
+    want = MTCNN().detect(rgb)
+    monkeypatch.setattr(mtcnn_module, "INT32_MAX", 0)
+    assert mtcnn_module._tables([rgb]).dtype == np.float64
+    assert_same_detections([MTCNN().detect(rgb)], [want])
+    assert len(want[0]) == 2
+
+
+def test_a_box_outside_the_image_scores_zero():
+    """A candidate with no pixel inside its image cannot be cropped: prob 0 (and no crop), the
+    others score as on their own."""
+    from fairforensics.preprocessing.mtcnn import _nets, _tables
+
+    rgb = load_rgb(PAD / "image_T1.jpg")
+    mtcnn = MTCNN()
+    rnet = _nets("cpu")[1]
+    tables = _tables([rgb])
+    h, w = rgb.shape[:2]
+    inside = torch.tensor([[200.0, 250.0, 400.0, 450.0]])
+    outside = torch.tensor([[-60.0, 10.0, 0.9, 70.0], [w + 1.0, 5.0, w + 40.0, 44.0]])
+    with torch.inference_mode():
+        alone = mtcnn._score(rnet, tables, inside, torch.zeros(1, dtype=torch.long), 24)
+        mixed = mtcnn._score(rnet, tables, torch.cat([outside[:1], inside, outside[1:]]),
+                             torch.zeros(3, dtype=torch.long), 24)  # fmt: skip
+    assert mixed[0][[0, 2]].tolist() == [0.0, 0.0] and (mixed[1][[0, 2]] == 0).all()
+    torch.testing.assert_close(mixed[0][1:2], alone[0])
+    torch.testing.assert_close(mixed[1][1:2], alone[1])
+
+
+def test_fit_script_for_the_dlib_box_side(capsys):
+    """scripts/fit_mtcnn_box_side.py on the PAD photos and obama.jpg: every dlib face found,
+    the constant near the best factor. On 83 faces of ../shared/data it gives 0.925, mean IoU
+    0.8367 against 0.8366 at MTCNN_BOX_SIDE = 0.92 (docs/preprocessing.md)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fit_box_side", REPO / "scripts" / "fit_mtcnn_box_side.py")  # fmt: skip
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    photos = [*PHOTOS[:3], FACE_RECOGNITION / "obama.jpg"]
+    assert script.main(["--images", *map(str, photos)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["faces"] == 4 and report["current_side"] == 0.92
+    assert 0.85 <= report["best_side"] <= 1.0
+    assert report["iou_at_current"]["mean"] >= report["iou_at_best"]["mean"] - 0.02
+    assert report["iou_at_current"]["min"] >= 0.7

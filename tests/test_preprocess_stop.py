@@ -42,6 +42,7 @@ def command(raw: Path, out: Path, workers: int) -> list[str]:
         "align.size=64",
         "dataset.options.methods=[Deepfakes]",
         "dataset.options.masks=true",
+        "max_failed_share=1",  # 2 of the 10 videos fail on purpose (make_ff_tree)
     ]
     return [sys.executable, str(ROOT / "scripts" / "preprocess.py"),
             "--config", str(ROOT / "configs" / "preprocess" / "demo.yaml"),

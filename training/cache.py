@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.frames import read_rgb
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class PackedCache:
             out = np.memmap(tmp, dtype=np.uint8, mode="w+", shape=(len(keys), res, res, 3))
             sizes = np.zeros((len(keys), 2), dtype=np.int64)
             valid = np.zeros(len(keys), dtype=bool)
-            for i, path in enumerate(tqdm(paths, desc=f"cache {name}", leave=False)):
+            for i, path in enumerate(tqdm(paths, desc=f"cache {name}", leave=False, disable=None)):
                 img = read_rgb(str(path))
                 if img is None:
                     log.warning(
@@ -99,7 +99,7 @@ class PackedCache:
             out.flush()
             del out
             os.replace(tmp, data)
-            atomic_write_text(meta, json.dumps({"sizes": sizes.tolist(), "valid": valid.tolist()}))
+            write_json(meta, {"sizes": sizes, "valid": valid}, indent=None)
         info = json.loads(meta.read_text(encoding="utf-8"))
         return cls(
             data,

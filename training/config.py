@@ -53,7 +53,11 @@ def check_values(section: object, rules: Mapping[str, _Rule]) -> None:
 
 @dataclass
 class OptimizerConfig:
-    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD."""
+    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD.
+
+    ``sam_rho`` > 0 wraps it in sharpness-aware minimisation with that radius (two forward-backward
+    passes per step; ``sam_adaptive``: ASAM's parameter-scaled radius; :mod:`training.sam`).
+    """
 
     name: Literal["adam", "adamw", "sgd"] = "adam"
     lr: float = 2e-4
@@ -62,6 +66,8 @@ class OptimizerConfig:
     weight_decay: float = 0.0
     momentum: float = 0.9
     nesterov: bool = False
+    sam_rho: float = 0.0
+    sam_adaptive: bool = False
 
     def __post_init__(self) -> None:
         check_values(
@@ -72,6 +78,7 @@ class OptimizerConfig:
                 "eps": _AT_LEAST_0,
                 "weight_decay": _AT_LEAST_0,
                 "momentum": _PROBABILITY,
+                "sam_rho": (lambda v: v >= 0, "a number >= 0 (0: no SAM)"),
             },
         )
 
@@ -205,7 +212,6 @@ class TrainSection:
     frame_num: int = 32
     test_frame_num: int = 32
     resolution: int | None = None
-    frames_per_clip: int = 1
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     grad_clip: float | None = None
@@ -233,7 +239,7 @@ class TrainSection:
     save_predictions: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "frame_num", "test_frame_num", "frames_per_clip"):
+        for name in ("epochs", "batch_size", "frame_num", "test_frame_num"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
         if self.sampler in ("group_balanced", "class_group_balanced") and not self.group_key:

@@ -24,6 +24,8 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader
 from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from fairforensics.configs import ConfigError, config_to_dict
 from fairforensics.detectors import (
@@ -41,9 +43,14 @@ from fairforensics.evaluation.predict import (
 )
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.scoring import detection_metrics
-from fairforensics.preprocessing.device import amp_dtype, resolve_device
+from fairforensics.preprocessing.device import amp_dtype, resolve_device, to_channels_last
 from fairforensics.preprocessing.files import write_json, write_yaml
-from fairforensics.preprocessing.frames import FrameDataset, collate, method_names_of
+from fairforensics.preprocessing.frames import (
+    FrameDataset,
+    collate,
+    method_names_of,
+    sample_positions,
+)
 from fairforensics.preprocessing.index import DatasetIndex
 from fairforensics.preprocessing.resolve import resolve_datasets
 from fairforensics.preprocessing.rundir import RunDir, new_run_dir, run_meta
@@ -59,6 +66,7 @@ from fairforensics.training.config import (
 from fairforensics.training.fair_losses import FairLoss
 from fairforensics.training.host_memory import keep_freed_host_memory
 from fairforensics.training.preflight import check_splits, check_unreadable
+from fairforensics.training.sam import SharpnessAwarePerturbation
 from fairforensics.training.samplers import ShardSampler, TrainSampler
 from fairforensics.training.selection import Selector
 from fairforensics.training.step import NonFiniteLossError, TrainStep
@@ -180,11 +188,16 @@ class Trainer:
         self._setup_optimisation()
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
         self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        sets = [self.train_set] + [ds for sets in self.eval_sets.values() for _, ds in sets]
+        short = sorted({v for ds in sets for v in ds.short_videos})
+        if short:  # video detectors: videos without a run of clip_size frames, left out
+            self.manifest["short_videos"] = short
         self._setup_run_dir()
 
     def _setup_device(self) -> None:
         """Process group, device, per-rank batch size, host-memory policy and global seeds."""
         cfg, t = self.cfg, self.cfg.train
+        resolve_device(cfg.device)  # an unusable device: a ConfigError before anything starts
         want_cuda = cfg.device.startswith("cuda") or (
             cfg.device == "auto" and torch.cuda.is_available()
         )
@@ -216,6 +229,16 @@ class Trainer:
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
         model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
+        videos = [
+            (
+                f"{ix.dataset}/{v.method}/{v.id}",
+                v.attributes,
+                len(sample_positions(len(v.frames), t.frame_num)),  # samples per video
+            )
+            for ix in train_idx
+            for v in ix.split("train")
+        ]
+        model_cfg = detector_cls.configure_from_attributes(model_cfg, videos)
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
@@ -223,13 +246,15 @@ class Trainer:
         self.amp_dtype = amp_dtype(t.precision, self.device)
         self.channels_last = t.channels_last
         if self.channels_last:
-            self.detector = self.detector.to(memory_format=torch.channels_last)
+            self.detector = to_channels_last(self.detector)
         return train_idx
 
     def _setup_data(self, train_idx: list[DatasetIndex]) -> None:
         """The training set (augmented) and the validation and test sets (with caches)."""
         cfg, t = self.cfg, self.cfg.train
         requires = self.detector.requires
+        # the detector's kind picks the samples: frames, or clips of its clip_size
+        clip = self.detector.cfg.clip_size if self.detector.input_kind == "clip" else None
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
         self.train_set = FrameDataset(
@@ -242,7 +267,7 @@ class Trainer:
             seed=t.seed,
             method_names=self.method_names,
             pixel_map_size=t.pixel_map_size,
-            frames_per_clip=t.frames_per_clip,
+            clip_size=clip,
             train=True,
         )
         ev_req = eval_requires(requires)
@@ -257,7 +282,7 @@ class Trainer:
                     requires=ev_req,
                     method_names=self.method_names,
                     pixel_map_size=t.pixel_map_size,
-                    frames_per_clip=t.frames_per_clip,
+                    clip_size=clip,
                 )
                 self.eval_sets[split].append((name, ds))
         check_splits(("+".join(cfg.data.train_data), self.train_set), self.eval_sets, t.selection)
@@ -295,6 +320,7 @@ class Trainer:
         )
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
+        self.detector.set_schedule(self.steps_per_epoch, t.epochs)
 
     def _setup_optimisation(self) -> None:
         """DDP wrapper, optimiser, scheduler, the train step and checkpoint selection."""
@@ -325,6 +351,13 @@ class Trainer:
             grad_clip=t.grad_clip,
             scheduler=self.scheduler,
             fair_loss=FairLoss(t.fair_loss) if t.fair_loss.name != "none" else None,
+            sam=(
+                SharpnessAwarePerturbation(
+                    self.detector.parameters(), t.optimizer.sam_rho, t.optimizer.sam_adaptive
+                )
+                if t.optimizer.sam_rho > 0
+                else None
+            ),
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
 
@@ -487,38 +520,76 @@ class Trainer:
         replaced: list[str] = []
         skipped: list[str] = []
         tick, seen = time.perf_counter(), 0
-        for batch in self.loader:
-            replaced.extend(batch.pop("_replaced", ()))
-            skipped.extend(batch.pop("_skipped", ()))
-            if D.any_flag("image" not in batch, self.device):  # every rank skips together
-                self.batch_in_epoch += 1
-                continue
-            for transform in self.batch_transforms:
-                batch = transform(batch)
-            losses = self._train_step(batch)
-            self.step += 1
+        epoch_start, loss_sum, loss_steps = tick, 0.0, 0
+        # a bar on rank 0's terminal only (tqdm's disable=None: off when stderr is not a tty)
+        bar = tqdm(
+            total=self.steps_per_epoch,
+            initial=self.batch_in_epoch,
+            desc=f"epoch {self.epoch}",
+            unit="step",
+            leave=False,
+            disable=None if self.dist.is_main else True,
+        )
+        with bar, logging_redirect_tqdm():
+            for batch in self.loader:
+                done = self._train_batch(batch, replaced, skipped)
+                bar.update(1)
+                if done is None:
+                    continue
+                losses, n = done
+                seen += n
+                loss_sum += losses["total"]
+                loss_steps += 1
+                bar.set_postfix(loss=f"{losses['total']:.4f}")
+                if self.writer is not None and self.step % t.log_every_steps == 0:
+                    rate = seen * self.dist.world_size / max(time.perf_counter() - tick, 1e-9)
+                    self._log_step(losses, rate)
+                    tick, seen = time.perf_counter(), 0
+                if t.eval_every_steps and self.step % t.eval_every_steps == 0:
+                    self._evaluate()
+                if t.checkpoint_every_steps and self.step % t.checkpoint_every_steps == 0:
+                    self._save("last", full=True)
+                if self.selector.should_stop:
+                    break
+        if loss_steps and self.dist.is_main:  # at least one loss line per epoch
+            log.info(
+                "epoch %d done: mean loss %.4f over %d steps (step %d, %.1f s)",
+                self.epoch,
+                loss_sum / loss_steps,
+                loss_steps,
+                self.step,
+                time.perf_counter() - epoch_start,
+            )
+        self._finish_epoch(replaced, skipped)
+
+    def _train_batch(
+        self, batch: dict[str, Any], replaced: list[str], skipped: list[str]
+    ) -> tuple[dict[str, float], int] | None:
+        """One training step on ``batch``: its losses and size (``None`` when every rank skips
+        an empty batch)."""
+        replaced.extend(batch.pop("_replaced", ()))
+        skipped.extend(batch.pop("_skipped", ()))
+        if D.any_flag("image" not in batch, self.device):  # every rank skips together
             self.batch_in_epoch += 1
-            seen += len(batch["label"])
-            if self.writer is not None and self.step % t.log_every_steps == 0:
-                rate = seen * self.dist.world_size / max(time.perf_counter() - tick, 1e-9)
-                for k, v in losses.items():
-                    self.writer.add_scalar(f"train/loss_{k}", v, self.step)
-                self.writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], self.step)
-                self.writer.add_scalar("train/images_per_s", rate, self.step)
-                log.info(
-                    "epoch %d step %d loss %.4f (%.1f img/s)",
-                    self.epoch,
-                    self.step,
-                    losses["total"],
-                    rate,
-                )
-                tick, seen = time.perf_counter(), 0
-            if t.eval_every_steps and self.step % t.eval_every_steps == 0:
-                self._evaluate()
-            if t.checkpoint_every_steps and self.step % t.checkpoint_every_steps == 0:
-                self._save("last", full=True)
-            if self.selector.should_stop:
-                break
+            return None
+        for transform in self.batch_transforms:
+            batch = transform(batch)
+        losses = self._train_step(batch)
+        self.step += 1
+        self.batch_in_epoch += 1
+        return losses, len(batch["label"])
+
+    def _log_step(self, losses: dict[str, float], rate: float) -> None:
+        for k, v in losses.items():
+            self.writer.add_scalar(f"train/loss_{k}", v, self.step)
+        self.writer.add_scalar("train/lr", self.optimizer.param_groups[0]["lr"], self.step)
+        self.writer.add_scalar("train/images_per_s", rate, self.step)
+        log.info(
+            "epoch %d step %d loss %.4f (%.1f img/s)", self.epoch, self.step, losses["total"], rate
+        )
+
+    def _finish_epoch(self, replaced: list[str], skipped: list[str]) -> None:
+        t = self.cfg.train
         self._record_bad_inputs(replaced, skipped)
         stopped = self.selector.should_stop
         if not t.eval_every_steps and not stopped:
@@ -556,7 +627,7 @@ class Trainer:
             self.manifest[key].extend(sorted({i for i in items if i not in known}))
         if self.dist.is_main:
             write_json(self.run.manifest, self.manifest)
-        frames = len(self.train_set) * self.cfg.train.frames_per_clip
+        frames = len(self.train_set) * self.train_set.frames_per_sample
         check_unreadable(self.epoch, replaced, frames, self.cfg.data.max_unreadable_fraction)
 
     # ------------------------------------------------------------------ evaluation

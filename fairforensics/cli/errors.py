@@ -2,16 +2,21 @@
 ``error: ...`` on stderr and exit code 2, Ctrl-C exits 130 and SIGTERM 143, never a traceback.
 
 Set ``FF_TRACEBACK=1`` to see the traceback of a handled error (for bug reports).
+
+The console log of every command (:func:`configure_logging`) shows each kind of warning once;
+its repeats are counted and summarised in one line per kind when the command ends.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from fairforensics.configs import ConfigError
 from fairforensics.detectors import CheckpointError
@@ -44,6 +49,65 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+class RepeatFilter(logging.Filter):
+    """Pass the first warning of each kind, count the others for :meth:`summary`. A kind is the
+    logger and the message with its paths and numbers blanked (``skipped a/1.mp4: file not
+    found`` and ``skipped b/2.mp4: file not found`` are one kind, another reason another)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: dict[tuple[str, str], int] = {}
+        self.first: dict[tuple[str, str], str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING or getattr(record, "repeat_summary", False):
+            return True
+        message = record.getMessage()
+        key = (record.name, _NUMBER.sub("#", _PATH.sub("<path>", message)))
+        self.counts[key] = self.counts.get(key, 0) + 1
+        if self.counts[key] == 1:
+            self.first[key] = record.getMessage()
+            return True
+        return False
+
+    def summary(self) -> list[str]:
+        """One line per repeated kind: how many more, and the first of them."""
+        return [
+            f"{n - 1} more warning{'s' if n > 2 else ''} like: {_shorten(self.first[key])}"
+            for key, n in self.counts.items()
+            if n > 1
+        ]
+
+
+def _shorten(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+_PATH = re.compile(r"[^\s'\"(),;]*[/\\][^\s'\"(),;]*")  # a token with a path separator
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+#: the filter on the console handler that :func:`configure_logging` made (reset each time)
+REPEATS = RepeatFilter()
+
+
+def configure_logging(**kwargs: Any) -> None:
+    """``logging.basicConfig(**kwargs)`` with :data:`REPEATS` on the console handler it makes
+    (nothing changes when the root logger already has handlers, e.g. under pytest)."""
+    global REPEATS
+    root = logging.getLogger()
+    fresh = not root.handlers
+    logging.basicConfig(**kwargs)
+    REPEATS = RepeatFilter()
+    if fresh:
+        for handler in root.handlers:
+            handler.addFilter(REPEATS)
+
+
+def _summarise_repeats() -> None:
+    for line in REPEATS.summary():
+        logging.getLogger("fairforensics").warning(line, extra={"repeat_summary": True})
+
+
 def describe(exc: BaseException) -> str:
     """One line for ``exc``: an OS error names its file and what to do."""
     if isinstance(exc, OSError) and exc.filename is not None:
@@ -55,8 +119,9 @@ def describe(exc: BaseException) -> str:
             IsADirectoryError: "a folder stands where a file is needed; choose another path",
         }.get(type(exc), "check the path")
         return f"{exc.filename}: {reason}; {hint}"
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text
+    # a KeyError's str() is the repr of its key: show the message itself
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    return " ".join(text.split()) or type(exc).__name__
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
@@ -74,7 +139,10 @@ def run_cli(
     ):
         signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        code = main(argv)
+        try:
+            code = main(argv)
+        finally:
+            _summarise_repeats()
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         name = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"

@@ -18,12 +18,13 @@ import logging
 import sys
 from pathlib import Path
 
-from fairforensics.cli.errors import add_import_argument, run_cli
+from fairforensics.cli.errors import add_import_argument, configure_logging, describe, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError, import_modules, shipped_configs
 from fairforensics.evaluation.predictions import PredictionsError, read_predictions
 from fairforensics.evaluation.testing import check_writable
 from fairforensics.fairness import protocols
+from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
 from fairforensics.fairness.fairswap import fairswap_transforms
 from fairforensics.fairness.report import (
     fairness_report,
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     add_import_argument(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
+    configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
@@ -162,10 +163,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         write_report(reports, args.out, figures=cfg.figures)
     except (ConfigError, PredictionsError, KeyError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {describe(exc)}", file=sys.stderr)  # names, not a KeyError's repr
         return 2
     print(format_summary(reports))
     print(f"tables and figures: {args.out}")
+    report = evaluation_report_of(args.predictions)
+    if report is not None:  # the predictions of scripts/test.py: add the section to its report
+        try:
+            add_fairness_section(report, reports, Path(args.out), args.predictions, cfg.threshold)
+        except (OSError, ValueError) as exc:
+            logging.getLogger("fairness").warning("%s: no fairness section added: %s", report, exc)
+        else:
+            print(f"fairness section added to {report}")
     return 0
 
 

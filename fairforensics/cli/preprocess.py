@@ -16,7 +16,7 @@ import json
 import logging
 from pathlib import Path
 
-from fairforensics.cli.errors import add_import_argument, run_cli
+from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import ConfigError
@@ -30,6 +30,8 @@ from fairforensics.preprocessing.index import DatasetIndexError, write_index
 from fairforensics.preprocessing.pipeline import (
     PreprocessInterrupted,
     StopRequested,
+    TooManyFailures,
+    check_failures,
     run_preprocess,
 )
 
@@ -74,9 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         help="drop frames that do not exist (logged, counted in split_info) instead of failing",
     )
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
             parser.error("--import-deepfakebench needs --data-root and --out")
@@ -105,6 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("preprocess").error("interrupted; re-run the same command to resume")
         return 128 + exc.signum
     print(json.dumps(summary.to_json(), indent=1))
+    try:
+        check_failures(summary, cfg.max_failed_share)
+    except TooManyFailures as exc:
+        logging.getLogger("preprocess").error("%s", exc)
+        return exc.exit_code
     return 0
 
 

@@ -16,10 +16,11 @@ import json
 import logging
 from pathlib import Path
 
-from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.evaluation import leaderboard, results, settings, testing
+from fairforensics.preprocessing.resolve import resolve_index
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -40,7 +41,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src.add_argument(
         "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
     )
-    p.add_argument("--weights", default="best", help="best | last | path to a .pt file")
+    p.add_argument(
+        "--weights",
+        default="best",
+        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
+        "meso4/meso_inception4, the authors' Keras .h5",
+    )
     p.add_argument(
         "--model-config",
         type=Path,
@@ -54,6 +60,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "or configs/detectors/paper/NAME.yaml (paper)",
     )
     p.add_argument("--name", help="detector name shown in tables for --predictions")
+    p.add_argument(
+        "--scores",
+        choices=("prob", "logits"),
+        default="prob",
+        help="--predictions/--compare: the score column holds probabilities (default) or logits "
+        "(the sigmoid is applied; the evaluation folder keeps probabilities)",
+    )
     p.add_argument(
         "--train-data",
         default="",
@@ -110,9 +123,7 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import_modules(args.imports)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.overrides)
     if args.test_data:
         overrides.append("test_data=[" + ",".join(args.test_data) + "]")
@@ -120,13 +131,15 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append(f"data_root={args.data_root}")
     cfg = settings.load_test_config(*args.config, overrides=overrides)
     extra = _sections(args.section)
+    if args.scores != "prob" and not (args.predictions or args.compare):
+        raise UserInputError("--scores applies to --predictions and --compare files only")
     if args.compare:
         from dataclasses import asdict
 
         from fairforensics.evaluation.predictions import read_predictions
         from fairforensics.evaluation.scoring import compare_auc
 
-        a, b = (read_predictions(p) for p in args.compare)
+        a, b = (read_predictions(p, scores=args.scores) for p in args.compare)
         result = {lvl: asdict(compare_auc(a, b, lvl, cfg.reduce)) for lvl in cfg.levels}
         print(json.dumps(result, indent=2))
         return 0
@@ -148,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
         results.evaluate_prediction_files(
-            files, out, cfg, args.name, args.train_data, extra_sections=extra
+            files, out, cfg, args.name, args.train_data, extra_sections=extra, scores=args.scores
         )
     else:
         if args.detector:
@@ -168,12 +181,12 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             variant=args.variant,
         )
-        if args.val_data:
-            root = Path(cfg.data_root or "datasets")
-            cfg.threshold = testing.validation_threshold(
-                detector, root / f"{args.val_data}.json", cfg, out_dir=out
+        if args.val_data:  # a name under the data root, or a .json path (the one resolver)
+            val_index = resolve_index(args.val_data, cfg.data_root or "datasets")
+            cfg.threshold = testing.validation_threshold(detector, val_index, cfg, out_dir=out)
+            meta["threshold_from"] = (
+                f"EER rule, {cfg.levels[0]} level, on the val split of {val_index.dataset}"
             )
-            meta["threshold_from"] = f"{args.val_data}/val (EER)"
         testing.run_test(
             detector,
             name,
@@ -183,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             meta=meta,
             overwrite=args.overwrite,
             extra_sections=extra,
-            tensorboard_dir=meta.get("tensorboard"),
+            tensorboard_dir=args.run / "tensorboard" if args.run else None,
             allow_missing=args.allow_missing,
         )
     for level in cfg.levels:

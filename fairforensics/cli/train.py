@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from fairforensics.cli.errors import UserInputError, add_import_argument, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO")
     add_import_argument(parser)
     args = parser.parse_args(argv)
-    logging.basicConfig(
+    configure_logging(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     log = logging.getLogger("train")
