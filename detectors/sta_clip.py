@@ -49,7 +49,9 @@ _BLOCK = re.compile(r"^transformer\.resblocks\.(\d+)\.")
 class StaClipConfig(ClipDetectorConfig):
     """StA-CLIP on clips of 8 frames at 224 px with CLIP's normalisation; ``width``, ``layers``,
     ``heads``, ``patch_size``: the CLIP tower (DeepfakeBench: ViT-L/14 cut to 14 blocks);
-    ``dropout``: before the linear head."""
+    ``dropout``: before the linear head; ``batch_coupled_attention``: DeepfakeBench's adapter
+    cross-attention, whose token layout mixes the clips of a batch (a clip's score then depends on
+    the other clips in its batch; ``false``: each clip attends over its own positions)."""
 
     clip_size: int = 8
     input_size: int = 224
@@ -60,6 +62,7 @@ class StaClipConfig(ClipDetectorConfig):
     heads: int = 16
     patch_size: int = 14
     dropout: float = 0.5
+    batch_coupled_attention: bool = True
 
     def __post_init__(self) -> None:
         if self.width % self.heads or self.width % 4:
@@ -121,7 +124,13 @@ class StaClipDetector(Detector):
     def __init__(self, cfg: StaClipConfig) -> None:
         super().__init__(cfg)
         self.backbone = StaViT(
-            cfg.input_size, cfg.patch_size, cfg.width, cfg.layers, cfg.heads, cfg.clip_size
+            cfg.input_size,
+            cfg.patch_size,
+            cfg.width,
+            cfg.layers,
+            cfg.heads,
+            cfg.clip_size,
+            batch_coupled=cfg.batch_coupled_attention,
         )
         load_clip_tower(self.backbone, cfg.pretrained, cfg)
         self.dropout = nn.Dropout(cfg.dropout)

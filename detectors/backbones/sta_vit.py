@@ -11,7 +11,8 @@ every token of frame t. Each block ends with an adapter on the ``[B*T, 1+HW, C]`
     xt = mean of 3 temporal depthwise stacks (3x1x1, 5x1x1, 7x1x1) + volume
     (each stack: 3 x [depthwise Conv3d, BatchNorm3d], ReLU between)
     s2t = attention(query xt, key/value xs), t2s = attention(query xs, key/value xt) (2 heads,
-    over all T*H*W positions of a clip); GELU((s2t + t2s) / 2); CLS token rejoined;
+    over T*H*W positions; DeepfakeBench's layout mixes the clips of a batch, see
+    :class:`CrossAttention`); GELU((s2t + t2s) / 2); CLS token rejoined;
     up (C/2 -> C), GELU; added to the block's output.
 
 The key names are DeepfakeBench's, which are OpenAI CLIP's for the ViT part.
@@ -58,22 +59,43 @@ class DepthwiseStack(nn.Module):
 
 
 class CrossAttention(nn.Module):
-    """Spatial <-> temporal cross-attention over every position of a [B, C, T, H, W] volume."""
+    """Spatial <-> temporal cross-attention over the positions of [B, C, T, H, W] volumes.
 
-    def __init__(self, dim: int, heads: int) -> None:
+    ``batch_coupled`` (DeepfakeBench's code): the volumes become attention sequences through
+    ``permute(2, 0, 3, 1).reshape(T*H*W, B, C)``, which interleaves the clips of a batch, so each
+    sequence holds positions of several clips and a clip's output depends on the other clips in its
+    batch (with one clip per batch it is the per-clip attention). ``False``: each clip attends over
+    its own T*H*W positions.
+    """
+
+    def __init__(self, dim: int, heads: int, batch_coupled: bool = True) -> None:
         super().__init__()
+        self.batch_coupled = batch_coupled
         self.spatial_to_temporal = nn.MultiheadAttention(dim, heads, batch_first=True)
         self.temporal_to_spatial = nn.MultiheadAttention(dim, heads, batch_first=True)
+
+    def _sequences(self, vol: torch.Tensor) -> torch.Tensor:
+        """[B, C, T, H, W] -> [sequences, length, C]."""
+        b, c = vol.shape[:2]
+        if self.batch_coupled:
+            tokens = vol.reshape(b, c, vol.shape[2], -1).permute(2, 0, 3, 1).reshape(-1, b, c)
+            return tokens.transpose(0, 1)
+        return vol.flatten(2).transpose(1, 2)
+
+    def _volume(self, seq: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+        """The inverse of :meth:`_sequences`."""
+        b, c, t, h, w = shape
+        if self.batch_coupled:
+            return seq.transpose(0, 1).reshape(t, h * w, b, c).permute(2, 3, 0, 1).reshape(shape)
+        return seq.transpose(1, 2).reshape(shape)
 
     def forward(
         self, spatial: torch.Tensor, temporal: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        shape = spatial.shape
-        s = spatial.flatten(2).transpose(1, 2)  # [B, T*H*W, C]
-        t = temporal.flatten(2).transpose(1, 2)
+        s, t = self._sequences(spatial), self._sequences(temporal)
         s2t = self.spatial_to_temporal(t, s, s, need_weights=False)[0]
         t2s = self.temporal_to_spatial(s, t, t, need_weights=False)[0]
-        return s2t.transpose(1, 2).reshape(shape), t2s.transpose(1, 2).reshape(shape)
+        return self._volume(s2t, spatial.shape), self._volume(t2s, spatial.shape)
 
 
 class StAdapter(nn.Module):
@@ -82,7 +104,9 @@ class StAdapter(nn.Module):
     SPATIAL = ((1, 3, 3), (1, 5, 5), (1, 7, 7))
     TEMPORAL = ((3, 1, 1), (5, 1, 1), (7, 1, 1))
 
-    def __init__(self, width: int, num_frames: int, heads: int = 2) -> None:
+    def __init__(
+        self, width: int, num_frames: int, heads: int = 2, batch_coupled: bool = True
+    ) -> None:
         super().__init__()
         hidden = width // 2
         self.num_frames = num_frames
@@ -92,7 +116,7 @@ class StAdapter(nn.Module):
         for i, k in enumerate(self.TEMPORAL, 1):
             self.add_module(f"t_conv{i}", DepthwiseStack(hidden, k))
         self.up = nn.Linear(hidden, width)
-        self.cross_attention = CrossAttention(hidden, heads)
+        self.cross_attention = CrossAttention(hidden, heads, batch_coupled)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         bt, n, _ = x.shape
@@ -112,7 +136,7 @@ class StAdapter(nn.Module):
 class AdapterBlock(nn.Module):
     """CLIP's residual attention block followed by a :class:`StAdapter`."""
 
-    def __init__(self, width: int, heads: int, num_frames: int) -> None:
+    def __init__(self, width: int, heads: int, num_frames: int, batch_coupled: bool) -> None:
         super().__init__()
         self.ln_1 = LayerNorm32(width)
         self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
@@ -126,7 +150,7 @@ class AdapterBlock(nn.Module):
                 ]
             )
         )
-        self.Adapter = StAdapter(width, num_frames)  # noqa: N815 - DeepfakeBench's key name
+        self.Adapter = StAdapter(width, num_frames, batch_coupled=batch_coupled)  # noqa: N815 - DeepfakeBench's key name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.ln_1(x)
@@ -138,10 +162,12 @@ class AdapterBlock(nn.Module):
 class Transformer(nn.Module):
     """``resblocks``: the stack of :class:`AdapterBlock` (CLIP's key names)."""
 
-    def __init__(self, width: int, layers: int, heads: int, num_frames: int) -> None:
+    def __init__(
+        self, width: int, layers: int, heads: int, num_frames: int, batch_coupled: bool
+    ) -> None:
         super().__init__()
         self.resblocks = nn.Sequential(
-            *(AdapterBlock(width, heads, num_frames) for _ in range(layers))
+            *(AdapterBlock(width, heads, num_frames, batch_coupled) for _ in range(layers))
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -153,7 +179,14 @@ class StaViT(nn.Module):
     features [B, T, width] (after ``ln_post``)."""
 
     def __init__(
-        self, input_size: int, patch_size: int, width: int, layers: int, heads: int, num_frames: int
+        self,
+        input_size: int,
+        patch_size: int,
+        width: int,
+        layers: int,
+        heads: int,
+        num_frames: int,
+        batch_coupled: bool = True,
     ) -> None:
         super().__init__()
         grid = input_size // patch_size
@@ -164,7 +197,7 @@ class StaViT(nn.Module):
         self.positional_embedding = nn.Parameter(scale * torch.randn(grid * grid + 1, width))
         self.temporal_embedding = nn.Parameter(torch.zeros(1, num_frames, width))
         self.ln_pre = LayerNorm32(width)
-        self.transformer = Transformer(width, layers, heads, num_frames)
+        self.transformer = Transformer(width, layers, heads, num_frames, batch_coupled)
         self.ln_post = LayerNorm32(width)
 
     def forward(self, clips: torch.Tensor) -> torch.Tensor:
