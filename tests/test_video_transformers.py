@@ -9,6 +9,8 @@ mismatched files are refused naming what is wrong, and DeepfakeBench checkpoint 
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -52,6 +54,19 @@ def same_tensors(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None
 
 
 # ----------------------------------------------------------------------------- recipes and training
+
+
+def test_listing_and_reading_them_does_not_import_transformers() -> None:
+    code = (
+        "import sys\n"
+        "from fairforensics.detectors import get_detector_class, list_detectors\n"
+        f"names = {NAMES!r}\n"
+        "assert set(names) <= set(list_detectors())\n"
+        "assert {get_detector_class(n).family for n in names} == {'Video'}\n"
+        "assert 'transformers' not in sys.modules, 'transformers imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-1000:]
 
 
 @pytest.mark.parametrize("name", NAMES)
