@@ -82,6 +82,8 @@ def load_clip_tower(backbone: StaViT, pretrained: bool | str, cfg: StaClipConfig
         return
     state, config = read_weights(path)
     if config is not None:  # a Hugging Face folder: the same tower (at least `layers` blocks)
+        from transformers import CLIPVisionConfig
+
         values = {
             "hidden_size": cfg.width,
             "intermediate_size": 4 * cfg.width,
@@ -92,7 +94,12 @@ def load_clip_tower(backbone: StaViT, pretrained: bool | str, cfg: StaClipConfig
         }
         check_config(
             config,
-            HFLayout("CLIP vision tower", config=values, config_section="vision_config"),
+            HFLayout(
+                "CLIP vision tower",
+                config=values,
+                config_section="vision_config",
+                config_class=CLIPVisionConfig,
+            ),
             str(path),
         )
     visual = openai_visual_state(state)

@@ -74,7 +74,11 @@ class TimesformerDetector(Detector):
         values = hf_config_values(cfg)
         self.backbone = TimesformerModel(HFConfig(**values))
         layout = HFLayout(
-            "TimeSformer", prefixes=("timesformer.",), ignore=("classifier.",), config=values
+            "TimeSformer",
+            prefixes=("timesformer.",),
+            ignore=("classifier.",),
+            config=values,
+            config_class=HFConfig,
         )
         load_hf_weights(self.backbone, cfg.pretrained, layout)
         self.head = nn.Linear(cfg.width, 2)

@@ -96,6 +96,7 @@ class VideoMAEDetector(Detector):
             ignore=("encoder_to_decoder.", "mask_token", "decoder.", "fc_norm.", "classifier."),
             renames=QV_BIAS_RENAMES,
             config=values,
+            config_class=HFConfig,
         )
         load_hf_weights(self.backbone, cfg.pretrained, layout)
         self.fc_norm = nn.LayerNorm(cfg.width)

@@ -111,6 +111,7 @@ class XCLIPDetector(Detector):
             prefixes=("vision_model.",),
             ignore=NOT_VISION,
             config=values,
+            config_class=XCLIPVisionConfig,
             config_section="vision_config",
         )
         load_hf_weights(self.backbone, cfg.pretrained, layout)

@@ -8,6 +8,7 @@ mismatched files are refused naming what is wrong, and DeepfakeBench checkpoint 
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -190,6 +191,25 @@ def test_videomae_loads_a_pretraining_folder(tmp_path, transformers4_names: bool
         save_file(renamed, weights)
     model = tiny("videomae", pretrained=str(tmp_path))
     same_tensors(model.backbone.state_dict(), hf.videomae.state_dict())
+
+
+def test_videomae_refuses_a_mean_pooling_folder(tmp_path) -> None:
+    """Fine-tuned VideoMAE folders pool by mean (no final LayerNorm): refused, also when their
+    config.json leaves that value to its default (transformers reads it so)."""
+    from transformers import VideoMAEConfig, VideoMAEForVideoClassification
+
+    config = VideoMAEConfig(
+        image_size=32, patch_size=16, num_frames=4, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=2, intermediate_size=64,
+    )  # fmt: skip
+    VideoMAEForVideoClassification(config).save_pretrained(tmp_path)
+    values = json.loads((tmp_path / "config.json").read_text())
+    assert values.pop("use_mean_pooling") is True
+    (tmp_path / "config.json").write_text(json.dumps(values))
+    with pytest.raises(
+        PretrainedWeightsError, match=r"use_mean_pooling True \(detector config: False\)"
+    ):
+        tiny("videomae", pretrained=str(tmp_path))
 
 
 def test_xclip_loads_the_vision_tower_of_an_xclip_model(tmp_path) -> None:

@@ -88,7 +88,9 @@ class HFLayout:
     ``ignore``: prefixes (after that) of tensors that are not part of the backbone (heads,
     decoders, text towers), left out; ``renames``: regex substitutions for older key names;
     ``config``: the ``config.json`` values the backbone's architecture depends on;
-    ``config_section``: the sub-config holding them (``vision_config`` of an ``XCLIPConfig``).
+    ``config_section``: the sub-config holding them (``vision_config`` of an ``XCLIPConfig``);
+    ``config_class``: the transformers config class of that (sub-)config, whose defaults stand
+    for the values a ``config.json`` leaves out (as transformers itself reads it).
     """
 
     name: str
@@ -97,6 +99,7 @@ class HFLayout:
     renames: Sequence[tuple[str, str]] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
     config_section: str | None = None
+    config_class: type | None = None
 
 
 def _names(keys: Sequence[str]) -> str:
@@ -190,6 +193,8 @@ def read_weights(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, A
 def check_config(config: Mapping[str, Any], layout: HFLayout, source: str) -> None:
     """Raise naming every architecture value of ``config`` that differs from ``layout.config``."""
     section = config.get(layout.config_section, config) if layout.config_section else config
+    if layout.config_class is not None:
+        section = {**layout.config_class().to_dict(), **section}
     wrong = [
         f"{k} {section[k]!r} (detector config: {v!r})"
         for k, v in layout.config.items()
