@@ -106,6 +106,20 @@ def test_recipe_lowers_the_loss_on_tiny_clips(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_bf16_autocast_step_is_finite(name: str) -> None:
+    """The trainer's AMP path (bf16 autocast): finite loss and a finite gradient everywhere
+    (StA-CLIP's LayerNorms compute in float32 and return bf16)."""
+    model = tiny(name).train()
+    batch = make_batch(model, type(model).test_input_size)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(batch)
+        loss = model.loss(batch, out)["total"]
+    assert out["logits"].dtype == torch.bfloat16 and torch.isfinite(loss)
+    loss.backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_wrong_clip_length_is_one_clear_error(name: str) -> None:
     model = tiny(name).eval()
     size = type(model).test_input_size
