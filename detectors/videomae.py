@@ -8,11 +8,14 @@ classified by a linear 2-way head. Cross-entropy; DeepfakeBench's ``videomae.yam
 
 ``pretrained``: a local Hugging Face folder of VideoMAE (``MCG-NJU/videomae-base``, a
 ``VideoMAEForPreTraining``: its decoder is left out), loaded strictly; ``false`` builds random
-weights. Files from transformers 4 (``q_bias``/``v_bias``) load too.
+weights. The query/value biases load under either of transformers' names (``q_bias``/``v_bias``
+or ``query.bias``/``value.bias``).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,12 +33,17 @@ from fairforensics.detectors.clip_input import check_clip
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
 
-#: transformers 4 named the query and value biases ``q_bias``/``v_bias`` (transformers 5 renames
-#: them on load the same way).
-QV_BIAS_RENAMES = (
-    (r"attention\.attention\.q_bias$", "attention.attention.query.bias"),
-    (r"attention\.attention\.v_bias$", "attention.attention.value.bias"),
-)
+#: The query and value biases are ``q_bias``/``v_bias`` up to transformers 5.0 (and in
+#: MCG-NJU's folders) and ``query.bias``/``value.bias`` in recent versions (5.24: it renames the
+#: older names on load the same way).
+OLD_QV, NEW_QV = "attention.attention.{}_bias", "attention.attention.{}.bias"
+
+
+def qv_bias_renames(own_keys: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """Regex renames from either naming of the q/v biases to the one of ``own_keys``."""
+    old = any(k.endswith(OLD_QV.format("q")) for k in own_keys)
+    pairs = [(OLD_QV.format(a), NEW_QV.format(b)) for a, b in (("q", "query"), ("v", "value"))]
+    return tuple((re.escape(n if old else o) + "$", o if old else n) for o, n in pairs)
 
 
 @dataclass
@@ -88,13 +96,12 @@ class VideoMAEDetector(Detector):
         from transformers import VideoMAEModel
 
         values = hf_config_values(cfg)
-        hf_config = HFConfig(**values, qv_bias=True, attn_implementation="sdpa")
-        self.backbone = VideoMAEModel(hf_config)
+        self.backbone = VideoMAEModel(HFConfig(**values))
         layout = HFLayout(
             "VideoMAE",
             prefixes=("videomae.",),
             ignore=("encoder_to_decoder.", "mask_token", "decoder.", "fc_norm.", "classifier."),
-            renames=QV_BIAS_RENAMES,
+            renames=qv_bias_renames(self.backbone.state_dict()),
             config=values,
             config_class=HFConfig,
         )
@@ -111,9 +118,10 @@ class VideoMAEDetector(Detector):
     def map_deepfakebench_state_dict(
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        """DeepfakeBench's keys are ours; checkpoints trained with transformers 4 name the q/v
-        biases ``q_bias``/``v_bias``."""
+        """DeepfakeBench's keys are ours, with the q/v biases named either way (``q_bias`` in
+        checkpoints trained with older transformers)."""
         mapped = remap(
             state_dict, [("backbone.", "backbone."), ("fc_norm.", "fc_norm."), ("head.", "head.")]
         )
-        return to_backbone_keys(mapped, HFLayout("VideoMAE", renames=QV_BIAS_RENAMES))
+        renames = qv_bias_renames(self.backbone.state_dict())
+        return to_backbone_keys(mapped, HFLayout("VideoMAE", renames=renames))

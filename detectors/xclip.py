@@ -104,8 +104,7 @@ class XCLIPDetector(Detector):
         from transformers import XCLIPVisionConfig, XCLIPVisionModel
 
         values = hf_config_values(cfg)
-        config = XCLIPVisionConfig(**values, attn_implementation="sdpa")
-        self.backbone = XCLIPVisionModel(config)
+        self.backbone = XCLIPVisionModel(XCLIPVisionConfig(**values))
         layout = HFLayout(
             "X-CLIP vision tower",
             prefixes=("vision_model.",),
@@ -113,6 +112,7 @@ class XCLIPDetector(Detector):
             config=values,
             config_class=XCLIPVisionConfig,
             config_section="vision_config",
+            add_prefix=self._inner_prefix(),
         )
         load_hf_weights(self.backbone, cfg.pretrained, layout)
         self.fc_norm = nn.LayerNorm(cfg.width)
@@ -126,14 +126,21 @@ class XCLIPDetector(Detector):
         feat = self.fc_norm(pooled.mean(dim=1))
         return self.outputs(self.head(feat), feat)
 
+    def _inner_prefix(self) -> str:
+        """``vision_model.`` where the installed transformers nests the tower under it (before
+        5.x), else nothing."""
+        nested = any(k.startswith("vision_model.") for k in self.backbone.state_dict())
+        return "vision_model." if nested else ""
+
     def map_deepfakebench_state_dict(
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
-        """DeepfakeBench's keys are ours; checkpoints trained with transformers 4 hold the tower
-        under ``backbone.vision_model.`` (and, before 4.31, its constant ``position_ids``)."""
+        """DeepfakeBench's keys are ours; checkpoints trained with older transformers hold the
+        tower under ``backbone.vision_model.`` (and, before 4.31, its constant ``position_ids``)."""
+        inner = "backbone." + self._inner_prefix()
         rules = {
-            "backbone.vision_model.": "backbone.",
-            "backbone.": "backbone.",
+            "backbone.vision_model.": inner,
+            "backbone.": inner,
             "fc_norm.": "fc_norm.",
             "head.": "head.",
         }

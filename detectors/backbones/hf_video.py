@@ -86,7 +86,9 @@ class HFLayout:
 
     ``prefixes``: wrapper prefixes removed from a key (the first that matches);
     ``ignore``: prefixes (after that) of tensors that are not part of the backbone (heads,
-    decoders, text towers), left out; ``renames``: regex substitutions for older key names;
+    decoders, text towers), left out; ``renames``: regex substitutions to the installed
+    transformers' key names; ``add_prefix``: put before every kept key (a backbone whose own
+    keys carry a prefix, as ``XCLIPVisionModel``'s ``vision_model.`` before transformers 5.x);
     ``config``: the ``config.json`` values the backbone's architecture depends on;
     ``config_section``: the sub-config holding them (``vision_config`` of an ``XCLIPConfig``);
     ``config_class``: the transformers config class of that (sub-)config, whose defaults stand
@@ -100,6 +102,7 @@ class HFLayout:
     config: Mapping[str, Any] = field(default_factory=dict)
     config_section: str | None = None
     config_class: type | None = None
+    add_prefix: str = ""
 
 
 def _names(keys: Sequence[str]) -> str:
@@ -211,7 +214,7 @@ def to_backbone_keys(
     state: Mapping[str, torch.Tensor], layout: HFLayout
 ) -> dict[str, torch.Tensor]:
     """``state`` under the backbone's own key names: wrapper prefix removed, other parts left out,
-    older names renamed."""
+    names of other transformers versions renamed."""
     out = {}
     for key, value in state.items():
         for prefix in layout.prefixes:
@@ -222,7 +225,7 @@ def to_backbone_keys(
             continue
         for pattern, repl in layout.renames:
             key = re.sub(pattern, repl, key)
-        out[key] = value
+        out[layout.add_prefix + key] = value
     return out
 
 

@@ -42,7 +42,8 @@ class QuickGELU(nn.Module):
 
 
 class DepthwiseStack(nn.Module):
-    """Three depthwise ``Conv3d`` + ``BatchNorm3d`` with ReLU between (none after the last)."""
+    """Three depthwise ``Conv3d`` + ``BatchNorm3d`` with ReLU between (none after the last),
+    computed in float32 (also under autocast)."""
 
     def __init__(self, channels: int, kernel: tuple[int, int, int]) -> None:
         super().__init__()
@@ -53,9 +54,12 @@ class DepthwiseStack(nn.Module):
             self.add_module(f"bn{i}", nn.BatchNorm3d(channels))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = F.relu(self.bn1(self.conv1(x)))
-        x = F.relu(self.bn2(self.conv2(x)))
-        return self.bn3(self.conv3(x))
+        # float32 under autocast: PyTorch 2.14's bf16 depthwise Conv3d on the CPU gives a NaN in
+        # the weight gradient now and then (seen with a 5x1x1 kernel over 4 frames)
+        with torch.autocast(x.device.type, enabled=False):
+            x = F.relu(self.bn1(self.conv1(x.float())))
+            x = F.relu(self.bn2(self.conv2(x)))
+            return self.bn3(self.conv3(x))
 
 
 class CrossAttention(nn.Module):
