@@ -34,8 +34,8 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
                    ``pair_index`` long [B] gives each sample's partner (UCF)
 ``random_pairs``   with ``pairs``: each fake's real partner drawn at random (PG-FDD)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
-                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``i2g``); their targets come as
-                   ``xray`` float [B, 1, H, W] where the generator makes one
+                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``sbi_paper``, ``i2g``); their
+                   targets come as ``xray`` float [B, 1, H, W] where the generator makes one
 ``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)
 =================  =================================================================================
 

@@ -97,31 +97,10 @@ def efficientnet_pytorch_numerics(
     return model
 
 
-@register_detector("efficientnet_b4", family="Naive")
-class EfficientNetB4(TimmClassifier):
-    """timm ``efficientnet_b4`` with a 2-way head (17,552,202 parameters)."""
-
-    Config = EfficientNetB4Config
-    arch = "efficientnet_b4"
-    deepfakebench_name = "efficientnetb4"
-
-    def build_backbone(self, cfg: EfficientNetB4Config) -> nn.Module:
-        if cfg.variant == "paper":
-            return create_timm_backbone(self.arch, cfg.pretrained, num_classes=0)
-        model = create_timm_backbone(self.arch, cfg.pretrained, num_classes=0, drop_path_rate=0.2)
-        return efficientnet_pytorch_numerics(model)
-
-    def map_deepfakebench_state_dict(
-        self, state_dict: dict[str, torch.Tensor]
-    ) -> dict[str, torch.Tensor]:
-        """efficientnet_pytorch's flat ``_blocks.N`` -> timm's ``blocks.stage.index``."""
-        prefixes = efficientnet_pytorch_rules("backbone.efficientnet.", "backbone.")
-        return remap(state_dict, {**prefixes, "backbone.last_layer.": "head."})
-
-
-def efficientnet_pytorch_rules(src: str, dst: str) -> dict[str, str]:
-    """Prefix rules from an efficientnet_pytorch EfficientNet-B4 under ``src`` (flat
-    ``_blocks.N``) to timm's ``efficientnet_b4`` under ``dst`` (``blocks.stage.index``)."""
+def efficientnet_b4_rules(src: str, dst: str) -> dict[str, str]:
+    """Prefix rules (for :func:`detectors.dfb_keys.remap`) from efficientnet_pytorch's
+    EfficientNet-B4 under ``src`` (flat ``_blocks.N``, DeepfakeBench's layout) to timm's
+    ``efficientnet_b4`` under ``dst`` (``blocks.stage.index``)."""
     prefixes = {
         src + "_conv_stem.": dst + "conv_stem.",
         src + "_bn0.": dst + "bn1.",
@@ -142,3 +121,26 @@ def efficientnet_pytorch_rules(src: str, dst: str) -> dict[str, str]:
             prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
             n += 1
     return prefixes
+
+
+@register_detector("efficientnet_b4", family="Naive")
+class EfficientNetB4(TimmClassifier):
+    """timm ``efficientnet_b4`` with a 2-way head (17,552,202 parameters)."""
+
+    Config = EfficientNetB4Config
+    arch = "efficientnet_b4"
+    deepfakebench_name = "efficientnetb4"
+
+    def build_backbone(self, cfg: EfficientNetB4Config) -> nn.Module:
+        if cfg.variant == "paper":
+            return create_timm_backbone(self.arch, cfg.pretrained, num_classes=0)
+        model = create_timm_backbone(self.arch, cfg.pretrained, num_classes=0, drop_path_rate=0.2)
+        return efficientnet_pytorch_numerics(model)
+
+    def map_deepfakebench_state_dict(
+        self, state_dict: dict[str, torch.Tensor]
+    ) -> dict[str, torch.Tensor]:
+        """efficientnet_pytorch's flat ``_blocks.N`` -> timm's ``blocks.stage.index``."""
+        prefixes = efficientnet_b4_rules("backbone.efficientnet.", "backbone.")
+        prefixes["backbone.last_layer."] = "head."
+        return remap(state_dict, prefixes)

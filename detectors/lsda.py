@@ -48,10 +48,11 @@ from fairforensics.configs import ConfigError
 from fairforensics.detectors.backbones import create_timm_backbone
 from fairforensics.detectors.backbones.iresnet import IResNet, load_iresnet_file
 from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.dfb_efficientnet import build_efficientnet_b4
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.efficientnet import (
+    efficientnet_b4_rules,
     efficientnet_pytorch_numerics,
-    efficientnet_pytorch_rules,
 )
 from fairforensics.detectors.registry import register_detector
 
@@ -100,8 +101,11 @@ class Encoder(nn.Module):
 
     def __init__(self, arch: str, pretrained: bool | str, dim: int) -> None:
         super().__init__()
-        model = create_timm_backbone(arch, pretrained, num_classes=0, drop_path_rate=0.2)
-        self.model = efficientnet_pytorch_numerics(model, IMAGE_SIZES[arch], same_stem=True)
+        if arch == "efficientnet_b4":  # a local file may also be efficientnet_pytorch's
+            self.model = build_efficientnet_b4(pretrained, same_stem=True)
+        else:
+            model = create_timm_backbone(arch, pretrained, num_classes=0, drop_path_rate=0.2)
+            self.model = efficientnet_pytorch_numerics(model, IMAGE_SIZES[arch], same_stem=True)
         self.conv = nn.Conv2d(self.model.num_features, dim, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -291,7 +295,7 @@ class LSDA(Detector):
         rules: dict[str, str] = {}
         encoders = [f"encoders_f.{i}." for i in range(len(self.encoders_f))] + ["student_encoder."]
         for enc in encoders:
-            rules |= efficientnet_pytorch_rules(f"model.{enc}model.", f"{enc}model.")
+            rules |= efficientnet_b4_rules(f"model.{enc}model.", f"{enc}model.")
             rules[f"model.{enc}conv."] = f"{enc}conv."
         for part in ("encoder_c.", "fc_weights.", "mlp.", "binary_classifier."):
             rules[f"model.{part}"] = part

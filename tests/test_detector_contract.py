@@ -97,7 +97,10 @@ def test_channels_last_gives_the_same_outputs(name: str) -> None:
     batch = make_batch(model, size, batch_size=2, seed=3)
     with torch.no_grad():
         expected = model(batch)["prob"]
-        model = model.to(memory_format=torch.channels_last)
+        # as the trainer does: 4-D weights only (3-D convolutions keep their 5-D layout)
+        model = model._apply(
+            lambda t: t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+        )
         batch = {
             k: v.contiguous(memory_format=torch.channels_last)
             if isinstance(v, torch.Tensor) and v.dim() == 4 and k in ("image", "views")
