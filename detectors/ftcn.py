@@ -139,7 +139,8 @@ class FTCN(Detector):
         own = {f"backbone.{k}": v for k, v in i3d.state_dict().items()}
         own |= {"head.projection.weight": state.get("head.projection.weight", torch.empty(0))}
         own |= {"head.projection.bias": state.get("head.projection.bias", torch.empty(0))}
-        mapped = remap(state, [("head.", "head."), *slowfast_rules("", "backbone.")])
+        # unknown keys pass unchanged and are reported as unexpected
+        mapped = remap(state, [*slowfast_rules("", "backbone."), ("", "")])
         check_covers(path, mapped, own, "SlowFast I3D ResNet-50 state dict")
         ours = self.state_dict()
         replaced = {f"backbone.{name}.weight" for name in self.backbone.replaced}

@@ -132,9 +132,9 @@ class I3DBase(Detector):
         state = read_slowfast_file(path)
         head = {k for k in state if k.startswith("head.projection.")}
         head_rows = {k: v[:1] for k, v in state.items() if k in head}
-        mapped = remap(
+        mapped = remap(  # unknown keys pass unchanged and are reported as unexpected
             {k: v for k, v in state.items() if k not in head},
-            slowfast_rules("", "backbone."),
+            [*slowfast_rules("", "backbone."), ("", "")],
         )
         mapped |= {"head." + k.removeprefix("head.projection."): v for k, v in head_rows.items()}
         own = {k: v for k, v in self.state_dict().items() if k.startswith(("backbone.", "head."))}
