@@ -50,7 +50,8 @@ def _adam(name: str, model: nn.Module) -> torch.optim.Adam:
 @pytest.mark.parametrize("name", list(TINY))
 def test_trains_on_tiny_clips_with_its_recipe(name: str) -> None:
     model = _tiny(name).train()
-    batch = make_batch(model, model.cfg.input_size, batch_size=4, seed=1)
+    size = 2 if name == "stil" else 4  # STIL keeps SCNet-50's widths
+    batch = make_batch(model, model.cfg.input_size, batch_size=size, seed=1)
     assert batch["image"].shape[1] == model.cfg.clip_size
     optimiser = _adam(name, model)
     steps = 8 if name != "tall" else 20  # TALL's recipe has lr 2e-5
@@ -64,7 +65,7 @@ def test_trains_on_tiny_clips_with_its_recipe(name: str) -> None:
         optimiser.step()
         losses.append(loss.item())
     assert losses[-1] < losses[0], losses
-    assert out["logits"].shape == (4, 2) and out["feat"].shape[0] == 4
+    assert out["logits"].shape == (size, 2) and out["feat"].shape[0] == size
 
 
 @pytest.mark.parametrize("name", ["i3d", "altfreezing", "ftcn"])
@@ -196,7 +197,7 @@ def test_incomplete_kinetics_file_is_refused_naming_the_keys(tmp_path, kinetics_
         PretrainedWeightsError, match=r"half.pth is not a complete SlowFast I3D"
     ) as e:
         build_detector("altfreezing", pretrained=str(tmp_path / "half.pth"), width=4)
-    assert "missing" in str(e.value) and "backbone.s5.2.branch2.c_bn.weight" in str(e.value)
+    assert f"missing {len(kinetics_i3d) - len(half)}: backbone.s3.1." in str(e.value)
     torch.save({**kinetics_i3d, "s6.extra.weight": torch.zeros(1)}, tmp_path / "extra.pth")
     with pytest.raises(PretrainedWeightsError, match=r"unexpected 1: s6\.extra\.weight"):
         build_detector("i3d", pretrained=str(tmp_path / "extra.pth"), width=4)
