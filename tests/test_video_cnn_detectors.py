@@ -312,3 +312,33 @@ def test_bad_clip_settings_are_refused() -> None:
     clips = torch.zeros(1, 3, 3, 128, 128)
     with pytest.raises(ValueError, match="stil expects clips of 2 frames"):
         model({"image": clips, "label": torch.zeros(1, dtype=torch.long)})
+
+
+def _deepfakebench_i3d(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Our i3d/altfreezing tensors under DeepfakeBench's names (``resnet.`` + SlowFast's)."""
+    state = {k: v for k, v in model.state_dict().items() if k != "train_steps"}
+    out = {
+        f"resnet.{k}": v
+        for k, v in _slowfast_names(
+            {k.removeprefix("backbone."): v for k, v in state.items() if k.startswith("backbone.")}
+        ).items()
+    }
+    return out | {"resnet.head.projection.weight": state["head.weight"],
+                  "resnet.head.projection.bias": state["head.bias"]}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["i3d", "altfreezing"])
+def test_deepfakebench_checkpoint_is_a_whole_detector_not_a_backbone(tmp_path, name) -> None:
+    """``pretrained:`` and ``--weights`` take DeepfakeBench's own checkpoint (DDP prefix too)."""
+    from fairforensics.detectors import load_detector_file
+
+    source = _tiny(name)
+    for p in source.parameters():
+        p.data += 0.25
+    path = tmp_path / f"{name}_best.pth"
+    torch.save({f"module.{k}": v for k, v in _deepfakebench_i3d(source).items()}, path)
+    built = build_detector(name, pretrained=str(path), **TINY[name])
+    loaded = load_detector_file(name, path, {**TINY[name], "pretrained": False})
+    for model in (built, loaded):
+        got = model.state_dict()
+        assert all(torch.equal(got[k], v) for k, v in source.state_dict().items()), name
