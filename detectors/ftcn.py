@@ -28,10 +28,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from fairforensics.detectors.backbones import PretrainedWeightsError
+from fairforensics.detectors.backbones.coverage import fitting_tensors
 from fairforensics.detectors.backbones.resnet3d import ResNet3d, slowfast_rules
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
 from fairforensics.detectors.dfb_keys import remap
-from fairforensics.detectors.i3d import check_covers, read_slowfast_file
+from fairforensics.detectors.i3d import I3D_FILE, KINETICS_FILE, read_slowfast_file
 from fairforensics.detectors.registry import register_detector
 
 
@@ -132,21 +133,22 @@ class FTCN(Detector):
     def load_kinetics(self, path: str | Path) -> None:
         """The parts of SlowFast's Kinetics I3D (``I3D_8x8_R50.pth``) that FTCN keeps."""
         if path is True or path == "timm":
-            raise PretrainedWeightsError(f"ftcn has no hub weights; pass {path!r} as a local file")
+            raise PretrainedWeightsError(f"ftcn has no hub weights; pass a local {KINETICS_FILE}")
         state = read_slowfast_file(path)
         with torch.device("meta"):  # the file must be a whole I3D, as in DeepfakeBench
             i3d = ResNet3d(self.cfg.width)
         own = {f"backbone.{k}": v for k, v in i3d.state_dict().items()}
-        own |= {"head.projection.weight": state.get("head.projection.weight", torch.empty(0))}
-        own |= {"head.projection.bias": state.get("head.projection.bias", torch.empty(0))}
+        own |= {k: v for k, v in state.items() if k.startswith("head.projection.")}
         # unknown keys pass unchanged and are reported as unexpected
         mapped = remap(state, [*slowfast_rules("", "backbone."), ("", "")])
-        check_covers(path, mapped, own, "SlowFast I3D ResNet-50 state dict")
+        required = set(own) | {"head.projection.weight", "head.projection.bias"}
+        how = f"pass a local copy of DeepfakeBench's {KINETICS_FILE} or set 'pretrained: false'"
+        fits = fitting_tensors(path, mapped, own, required, I3D_FILE, how)
         ours = self.state_dict()
         replaced = {f"backbone.{name}.weight" for name in self.backbone.replaced}
         kept = {
             k: v
-            for k, v in mapped.items()
+            for k, v in fits.items()
             if k in ours and k not in replaced and v.shape == ours[k].shape
         }
         self.load_state_dict(kept, strict=False)

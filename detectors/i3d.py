@@ -37,11 +37,11 @@ from torch import nn
 from torch.func import functional_call
 
 from fairforensics.detectors.backbones import (
-    PRETRAINED_STRICT,
     PretrainedWeightsError,
     read_torch_file,
     strip_module_prefix,
 )
+from fairforensics.detectors.backbones.coverage import fitting_tensors
 from fairforensics.detectors.backbones.resnet3d import ResNet3d, slowfast_rules
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
 from fairforensics.detectors.dfb_keys import remap
@@ -49,6 +49,7 @@ from fairforensics.detectors.registry import register_detector
 
 KINETICS_FILE = "I3D_8x8_R50.pth"
 _HOW = f"pass a local copy of DeepfakeBench's {KINETICS_FILE} or set 'pretrained: false'"
+I3D_FILE = "SlowFast I3D ResNet-50 state dict"
 
 
 @dataclass
@@ -84,29 +85,6 @@ def read_slowfast_file(path: str | Path) -> dict[str, torch.Tensor]:
     return {k.removeprefix("resnet."): v for k, v in state.items()}
 
 
-def check_covers(
-    path: str | Path, got: dict[str, torch.Tensor], own: dict[str, torch.Tensor], what: str
-) -> None:
-    """Raise :class:`PretrainedWeightsError` unless ``got`` has exactly ``own``'s keys and shapes
-    (when ``pretrained_strict`` is on)."""
-    missing = sorted(set(own) - set(got))
-    unexpected = sorted(set(got) - set(own))
-    shapes = sorted(
-        f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}"
-        for k, v in got.items()
-        if k in own and v.shape != own[k].shape
-    )
-    problems = [
-        f"{kind} {len(keys)}: {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}"
-        for kind, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
-        if keys
-    ]
-    if problems and PRETRAINED_STRICT.get():
-        raise PretrainedWeightsError(
-            f"{path} is not a complete {what}: " + "; ".join(problems) + f"; {_HOW}"
-        )
-
-
 class I3DBase(Detector):
     """Shared body: the I3D ResNet-50 on ``[B, T, 3, H, W]`` clips, one logit per clip."""
 
@@ -138,9 +116,7 @@ class I3DBase(Detector):
         )
         mapped |= {"head." + k.removeprefix("head.projection."): v for k, v in head_rows.items()}
         own = {k: v for k, v in self.state_dict().items() if k.startswith(("backbone.", "head."))}
-        check_covers(path, mapped, own, "SlowFast I3D ResNet-50 state dict")
-        fits = {k: v for k, v in mapped.items() if k in own and v.shape == own[k].shape}
-        self.load_state_dict(fits, strict=False)
+        self.load_state_dict(fitting_tensors(path, mapped, own, own, I3D_FILE, _HOW), strict=False)
 
     def run(
         self, clips: torch.Tensor, detached: dict[str, torch.Tensor] | None = None

@@ -23,11 +23,11 @@ import torch
 from torch import nn
 
 from fairforensics.detectors.backbones import (
-    PRETRAINED_STRICT,
     PretrainedWeightsError,
     read_torch_file,
     strip_module_prefix,
 )
+from fairforensics.detectors.backbones.coverage import fitting_tensors
 from fairforensics.detectors.backbones.scnet import STIL_ONLY, STILNet
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
 from fairforensics.detectors.dfb_keys import remap
@@ -82,34 +82,18 @@ class STIL(Detector):
             data = data["state_dict"]
         if not isinstance(data, dict):
             raise PretrainedWeightsError(f"{path}: expected a state dict; {_HOW}")
-        state = strip_module_prefix(data)
         own = self.base.state_dict()
-        needed = {
+        state = {  # SCNet's k2 (factorised here) and its classifier have no use
+            k: v
+            for k, v in strip_module_prefix(data).items()
+            if not any(m in f".{k}" for m in _SCNET_ONLY)
+        }
+        required = {
             k
             for k in own
             if not any(m in f".{k}" for m in STIL_ONLY) and not k.endswith("num_batches_tracked")
         }
-        missing = sorted(needed - set(state))
-        unexpected = sorted(
-            k for k in state if k not in own and not any(m in f".{k}" for m in _SCNET_ONLY)
-        )
-        shapes = sorted(
-            f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}"
-            for k, v in state.items()
-            if k in own and v.shape != own[k].shape
-        )
-        problems = [
-            f"{kind} {len(keys)}: {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}"
-            for kind, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
-            if keys
-        ]
-        if problems and PRETRAINED_STRICT.get():
-            raise PretrainedWeightsError(
-                f"{path} is not a complete SCNet-50 v1d: " + "; ".join(problems) + f"; {_HOW}"
-            )
-        fits = {k: v for k, v in state.items() if k in own and v.shape == own[k].shape}
-        if not fits:
-            raise PretrainedWeightsError(f"{path}: no tensor matches SCNet-50 v1d; {_HOW}")
+        fits = fitting_tensors(path, state, own, required, "SCNet-50 v1d", _HOW)
         self.base.load_state_dict(fits, strict=False)
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:

@@ -30,11 +30,11 @@ from torch import nn
 from torch.nn import functional as F
 
 from fairforensics.detectors.backbones import (
-    PRETRAINED_STRICT,
     PretrainedWeightsError,
     read_torch_file,
     strip_module_prefix,
 )
+from fairforensics.detectors.backbones.coverage import fitting_tensors
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
@@ -165,26 +165,8 @@ class TALL(Detector):
                 state[key] = resize_bias_table(value, own[key].shape[0])
             elif key == "patch_embed.proj.weight" and value.dim() == 2:  # a linear patchify
                 state[key] = value.reshape(value.shape[0], 3, *own[key].shape[2:])
-        needed = {k for k in own if not k.startswith("head.")}
-        missing = sorted(needed - set(state))
-        unexpected = sorted(set(state) - set(own))
-        shapes = sorted(
-            f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}"
-            for k, v in state.items()
-            if k in own and v.shape != own[k].shape
-        )
-        problems = [
-            f"{kind} {len(keys)}: {', '.join(keys[:8])}{' ...' if len(keys) > 8 else ''}"
-            for kind, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
-            if keys
-        ]
-        if problems and PRETRAINED_STRICT.get():
-            raise PretrainedWeightsError(
-                f"{path} is not a complete Swin-B for TALL: " + "; ".join(problems) + f"; {_HOW}"
-            )
-        fits = {k: v for k, v in state.items() if k in own and v.shape == own[k].shape}
-        if not fits:
-            raise PretrainedWeightsError(f"{path}: no tensor matches the Swin-B; {_HOW}")
+        required = {k for k in own if not k.startswith("head.")}
+        fits = fitting_tensors(path, state, own, required, "Swin-B for TALL", _HOW)
         self.backbone.load_state_dict(fits, strict=False)
 
     def map_deepfakebench_state_dict(

@@ -141,6 +141,8 @@ def _top_level_names(init: Path) -> set[str]:
                     names.add(target.id)
                 if isinstance(target, ast.Name) and target.id == "__all__":
                     names.update(ast.literal_eval(node.value))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)  # e.g. ``PRETRAINED_STRICT: ContextVar[bool] = ...``
     return names
 
 
