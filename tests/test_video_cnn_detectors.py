@@ -4,6 +4,7 @@ recipe on tiny clips, AltFreezing's freezing schedule against autograd, and thei
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -225,7 +226,7 @@ def _slowfast_key(key: str) -> str:
     return next(iter(_slowfast_names({key: torch.zeros(0)})))
 
 
-def test_scnet_imagenet_file_loads_into_stil(tmp_path) -> None:
+def test_scnet_imagenet_file_loads_into_stil(tmp_path, caplog) -> None:
     torch.manual_seed(3)
     model = build_detector("stil", pretrained=False, **TINY["stil"])
     base = model.base.state_dict()
@@ -250,6 +251,11 @@ def test_scnet_imagenet_file_loads_into_stil(tmp_path) -> None:
     torch.save(imagenet, tmp_path / "cut.pth")
     with pytest.raises(PretrainedWeightsError, match=r"missing 1: layer4\.2\.conv3\.weight"):
         build_detector("stil", pretrained=str(tmp_path / "cut.pth"), **TINY["stil"])
+    with caplog.at_level(logging.INFO, logger="fairforensics.detectors.backbones.coverage"):
+        build_detector(
+            "stil", pretrained=str(tmp_path / "cut.pth"), pretrained_strict=False, **TINY["stil"]
+        )
+    assert "pretrained_strict: false; missing 1: layer4.2.conv3.weight" in caplog.text
 
 
 def _microsoft_swin(model: nn.Module) -> dict[str, torch.Tensor]:
