@@ -18,6 +18,12 @@ folders are joined into the cross-dataset leaderboards with Top-3 counts by
 With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
 checkpoint :func:`deepfakebench_weights` finds there, through ``fairforensics test --detector NAME
 --weights FILE``, so Table 3's test half comes with our video grouping and fairness columns.
+
+Image and video detectors share one sweep and one leaderboard (video detectors as the ``Video``
+family). Video detectors read their clips from ``clip_data_root`` when it is given: indexes of
+the same names preprocessed with ``sampling.mode: clips``, so both kinds are tested on the same
+test-set names; without it they read ``data_root`` like the others (DeepfakeBench's rule on
+each video's frame list).
 """
 
 from __future__ import annotations
@@ -71,6 +77,17 @@ class Sweep:
     weights_dir: Path | None = None
     overrides: list[str] = field(default_factory=list)
     within: list[str] | None = None
+    clip_data_root: str | None = None  # video detectors' indexes (sampling.mode: clips)
+    imports: list[str] = field(default_factory=list)  # --import MODULE for every run
+
+    def data_root_of(self, detector: str) -> str | None:
+        """Where ``detector`` reads its indexes: ``clip_data_root`` for a video detector."""
+        if self.clip_data_root and get_detector_class(detector).input_kind == "clip":
+            return self.clip_data_root
+        return self.data_root
+
+    def extra_args(self) -> list[str]:
+        return [x for module in self.imports for x in ("--import", module)]
 
 
 def resolve_detectors(names: Sequence[str]) -> list[str]:
@@ -122,12 +139,13 @@ def train_command(sweep: Sweep, detector: str) -> list[str]:
         cmd += ["--val-data", *sweep.val_data]
     if sweep.test_data:
         cmd += ["--test-data", *sweep.test_data]
-    if sweep.data_root:
-        cmd += ["--data-root", sweep.data_root]
+    root = sweep.data_root_of(detector)
+    if root:
+        cmd += ["--data-root", root]
     cmd += ["--output-dir", str(sweep.out / detector), "--set", "run_name=run"]
     for item in sweep.overrides:
         cmd += ["--set", item]
-    return cmd
+    return cmd + sweep.extra_args()
 
 
 def eval_command(sweep: Sweep, detector: str) -> list[str]:
@@ -139,9 +157,10 @@ def eval_command(sweep: Sweep, detector: str) -> list[str]:
     else:
         cmd += ["--run", str(sweep.out / detector / "run")]
     cmd += ["--test-data", *(sweep.test_data or sweep.train_data)]
-    if sweep.data_root:
-        cmd += ["--data-root", sweep.data_root]
-    return [*cmd, "--out", str(sweep.out / detector / "eval")]
+    root = sweep.data_root_of(detector)
+    if root:
+        cmd += ["--data-root", root]
+    return [*cmd, "--out", str(sweep.out / detector / "eval"), *sweep.extra_args()]
 
 
 def _subprocess_runner(cmd: list[str]) -> None:

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader
 from torchvision import transforms as T
 
 from fairforensics.detectors import build_detector
+from fairforensics.preprocessing.device import to_channels_last
 from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index, write_index
 from fairforensics.training.augment import FancyPCA, build_augment
@@ -228,7 +229,7 @@ def bench_train(
             torch.backends.cudnn.benchmark = True  # as in both trainers
         reference = copy.deepcopy(model).train()
         if channels_last:
-            model = model.to(memory_format=torch.channels_last)
+            model = to_channels_last(model)
         model.train()
         step = TrainStep(
             model,

@@ -13,7 +13,10 @@ data pipeline and returns at least::
 Video detectors (``input_kind = "clip"``, config :class:`ClipDetectorConfig`) take clips of
 ``clip_size`` consecutive frames: ``image`` is float [B, T, 3, H, W] and every output is one per clip
 (``logits`` [B, 2], ``prob`` [B]); a model that has a single logit ``z`` returns ``logits = [0, z]``,
-whose softmax probability of class 1 is ``sigmoid(z)``.
+whose softmax probability of class 1 is ``sigmoid(z)``. The trainer gives them clips
+(``preprocessing.frames.FrameDataset`` with ``clip_size``); per-frame keys gain the time axis
+(``landmarks`` [B, T, 68, 2], ``mask`` [B, T, 1, H, W]), and ``blend:<name>``/``pairs`` are not
+available for clips.
 
 Batch keys. Always present: ``image`` float [B, 3, H, W] (video detectors: [B, T, 3, H, W]), already
 normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A detector lists what else it needs in

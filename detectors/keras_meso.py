@@ -6,8 +6,16 @@ Keras names layers by type and creation order (``conv2d_N``, ``batch_normalizati
 ``paper`` variant are created in the same order. Conversions: convolution kernels HWIO -> OIHW;
 BatchNorm ``gamma/beta/moving_mean/moving_variance`` (eps 1e-3, as the model already uses); dense
 kernels ``[in, out]`` -> ``[out, in]``, where the first dense layer reads Keras's flattened NHWC
-tensor, so its input axis is reordered from (h, w, c) to PyTorch's (c, h, w). Needs ``h5py``
-(``pip install h5py`` or the ``keras`` extra).
+tensor, so its input axis is reordered from (h, w, c) to PyTorch's (c, h, w).
+
+Meaning of the output: the released models' sigmoid is **P(real)**. The authors read their data
+with Keras ``flow_from_directory(class_mode='binary')``, which numbers classes by sorted folder
+name (``df`` or ``f2f`` = 0, ``real`` = 1). Our convention is label 1 = fake, so the last dense
+layer's weight and bias are negated on import (``output="p_real"``, the default):
+``sigmoid(-z) = 1 - sigmoid(z) = P(fake)``. A file whose sigmoid already is P(fake) loads with
+``output="p_fake"`` (``keras_output: p_fake`` in the detector config). Inputs must be what the
+authors fed: RGB scaled to [0, 1] (``rescale=1./255``), i.e. ``mean: [0, 0, 0]``,
+``std: [1, 1, 1]``. Needs ``h5py`` (``pip install h5py`` or the ``keras`` extra).
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ from torch import nn
 from fairforensics.detectors.backbones import PretrainedWeightsError
 
 _KINDS = {"conv2d": nn.Conv2d, "batch_normalization": nn.BatchNorm2d, "dense": nn.Linear}
+#: What the Keras file's sigmoid is the probability of: real (the authors' files) or fake.
+KERAS_OUTPUTS = ("p_real", "p_fake")
 
 
 class KerasWeightsError(PretrainedWeightsError):
@@ -70,18 +80,28 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
 
 
-def load_keras_mesonet(model: nn.Module, path: str | Path, flat_hwc: tuple[int, int, int]) -> None:
-    """Copy the Keras MesoNet weights of ``path`` into ``model`` (its ``paper`` variant).
+def load_keras_mesonet(
+    model: nn.Module,
+    path: str | Path,
+    flat_hwc: tuple[int, int, int],
+    output: str = "p_real",
+) -> None:
+    """Copy the Keras MesoNet weights of ``path`` into ``model`` (its ``paper`` variant), so
+    that the model's ``prob`` is P(fake).
 
     ``flat_hwc``: (H, W, C) of the tensor Keras flattens before the first dense layer.
+    ``output``: what the file's sigmoid is the probability of (``p_real`` for the authors' files:
+    the last layer is negated; ``p_fake``: copied as it is).
     """
+    if output not in KERAS_OUTPUTS:
+        raise KerasWeightsError(f"{path}: keras_output {output!r}: choose one of {KERAS_OUTPUTS}")
     try:
-        _load(model, path, flat_hwc)
+        _load(model, path, flat_hwc, sign=-1.0 if output == "p_real" else 1.0)
     except KeyError as exc:
         raise KerasWeightsError(f"{path}: a layer lacks the array {exc.args[0]!r}") from None
 
 
-def _load(model: nn.Module, path: str | Path, flat_hwc: tuple[int, int, int]) -> None:
+def _load(model: nn.Module, path: str | Path, flat_hwc: tuple[int, int, int], sign: float) -> None:
     layers = read_keras_layers(path)
     modules = {kind: [m for m in model.modules() if type(m) is cls] for kind, cls in _KINDS.items()}
     counts = {k: (len(layers[k]), len(modules[k])) for k in _KINDS}
@@ -114,7 +134,10 @@ def _load(model: nn.Module, path: str | Path, flat_hwc: tuple[int, int, int]) ->
             kernel = kernel.reshape(h, w, c, -1).permute(3, 2, 0, 1).reshape(kernel.shape[1], -1)
         else:
             kernel = kernel.t()
-        state[fc] = {"weight": kernel, "bias": _tensor(arrays["bias"])}
+        bias = _tensor(arrays["bias"])
+        if i == len(modules["dense"]) - 1:  # the sigmoid's input z: P(class 1 of the file)
+            kernel, bias = sign * kernel, sign * bias
+        state[fc] = {"weight": kernel, "bias": bias}
     for module, tensors in state.items():
         own = dict(module.named_parameters(recurse=False)) | dict(
             module.named_buffers(recurse=False)

@@ -8,7 +8,8 @@ ReLU and no bias in its inception branches and reuses ``bn1`` after both 5x5 con
 DeepfakeBench's ``Dropout2d`` on the flat features is a plain dropout here (training only).
 
 ``paper``: the authors' Keras model, whose released weights (``.h5``) load with
-``pretrained: /path/Meso4_DF.h5`` (:mod:`detectors.keras_meso`). Convolutions with bias and
+``pretrained: /path/Meso4_DF.h5`` (:mod:`detectors.keras_meso`; their sigmoid is P(real), turned
+into our P(fake) on import, ``keras_output``). Convolutions with bias and
 ReLU, each followed by batch norm (eps 1e-3) and max pooling; dropout 0.5, a 16-unit dense layer
 with LeakyReLU(0.1), dropout 0.5 and one sigmoid output. Inputs are scaled to [0, 1] (mean 0,
 std 1). MesoInception-4 replaces the first two blocks by
@@ -21,6 +22,7 @@ them equals the original binary cross-entropy; Meso4 has 27,977 trainable parame
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import torch
@@ -29,15 +31,21 @@ from torch import nn
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.base import Detector, DetectorConfig
 from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.filekind import file_kind
 from fairforensics.detectors.registry import register_detector
 
 
 @dataclass
 class MesoConfig(DetectorConfig):
-    """``variant``: DeepfakeBench's model (default) or the authors' Keras model (``paper``)."""
+    """``variant``: DeepfakeBench's model (default) or the authors' Keras model (``paper``).
+
+    ``keras_output``: what the sigmoid of a Keras ``.h5`` given as ``pretrained`` is the
+    probability of; ``p_real`` for the authors' released files (see :mod:`detectors.keras_meso`).
+    """
 
     variant: Literal["deepfakebench", "paper"] = "deepfakebench"
     dropout: float = 0.5
+    keras_output: Literal["p_real", "p_fake"] = "p_real"
 
 
 def _conv_block(cin: int, cout: int, kernel: int, pool: int) -> nn.Sequential:
@@ -145,17 +153,29 @@ class _DFBMesoInception4(_DFBMeso):
         return torch.flatten(self.block(x, self.conv2, self.bn1, self.pool4), 1)
 
 
+def _is_keras_file(weights: Any) -> bool:
+    """A ``pretrained`` value naming a Keras ``.h5`` (by its suffix or, if it exists, content)."""
+    if not isinstance(weights, str):
+        return False
+    path = Path(weights).expanduser()
+    if path.is_file() and path.stat().st_size:
+        return file_kind(path) == "hdf5"
+    return weights.lower().endswith(".h5")
+
+
 class _MesoNet(Detector):
     """Four blocks ending in 16 channels at 1/32 of the input side, then the dense head."""
 
     Config = MesoConfig
     _dfb_body: type[_DFBMeso] = _DFBMeso
+    #: ``pretrained:`` and ``load_detector_file`` accept the authors' Keras ``.h5`` files.
+    keras_weights = True
 
     def __init__(self, cfg: MesoConfig, features: nn.Sequential) -> None:
         super().__init__(cfg)
         weights = cfg.pretrained
         if weights not in (False, None, "", "false", "none"):
-            if not (isinstance(weights, str) and weights.lower().endswith(".h5")):
+            if not _is_keras_file(weights):
                 raise PretrainedWeightsError(
                     f"{type(self).name}: pretrained {weights!r}: MesoNets have no ImageNet "
                     "backbone; give a whole-detector checkpoint or the authors' Keras .h5 file "
@@ -166,16 +186,22 @@ class _MesoNet(Detector):
                     f"{weights}: Keras MesoNet weights fit 'variant: paper' "
                     f"(configs/detectors/paper/{type(self).name}.yaml), not {cfg.variant!r}"
                 )
+            if tuple(cfg.mean) != (0.0, 0.0, 0.0) or tuple(cfg.std) != (1.0, 1.0, 1.0):
+                raise PretrainedWeightsError(
+                    f"{weights}: Keras MesoNet weights expect RGB in [0, 1] (the authors' "
+                    f"rescale=1/255): set mean [0, 0, 0] and std [1, 1, 1], not mean "
+                    f"{list(cfg.mean)} and std {list(cfg.std)}"
+                )
         if cfg.variant == "deepfakebench":
             self.backbone = self._dfb_body(cfg.input_size // 32, cfg.dropout)
             return
         self.features = features
         side = -(-cfg.input_size // 32)  # ceil: pools of 2, 2, 2, 4
         self.head = _MesoHead(16 * side * side, cfg.dropout)
-        if isinstance(weights, str) and weights.lower().endswith(".h5"):
+        if _is_keras_file(weights):
             from fairforensics.detectors.keras_meso import load_keras_mesonet
 
-            load_keras_mesonet(self, weights, (side, side, 16))
+            load_keras_mesonet(self, weights, (side, side, 16), cfg.keras_output)
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         if self.cfg.variant == "deepfakebench":

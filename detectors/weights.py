@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from fairforensics.configs.filemode import atomic_path
+from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.base import Detector
 from fairforensics.detectors.deepfakebench import (
     WeightsError,
@@ -20,7 +21,8 @@ from fairforensics.detectors.deepfakebench import (
     load_weights,
     read_weights_file,
 )
-from fairforensics.detectors.registry import build_detector
+from fairforensics.detectors.filekind import TORCH_KINDS, describe_kind, file_kind
+from fairforensics.detectors.registry import build_detector, get_detector_class, load_detector_yaml
 
 
 class CheckpointError(RuntimeError):
@@ -49,16 +51,32 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
     return data
 
 
+#: What ``load_detector_file`` reads, for error messages.
+ACCEPTED = (
+    "a torch checkpoint (.pt/.pth: ours or DeepfakeBench's) or, for meso4 and meso_inception4, "
+    "the authors' Keras .h5 weights"
+)
+
+
 def load_detector_file(
     name: str, weights_file: str | Path, model_cfg: dict[str, Any] | None = None
 ) -> Detector:
     """Build detector ``name`` and load ``weights_file`` (strictly).
 
-    The file is our checkpoint or a DeepfakeBench one (raw state dict, ``module.`` prefixes and
-    its key names; see :mod:`detectors.deepfakebench`). ``model_cfg`` defaults to the ``model``
-    config stored in the checkpoint's meta, else to ``configs/detectors/<name>.yaml``.
+    The file is our checkpoint, a DeepfakeBench one (raw state dict, ``module.`` prefixes and
+    its key names; see :mod:`detectors.deepfakebench`), or a Keras ``.h5`` for a detector that
+    reads them (MesoNet, :mod:`detectors.keras_meso`); the kind is read from the file's first
+    bytes, and a file of another kind is an error naming it. ``model_cfg`` defaults to the
+    ``model`` config stored in the checkpoint's meta, else to ``configs/detectors/<name>.yaml``
+    (for a Keras file, ``configs/detectors/paper/<name>.yaml``).
     """
     source = str(weights_file)
+    path = Path(weights_file).expanduser()
+    kind = file_kind(path) if path.is_file() and path.stat().st_size else "torch"
+    if kind == "hdf5":
+        return _load_keras_file(name, path, model_cfg)
+    if kind not in (*TORCH_KINDS, "unknown"):
+        raise CheckpointError(f"{path}: {describe_kind(kind)}; weights must be {ACCEPTED}")
     try:
         state, meta = checkpoint_state_dict(read_weights_file(weights_file), name, source)
         detector = build_detector(name, model_cfg if model_cfg is not None else meta.get("model"))
@@ -67,3 +85,39 @@ def load_detector_file(
         raise CheckpointError(str(exc)) from None
     detector.eval()
     return detector
+
+
+def _load_keras_file(name: str, path: Path, model_cfg: dict[str, Any] | None) -> Detector:
+    """Detector ``name`` built with ``pretrained: <path>`` (a Keras ``.h5``)."""
+    if not getattr(get_detector_class(name), "keras_weights", False):
+        raise CheckpointError(
+            f"{path}: {describe_kind('hdf5')}, which detector {name!r} cannot read; "
+            f"weights must be {ACCEPTED}"
+        )
+    if model_cfg is None:
+        model_cfg = load_detector_yaml(name, variant="paper").get("model") or {}
+    try:
+        detector = build_detector(name, {**model_cfg, "pretrained": str(path)})
+    except PretrainedWeightsError as exc:
+        raise CheckpointError(str(exc)) from None
+    detector.eval()
+    return detector
+
+
+def load_named_detector(
+    name: str,
+    weights_file: str | Path,
+    model_config: str | Path | None = None,
+    variant: str | None = None,
+) -> tuple[Detector, dict[str, Any] | None]:
+    """A registered detector and a weights file, as ``--detector/--weights`` of the commands give
+    them; returns the detector and the model config that was asked for (None: the checkpoint's).
+
+    ``model_config`` (a detector YAML) or ``variant`` (``paper`` / ``deepfakebench``) choose
+    the ``model`` config; without them the checkpoint's stored config (or, for a Keras file, the
+    paper YAML) is used. What files are read: :func:`load_detector_file`.
+    """
+    model_cfg = None
+    if model_config is not None or variant is not None:
+        model_cfg = dict(load_detector_yaml(name, model_config, variant).get("model") or {})
+    return load_detector_file(name, weights_file, model_cfg), model_cfg

@@ -5,7 +5,8 @@ replicate resamples *videos* with replacement and keeps all frames of each drawn
 replicate is a weighting of the frames by their video's multiplicity, so the scores are sorted
 once and each replicate costs one pass (exactly equal to concatenating the drawn videos).
 Replicates that draw a single class give NaN ranking metrics and are left out of that metric's
-interval (a warning says how many).
+interval (its note says how many); with fewer than 5 videos of a needed class, or more than half
+of the replicates undefined, the interval itself is undefined and its note says why.
 
 DeLong, DeLong & Clarke-Pearson (Biometrics 1988) compare two correlated AUCs measured on the same
 samples; the covariance uses the fast mid-rank algorithm of Sun & Xu (IEEE SPL 2014).
@@ -18,7 +19,6 @@ of paired before/after outcomes (:func:`mcnemar_exact`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -35,19 +35,27 @@ from fairforensics.evaluation.metrics import (
     reduce_by_code,
 )
 
-log = logging.getLogger(__name__)
-
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate and its bootstrap confidence interval."""
+    """A point estimate and its bootstrap confidence interval; ``note`` says why the interval
+    is undefined (NaN) or how many replicates were left out, ``n_undefined`` counts those."""
 
     value: float
     low: float
     high: float
+    n_undefined: int = 0
+    note: str = ""
 
     def as_dict(self) -> dict[str, float]:
         return {"value": self.value, "low": self.low, "high": self.high}
+
+
+#: Fewest videos of a class for a bootstrap interval of a metric that needs that class.
+MIN_UNITS = 5
+#: Classes each metric of :func:`evaluation.metrics.summarize` needs (0 real, 1 fake);
+#: ACC needs videos of any class.
+_NEEDS = {"acc": (), "recall": (1,)}
 
 
 def bootstrap_ci(
@@ -62,12 +70,19 @@ def bootstrap_ci(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    min_units: int = MIN_UNITS,
 ) -> dict[str, Interval]:
     """Percentile bootstrap intervals of every :func:`evaluation.metrics.summarize` metric.
 
     ``level="frame"`` scores frames, ``"video"`` scores videos (frame scores reduced with
     ``reduce``); either way the resampling unit is the video (``video_ids``, unique across
     datasets and methods). Seeded: the same inputs give the same intervals.
+
+    Undefined rather than misleading: an interval is NaN, with the reason in ``note``, when the
+    data hold fewer than ``min_units`` videos of a class the metric needs (ACC: of all videos;
+    recall: fakes; the rest: both classes), or when more than half of the replicates leave it
+    undefined (e.g. drew one class); otherwise ``n_undefined`` replicates were left out. Nothing
+    is logged here: callers summarise the notes once.
     """
     if level not in ("frame", "video"):
         raise ValueError(f"level must be 'frame' or 'video', got {level!r}")
@@ -79,6 +94,9 @@ def bootstrap_ci(
     if len(video_ids) != len(y_true):
         raise ValueError("video_ids must have one entry per frame")
     codes, uniq = factorize(video_ids)
+    video_label = np.zeros(len(uniq), dtype=np.int64)
+    video_label[codes] = y_true
+    per_class = np.bincount(video_label, minlength=2)
     if level == "video":
         y_true, y_score = reduce_by_code(y_true, y_score, codes, reduce)
         codes = np.arange(len(uniq))
@@ -90,33 +108,23 @@ def bootstrap_ci(
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
         reps[b] = list(_summarize(ranked, counts[codes].astype(np.float64), fpr_targets).values())
-    alpha = (1.0 - confidence) / 2.0
     out: dict[str, Interval] = {}
-    _warn_undefined(point, reps, level, n_videos)
     for j, name in enumerate(point):
-        col = reps[:, j][np.isfinite(reps[:, j])]
-        if len(col) == 0:
-            out[name] = Interval(point[name], float("nan"), float("nan"))
+        needs = _NEEDS.get(name, (0, 1))
+        few = [k for k in needs if per_class[k] < min_units]
+        if not needs and n_videos < min_units:
+            note = f"fewer than {min_units} videos ({n_videos})"
+        elif few:
+            note = "; ".join(
+                f"fewer than {min_units} {('real', 'fake')[k]} videos ({per_class[k]})" for k in few
+            )
+        else:
+            low, high, note = bootstrap_interval(reps[:, j], confidence, "bootstrap replicates")
+            bad = int(n_boot - np.isfinite(reps[:, j]).sum())
+            out[name] = Interval(point[name], low, high, bad, note)
             continue
-        low, high = np.quantile(col, [alpha, 1.0 - alpha])
-        out[name] = Interval(point[name], float(low), float(high))
+        out[name] = Interval(point[name], float("nan"), float("nan"), 0, note)
     return out
-
-
-def _warn_undefined(point: dict[str, float], reps: np.ndarray, level: str, n_videos: int) -> None:
-    """One warning for every metric whose replicates were partly undefined (not one per metric)."""
-    lost: dict[int, list[str]] = {}
-    for j, name in enumerate(point):
-        n = int((~np.isfinite(reps[:, j])).sum())
-        if n and np.isfinite(point[name]):
-            lost.setdefault(n, []).append(name)
-    if lost:
-        parts = "; ".join(f"{n} for {', '.join(names)}" for n, names in sorted(lost.items()))
-        log.warning(
-            "bootstrap over %d videos (%s level): of %d replicates, undefined (one class drawn) "
-            "and left out of the interval: %s",
-            n_videos, level, len(reps), parts,
-        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,33 @@ def _structural_components(
     v10 = (tz[:m] - tx) / n
     v01 = 1.0 - (tz[m:] - ty) / m
     return float(v10.mean()), v10, v01
+
+
+def clustered_auc_variance(
+    y_true: np.ndarray, y_score: np.ndarray, clusters: np.ndarray
+) -> tuple[float, float, int]:
+    """AUC, its variance and the smaller number of clusters of a class, for samples clustered
+    in class-pure clusters (a video's frames): Obuchowski's nonparametric estimator (Biometrics
+    1997), DeLong's with each class's placement values summed per cluster (mid-ranks for ties,
+    ``k / (k - 1)`` small-sample factor). NaN variance with fewer than two clusters of a class."""
+    y_true, y_score = check_scores(y_true, y_score)
+    _need_both(y_true, "AUC")
+    pos = y_true == 1
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    rank_all = stats.rankdata(y_score)
+    v10 = (rank_all[pos] - stats.rankdata(y_score[pos])) / n0  # share of reals below a fake
+    v01 = 1.0 - (rank_all[~pos] - stats.rankdata(y_score[~pos])) / n1
+    auc = float(v10.mean())
+    var, fewest = 0.0, np.iinfo(np.int64).max
+    for placements, rows, n in ((v10, pos, n1), (v01, ~pos, n0)):
+        codes, uniq = factorize(np.asarray(clusters)[rows])
+        k = len(uniq)
+        fewest = min(fewest, k)
+        if k < 2:
+            return auc, float("nan"), k
+        sums, sizes = np.bincount(codes, weights=placements), np.bincount(codes)
+        var += k / (k - 1) * float(np.sum((sums - sizes * auc) ** 2)) / n**2
+    return auc, var, int(fewest)
 
 
 def delong_variance(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:
@@ -180,22 +215,53 @@ def delong_test(y_true: Sequence, score_a: Sequence, score_b: Sequence) -> DeLon
 
 
 def bootstrap_multiplicities(
-    rng: np.random.Generator, n_units: int, n_boot: int, max_cells: int = 1 << 21
+    rng: np.random.Generator,
+    n_units: int,
+    n_boot: int,
+    max_cells: int = 1 << 21,
+    draws: int | None = None,
 ) -> Iterator[np.ndarray]:
     """Blocks ``[reps, n_units]`` of how often each unit is drawn in each bootstrap replicate.
 
-    A replicate draws ``n_units`` units with replacement; the blocks together hold ``n_boot``
-    replicates, each block at most ``max_cells`` entries (so memory does not grow with n_boot).
+    A replicate draws ``draws`` units (default ``n_units``) with replacement; the blocks
+    together hold ``n_boot`` replicates, each block at most ``max_cells`` entries (so memory
+    does not grow with n_boot).
     """
     if n_units < 1 or n_boot < 1:
         raise ValueError(f"need at least one unit and one replicate, got {n_units} and {n_boot}")
-    per_block = max(1, max_cells // n_units)
+    draws = n_units if draws is None else draws
+    per_block = max(1, max_cells // max(n_units, draws, 1))
     done = 0
     while done < n_boot:
         reps = min(per_block, n_boot - done)
-        drawn = rng.integers(0, n_units, (reps, n_units)) + (np.arange(reps) * n_units)[:, None]
+        drawn = rng.integers(0, n_units, (reps, draws)) + (np.arange(reps) * n_units)[:, None]
         yield np.bincount(drawn.ravel(), minlength=reps * n_units).reshape(reps, n_units)
         done += reps
+
+
+def stratified_multiplicities(
+    rng: np.random.Generator, strata: np.ndarray, n_boot: int, minus_one: bool = True
+) -> Iterator[np.ndarray]:
+    """Blocks ``[reps, n_units]`` of a bootstrap stratified by ``strata`` (e.g. group x class).
+
+    With ``minus_one`` each stratum of ``n_h >= 2`` units draws ``n_h - 1`` of them with
+    replacement, the with-replacement bootstrap of McCarthy & Snowden (1985; Rao & Wu 1988 with
+    ``m_h = n_h - 1``): the variance of a mean over the replicates is then the unbiased
+    ``s^2 / n_h`` instead of ``(n_h - 1) / n_h`` of it, which matters with 5-12 videos.
+    Otherwise it draws ``n_h``. A stratum of one unit keeps it in every replicate.
+    """
+    strata = np.asarray(strata)
+    names = np.unique(strata)
+    members = [np.flatnonzero(strata == h) for h in names]
+    cut = 1 if minus_one else 0
+    blocks = [
+        bootstrap_multiplicities(rng, len(m), n_boot, draws=max(len(m) - cut, 1)) for m in members
+    ]
+    for parts in zip(*blocks, strict=True):
+        out = np.zeros((len(parts[0]), len(strata)), dtype=np.int64)
+        for m, part in zip(members, parts, strict=True):
+            out[:, m] = part if len(m) > 1 else 1
+        yield out
 
 
 def weighted_ranking_metrics(
@@ -213,6 +279,99 @@ def weighted_ranking_metrics(
         aucs.append(out["auc"])
         eers.append(out["eer"])
     return {"auc": np.asarray(aucs, dtype=np.float64), "eer": np.asarray(eers, dtype=np.float64)}
+
+
+#: A bootstrap interval is undefined when more than this share of its replicates is.
+MAX_UNDEFINED_SHARE = 0.5
+
+
+def bootstrap_interval(
+    samples: np.ndarray, confidence: float = 0.95, what: str = "replicates"
+) -> tuple[float, float, str]:
+    """Percentile interval of the defined (finite) replicates, and a note.
+
+    More than :data:`MAX_UNDEFINED_SHARE` of the replicates undefined: ``(NaN, NaN, reason)``;
+    some undefined: the interval and a note saying how many were left out; none: note ``""``.
+    """
+    samples = np.asarray(samples, dtype=np.float64)
+    bad = int(samples.size - np.isfinite(samples).sum())
+    if samples.size == 0:
+        return float("nan"), float("nan"), f"no {what}"
+    if bad > MAX_UNDEFINED_SHARE * samples.size:
+        return float("nan"), float("nan"), f"{bad} of {samples.size} {what} undefined"
+    low, high = percentile_interval(samples, confidence)
+    note = f"{bad} of {samples.size} {what} undefined, left out" if bad else ""
+    return low, high, note
+
+
+def wilson_interval(
+    p: np.ndarray | float, n: np.ndarray | float, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a proportion ``p`` observed on ``n`` (possibly effective,
+    non-integer) trials; NaN where ``n <= 0`` or ``p`` is NaN."""
+    p = np.asarray(p, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    z = stats.norm.ppf(0.5 + confidence / 2.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        denom = 1.0 + z * z / n
+        centre = (p + z * z / (2.0 * n)) / denom
+        half = z / denom * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n))
+    bad = ~(n > 0) | np.isnan(p)
+    return np.where(bad, np.nan, centre - half), np.where(bad, np.nan, centre + half)
+
+
+def cluster_icc(errors: np.ndarray, sizes: np.ndarray, strata: np.ndarray) -> float:
+    """ANOVA estimate of the intra-cluster correlation of a binary outcome, clusters (videos)
+    nested in strata (groups), each stratum around its own rate (Ridout, Demetrio & Firth,
+    Biometrics 1999); clipped to [0, 1]. NaN where it cannot be estimated (no variation, or
+    no stratum with two clusters); the caller then assumes the worst (1)."""
+    errors = np.asarray(errors, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.float64)
+    codes = np.unique(np.asarray(strata), return_inverse=True)[1]
+    n_total, k = sizes.sum(), len(sizes)
+    n_strata = int(codes.max()) + 1 if k else 0
+    if k - n_strata < 1 or n_total - k < 1:
+        return float("nan")
+    stratum_n = np.bincount(codes, weights=sizes)
+    stratum_rate = np.bincount(codes, weights=errors) / stratum_n
+    rate = errors / sizes
+    msb = np.sum(sizes * (rate - stratum_rate[codes]) ** 2) / (k - n_strata)
+    msw = np.sum(errors * (1.0 - rate)) / (n_total - k)
+    m0 = (n_total - np.sum(sizes**2 / stratum_n[codes])) / (k - n_strata)
+    denom = msb + (m0 - 1.0) * msw
+    if denom <= 0:
+        return float("nan")
+    return float(np.clip((msb - msw) / denom, 0.0, 1.0))
+
+
+def effective_size(sizes: np.ndarray, icc: float) -> float:
+    """Kish's effective sample size of clustered binary outcomes: ``N / deff`` with the design
+    effect ``deff = 1 + (m_w - 1) icc``, ``m_w = sum m^2 / N`` (size-weighted mean cluster
+    size); an unknown (NaN) ``icc`` counts as 1, giving ``N^2 / sum m^2`` (about the number of
+    clusters)."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    n_total = sizes.sum()
+    if n_total <= 0:
+        return 0.0
+    m_w = np.sum(sizes**2) / n_total
+    rho = 1.0 if not np.isfinite(icc) else icc
+    return float(n_total / (1.0 + (m_w - 1.0) * rho))
+
+
+def mover_interval(
+    terms: Sequence[tuple[float, float, float, float]], constant: float = 0.0
+) -> tuple[float, float, float]:
+    """Estimate and interval of ``constant + sum c_k p_k`` for independent estimates ``p_k``
+    with intervals ``(l_k, u_k)``: terms are ``(c_k, p_k, l_k, u_k)``. MOVER (Zou & Donner
+    2008; with Wilson intervals of two proportions it is Newcombe's 1998 hybrid score interval
+    of their difference). NaN when a term with ``c_k != 0`` is undefined."""
+    used = [t for t in terms if t[0] != 0]
+    if any(not np.isfinite(v) for t in used for v in t):
+        return float("nan"), float("nan"), float("nan")
+    est = constant + sum(c * p for c, p, _, _ in used)
+    down = sum((c * p - min(c * lo, c * hi)) ** 2 for c, p, lo, hi in used)
+    up = sum((max(c * lo, c * hi) - c * p) ** 2 for c, p, lo, hi in used)
+    return float(est), float(est - np.sqrt(down)), float(est + np.sqrt(up))
 
 
 def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

@@ -11,7 +11,7 @@ from fairforensics.evaluation import plots
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import slug
-from fairforensics.evaluation.scoring import evaluate_predictions
+from fairforensics.evaluation.scoring import evaluate_predictions, level_label
 from fairforensics.evaluation.tables import Result, cross_manipulation, leaderboard
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,9 @@ def collect_results(
                 read_predictions(path), level=level, reduce=reduce, threshold=threshold
             )
             results.append(
-                Result(info["detector"], info.get("train_data", ""), name, res["metrics"])
+                Result(
+                    info["detector"], info.get("train_data", ""), name, res["metrics"], res["unit"]
+                )
             )
     return results
 
@@ -58,16 +60,20 @@ def build_leaderboard(
     extra_sections: Sequence[Section | tuple] = (),
 ) -> Path:
     """Leaderboards (paper 002 Table 3) per metric, cross-manipulation heat maps (Figure 2) and a
-    radar chart from several evaluation folders, with an HTML report; returns ``out_dir``."""
+    radar chart from several evaluation folders, with an HTML report; returns ``out_dir``.
+
+    Image and video detectors share one table; at ``level="frame"`` a video detector's rows are
+    its clips (the section title says ``frame/clip level``), at ``video`` both are videos."""
     out = Path(out_dir)
     results = collect_results(eval_dirs, level, reduce, threshold)
     if not results:
         raise ValueError("the evaluation folders hold no predictions")
     sections = []
+    label = level_label(level, [r.unit for r in results])  # frame/clip: image + video detectors
     for metric in metrics:
         table = leaderboard(results, metric, within=within, train_data=train_data)
         table.write(out / f"leaderboard_{level}_{slug(metric)}")
-        sections.append(Section(f"{metric.upper()} ({level} level)", [table]))
+        sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
     figures: list[Path] = []
     first = metrics[0]
     radar: dict[str, dict[str, float]] = {}

@@ -1,7 +1,9 @@
 """Run a detector over a dataset index (or plain images) and produce a predictions file's rows.
 
 Frames are read, resized to the detector's ``input_size`` and normalised with its ``mean``/``std``
-exactly as during training (:mod:`preprocessing.frames`), without augmentation. One row per frame.
+exactly as during training (:mod:`preprocessing.frames`), without augmentation. One row per frame,
+or, for a video detector (``input_kind == "clip"``), one row per clip of its ``clip_size``
+consecutive frames (``unit`` ``clip``; ``frame`` is the clip's first frame).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def predict_loader(
     was_training = detector.training
     detector.eval()
     cols: dict[str, list[Any]] = {
-        k: [] for k in ("dataset", "video_id", "frame", "label", "score", "method")
+        k: [] for k in ("dataset", "video_id", "frame", "label", "score", "method", "unit")
     }
     attrs: list[dict[str, str]] = []
     replaced: list[str] = []
@@ -73,6 +75,7 @@ def predict_loader(
             skipped.extend(batch.get("_skipped", ()))
             if "image" not in batch:
                 continue
+            unit = "clip" if batch["image"].dim() == 5 else "frame"
             batch = to_device(batch, device, mean, std, channels_last)
             with autocast(device, amp_dtype):
                 out = detector(batch)
@@ -85,6 +88,7 @@ def predict_loader(
             for key in ("dataset", "video_id", "method"):
                 cols[key].extend(batch[key])
             n = len(prob)
+            cols["unit"].extend([unit] * n)
             names = list(batch["attributes"])
             attrs.extend({k: batch["attributes"][k][i] for k in names} for i in range(n))
     finally:
@@ -93,6 +97,11 @@ def predict_loader(
     for k in names:
         cols[f"attr:{k}"] = [a.get(k, "") for a in attrs]
     return cols, replaced, skipped
+
+
+def clip_size_of(detector: Detector) -> int | None:
+    """The clip length a video detector scores (``None`` for an image detector)."""
+    return int(detector.cfg.clip_size) if detector.input_kind == "clip" else None
 
 
 def rows_to_predictions(cols: dict[str, list[Any]]) -> Predictions:
@@ -106,6 +115,7 @@ def rows_to_predictions(cols: dict[str, list[Any]]) -> Predictions:
         score=cols["score"],
         method=cols["method"],
         attributes=attributes,
+        unit=cols.get("unit"),
     )
 
 
@@ -144,8 +154,9 @@ def predict_index(
 ) -> Predictions:
     """Score the frames of ``split`` of ``index`` (``frame_num`` per video; ``None`` = all).
 
-    Returns one row per frame with dataset, video_id, frame, label, score, method and every
-    attribute. Unreadable frames are logged and replaced by another frame of the same video.
+    Returns one row per frame (a video detector: per clip, ``frame_num // clip_size`` clips per
+    video) with dataset, video_id, frame, label, score, method, unit and every attribute.
+    Unreadable frames are logged and replaced by another frame of the same video.
     """
     if not isinstance(index, DatasetIndex):
         index = resolve_index(index, Path(index).parent)
@@ -156,6 +167,7 @@ def predict_index(
         frame_num=frame_num or max(len(v.frames) for v in index.split(split) or index.videos),
         resolution=cfg.input_size,
         requires=eval_requires(detector.requires),
+        clip_size=clip_size_of(detector),
     )
     dev = resolve_device(device)
     detector.to(dev)
@@ -179,31 +191,43 @@ def predict_index(
 def predict_images(
     detector: Detector, images: Sequence[np.ndarray], batch_size: int = 32, device: str = "cpu"
 ) -> np.ndarray:
-    """Class-1 scores of uint8 HxWx3 RGB ``images``, resized to ``cfg.input_size`` and
-    normalised with ``cfg.mean``/``cfg.std``."""
+    """Class-1 scores of uint8 HxWx3 RGB ``images`` (a video detector: of clips, uint8
+    TxHxWx3 with T its ``clip_size``), resized to ``cfg.input_size`` and normalised with
+    ``cfg.mean``/``cfg.std``."""
     cfg = detector.cfg
     size = cfg.input_size
+    clip = clip_size_of(detector)
+    shape = "HxWx3 RGB" if clip is None else f"{clip}xHxWx3 RGB clips"
     dev = resolve_device(device)
     detector.to(dev)
     was_training = detector.training
     detector.eval()
-    mean = torch.tensor(cfg.mean, device=dev).view(1, 3, 1, 1)
-    std = torch.tensor(cfg.std, device=dev).view(1, 3, 1, 1)
+    mean = torch.tensor(cfg.mean, device=dev).view(3, 1, 1)
+    std = torch.tensor(cfg.std, device=dev).view(3, 1, 1)
     scores: list[np.ndarray] = []
     try:
         for start in range(0, len(images), batch_size):
             chunk = []
             for n, img in enumerate(images[start : start + batch_size], start):
                 img = np.asarray(img)
-                if img.dtype != np.uint8 or img.ndim != 3 or img.shape[2] != 3:
+                frames = img[None] if clip is None else img
+                if (
+                    img.dtype != np.uint8
+                    or frames.ndim != 4
+                    or frames.shape[3] != 3
+                    or (clip is not None and len(frames) != clip)
+                ):
                     raise ValueError(
-                        f"images[{n}] must be uint8 HxWx3 RGB, got {img.dtype} {img.shape}"
+                        f"images[{n}] must be uint8 {shape}, got {img.dtype} {img.shape}"
                     )
-                if img.shape[:2] != (size, size):
-                    interp = cv2.INTER_AREA if max(img.shape[:2]) > size else cv2.INTER_CUBIC
-                    img = cv2.resize(img, (size, size), interpolation=interp)
-                chunk.append(img)
-            x = torch.from_numpy(np.stack(chunk)).to(dev).permute(0, 3, 1, 2).float().div_(255.0)
+                if frames.shape[1:3] != (size, size):
+                    interp = cv2.INTER_AREA if max(frames.shape[1:3]) > size else cv2.INTER_CUBIC
+                    frames = np.stack(
+                        [cv2.resize(f, (size, size), interpolation=interp) for f in frames]
+                    )
+                chunk.append(frames if clip is not None else frames[0])
+            x = torch.from_numpy(np.stack(chunk)).to(dev)
+            x = x.movedim(-1, -3).float().div_(255.0)  # [B, (T,) 3, H, W]
             x = (x - mean) / std
             n = len(chunk)
             batch = {"image": x, "label": torch.zeros(n, dtype=torch.long, device=dev)}

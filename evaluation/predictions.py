@@ -1,10 +1,14 @@
-"""The predictions file: one CSV row per frame, the input of every metric, table and plot.
+"""The predictions file: one CSV row per frame or clip, the input of every metric, table, plot.
 
-Header: ``dataset,video_id,frame,label,score,method`` then one column per attribute (sorted).
-``label`` is 0 real / bona fide, 1 fake / attack; ``score`` is the probability of class 1.
-An attribute a video does not have is written as an empty cell. A ``score`` outside [0, 1] is
-refused when read (logits are not probabilities); ``read_predictions(path, scores="logits")``
-applies the sigmoid for files of logits.
+Header: ``dataset,video_id,frame,label,score,method,unit`` then one column per attribute
+(sorted). ``label`` is 0 real / bona fide, 1 fake / attack; ``score`` is the probability of
+class 1. ``unit`` says what a row scored: ``frame`` (an image detector's frame) or ``clip`` (a
+video detector's clip of consecutive frames, whose first frame is ``frame``); video-level
+metrics average a video's rows either way. Files without the ``unit`` column (written before
+it existed, or by other tools) are read as frames. An attribute a video does not have is
+written as an empty cell. A ``score`` outside [0, 1] is refused when read (logits are not
+probabilities); ``read_predictions(path, scores="logits")`` applies the sigmoid for files of
+logits.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from scipy.special import expit
 from fairforensics.preprocessing.files import atomic_write_text
 
 BASE_COLUMNS = ("dataset", "video_id", "frame", "label", "score", "method")
+UNIT_COLUMN = "unit"  # after BASE_COLUMNS; optional when reading (missing: every row a frame)
+UNITS = ("frame", "clip")
 SCORE_KINDS = ("prob", "logits")
 
 
@@ -40,6 +46,7 @@ class Predictions:
     score: np.ndarray
     method: np.ndarray
     attributes: dict[str, np.ndarray] = field(default_factory=dict)
+    unit: np.ndarray | None = None  # "frame" or "clip" per row; None: every row a frame
 
     def __post_init__(self) -> None:
         self.dataset = np.asarray(self.dataset, dtype=object)
@@ -50,7 +57,15 @@ class Predictions:
         self.method = np.asarray(self.method, dtype=object)
         self.attributes = {k: np.asarray(v, dtype=object) for k, v in self.attributes.items()}
         n = len(self.label)
-        columns = {name: getattr(self, name) for name in BASE_COLUMNS} | self.attributes
+        if self.unit is None:
+            self.unit = np.full(n, "frame", dtype=object)
+        self.unit = np.asarray(self.unit, dtype=object)
+        if UNIT_COLUMN in self.attributes:
+            raise PredictionsError(f"'{UNIT_COLUMN}' is a column of its own, not an attribute")
+        if n and not np.isin(self.unit, UNITS).all():
+            raise PredictionsError(f"'{UNIT_COLUMN}' must be one of {UNITS}")
+        columns = {name: getattr(self, name) for name in (*BASE_COLUMNS, UNIT_COLUMN)}
+        columns |= self.attributes
         bad = [name for name, col in columns.items() if len(col) != n]
         if bad:
             raise PredictionsError(f"columns {bad} do not have {n} rows like 'label'")
@@ -61,6 +76,11 @@ class Predictions:
 
     def __len__(self) -> int:
         return len(self.label)
+
+    @property
+    def row_unit(self) -> str:
+        """What the rows score: ``frame``, ``clip`` or ``frame+clip`` (a mixed file)."""
+        return "+".join(u for u in UNITS if (self.unit == u).any()) or "frame"
 
     @property
     def video_key(self) -> np.ndarray:
@@ -83,6 +103,7 @@ class Predictions:
             score=self.score[rows],
             method=self.method[rows],
             attributes={k: v[rows] for k, v in self.attributes.items()},
+            unit=self.unit[rows],
         )
 
     @classmethod
@@ -97,6 +118,7 @@ class Predictions:
                 )
                 for k in names
             },
+            unit=np.concatenate([p.unit for p in parts]),
         )
 
 
@@ -105,7 +127,7 @@ def write_predictions(path: str | Path, predictions: Predictions) -> None:
     names = sorted(predictions.attributes)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([*BASE_COLUMNS, *names])
+    writer.writerow([*BASE_COLUMNS, UNIT_COLUMN, *names])
     for i in range(len(predictions)):
         writer.writerow(
             [
@@ -115,6 +137,7 @@ def write_predictions(path: str | Path, predictions: Predictions) -> None:
                 int(predictions.label[i]),
                 repr(float(predictions.score[i])),
                 predictions.method[i],
+                predictions.unit[i],
                 *(predictions.attributes[k][i] for k in names),
             ]
         )
@@ -150,6 +173,16 @@ def read_predictions(path: str | Path, scores: Literal["prob", "logits"] = "prob
             f"{path}: line {bad[0]} has a different number of cells than the header"
         )
     columns: Mapping[str, list[str]] = {name: [r[i] for r in rows] for i, name in enumerate(header)}
+    first_attribute = len(BASE_COLUMNS)
+    unit = None
+    if header[first_attribute : first_attribute + 1] == [UNIT_COLUMN]:
+        unit, first_attribute = columns[UNIT_COLUMN], first_attribute + 1
+        bad_unit = sorted(set(unit) - set(UNITS))
+        if bad_unit:
+            raise PredictionsError(
+                f"{path}: column '{UNIT_COLUMN}' must hold {' or '.join(UNITS)}, got "
+                f"{bad_unit[0]!r} (an attribute named '{UNIT_COLUMN}' must be renamed)"
+            )
     try:
         frame = np.array(columns["frame"], dtype=np.int64)
         label = np.array(columns["label"], dtype=np.int64)
@@ -175,7 +208,8 @@ def read_predictions(path: str | Path, scores: Literal["prob", "logits"] = "prob
             label=label,
             score=score,
             method=columns["method"],
-            attributes={k: columns[k] for k in header[len(BASE_COLUMNS) :]},
+            attributes={k: columns[k] for k in header[first_attribute:]},
+            unit=unit,
         )
     except PredictionsError as exc:
         raise PredictionsError(f"{path}: {exc}") from None

@@ -3,7 +3,8 @@
 An evaluation folder holds::
 
     eval.json                 detector, weights, training data, test sets, settings
-    predictions/<set>.csv     one row per frame (the input of everything below)
+    predictions/<set>.csv     one row per frame, or per clip for a video detector (the input
+                              of everything below; its "frame" level is then the clip level)
     metrics/<set>.json        frame- and video-level metrics with bootstrap intervals
     tables/<level>_<metric>.{csv,md,json}   Table 3 layout (paper 002), one per metric
     tables/<level>_summary.{csv,md,json}    every metric with its 95% interval, per test set
@@ -35,7 +36,7 @@ from fairforensics.evaluation.predictions import (
     write_predictions,
 )
 from fairforensics.evaluation.report import Section, write_report
-from fairforensics.evaluation.scoring import evaluate_levels, video_codes
+from fairforensics.evaluation.scoring import evaluate_levels, level_label, video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
 from fairforensics.preprocessing.files import jsonable, write_json
@@ -48,26 +49,52 @@ def slug(name: str) -> str:
 
 
 def _summary_table(
-    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str]
+    per_set: Mapping[str, Mapping[str, Any]], level: str, metrics: Sequence[str], label: str
 ) -> Table:
-    """Rows test sets; per metric the value and its interval bounds."""
+    """Rows test sets; per metric the value and its interval bounds; ``notes`` says why an
+    interval is undefined (or how many bootstrap replicates were left out)."""
     columns = ["test_data", "n_real", "n_fake"]
     for m in metrics:
         columns += [m, f"{m}_low", f"{m}_high"]
+    columns.append("notes")
     rows = []
     for name, levels in per_set.items():
         res = levels[level]
         row: list[Any] = [name, res["n_real"], res["n_fake"]]
         for m in metrics:
-            low, high = res.get("ci", {}).get(m, [float("nan"), float("nan")])
+            low, high = res.get("ci", {}).get(m, [None, None])
             row += [res["metrics"][m], low, high]
+        row.append(_interval_notes(res.get("ci_notes", {}), metrics))
         rows.append(row)
     ci = (
         f", {res.get('confidence', 0.95):.0%} bootstrap interval over videos"
         if rows and "ci" in res
         else ""
     )
-    return Table(columns, rows, title=f"{level}-level metrics{ci}")
+    return Table(columns, rows, title=f"{label}-level metrics{ci}")
+
+
+def _interval_notes(notes: Mapping[str, str], metrics: Sequence[str]) -> str:
+    """``"auc, ap interval: <reason>; ..."`` for the ``metrics`` that have a note."""
+    by_reason: dict[str, list[str]] = {}
+    for m in metrics:
+        if notes.get(m):
+            by_reason.setdefault(notes[m], []).append(m)
+    return "; ".join(f"{', '.join(ms)} interval: {why}" for why, ms in by_reason.items())
+
+
+def _log_interval_notes(per_set: Mapping[str, Mapping[str, Any]], metrics: Sequence[str]) -> None:
+    """One warning for the whole evaluation naming the undefined intervals (not one per metric)."""
+    parts = []
+    for name, levels in per_set.items():
+        for level, res in levels.items():
+            text = _interval_notes(res.get("ci_notes", {}), metrics)
+            if text:
+                parts.append(f"{name} {level}: {text}")
+    if parts:
+        log.warning(
+            "bootstrap intervals: %s (see the notes column of tables/*_summary)", " | ".join(parts)
+        )
 
 
 def evaluate_prediction_files(
@@ -143,21 +170,23 @@ def evaluate_prediction_files(
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if not per_set:
         raise ValueError("no test set could be evaluated; see manifest.json")
+    _log_interval_notes(per_set, cfg.metrics)
     sections: list[Section] = []
     for level in cfg.levels:
         results = [
             Result(detector, train_data, name, levels[level]["metrics"])
             for name, levels in per_set.items()
         ]
-        summary = _summary_table(per_set, level, cfg.metrics)
+        label = level_label(level, [p.row_unit for p in preds.values()])  # frame, clip, video
+        summary = _summary_table(per_set, level, cfg.metrics, label)
         summary.write(out / "tables" / f"{level}_summary")
         items: list[Table | Path] = [summary]
         for metric in cfg.metrics:
             table = leaderboard(results, metric)
-            table.title = f"{level}-level {table.title}"
+            table.title = f"{label}-level {table.title}"
             table.write(out / "tables" / f"{level}_{slug(metric)}")
         items.append(metric_table(results, cfg.metrics))
-        sections.append(Section(f"{level.capitalize()}-level metrics", items))
+        sections.append(Section(f"{label.capitalize()}-level metrics", items))
     if cfg.plots:
         sections.append(
             Section("Curves and score histograms", _figures(preds, out / "figures", cfg))
@@ -199,6 +228,7 @@ def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[P
     """ROC/PR curves of all test sets per level and a score histogram per test set (PNG paths)."""
     pngs: list[Path] = []
     for level in cfg.levels:
+        label = level_label(level, [p.row_unit for p in preds.values()])
         curves = {}
         for name, pred in preds.items():
             if level == "video":
@@ -209,10 +239,10 @@ def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[P
                 y, s = pred.label, pred.score
             curves[name] = (y, s)
             paths = plots.score_histogram(
-                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({level})"
+                y, s, fig_dir / f"hist_{level}_{slug(name)}", title=f"{name} ({label})"
             )
             pngs.append(paths[0])
         pngs.insert(
-            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{level} level")[0]
+            0, plots.roc_pr_figure(curves, fig_dir / f"roc_pr_{level}", title=f"{label} level")[0]
         )
     return pngs

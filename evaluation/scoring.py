@@ -39,10 +39,14 @@ def evaluate_predictions(
     seed: int = 0,
     codes: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """``{"level", "n_frames", "n_videos", "n_real", "n_fake", "metrics": {...}, "ci": {...}}``.
+    """``{"level", "unit", "n_frames", "n_videos", "n_real", "n_fake", "metrics", "ci"}``.
+
+    ``level="frame"`` scores the rows as they are: frames, or clips for a video detector's
+    predictions (``unit`` says which); ``n_frames`` counts the rows.
 
     ``metrics`` holds every :func:`evaluation.metrics.summarize` value; ``ci`` (only when
-    ``n_boot > 0``) maps each metric to ``[low, high]`` from a bootstrap over videos.
+    ``n_boot > 0``) maps each metric to ``[low, high]`` from a bootstrap over videos, and
+    ``ci_notes`` says why an interval is undefined (NaN) or how many replicates were left out.
     ``n_real``/``n_fake`` count the scored units (frames or videos). ``codes``: the result of
     :func:`video_codes`, to compute it once for several calls.
     """
@@ -56,6 +60,7 @@ def evaluate_predictions(
         y, s = reduce_by_code(y, s, codes, reduce)
     result: dict[str, Any] = {
         "level": level,
+        "unit": pred.row_unit if level == "frame" else "video",  # frame, clip or video
         "reduce": reduce if level == "video" else None,
         "threshold": threshold,
         "n_frames": len(pred),
@@ -78,9 +83,19 @@ def evaluate_predictions(
             seed=seed,
         )
         result["ci"] = {name: [iv.low, iv.high] for name, iv in ci.items()}
+        result["ci_notes"] = {name: iv.note for name, iv in ci.items() if iv.note}
         result["confidence"] = confidence
         result["n_boot"] = n_boot
     return result
+
+
+def level_label(level: str, units: Sequence[str]) -> str:
+    """How to name ``level`` in tables: ``video``, or what the rows of the files scored
+    (``frame``, ``clip``, or ``frame/clip`` when image and video detectors are mixed)."""
+    if level == "video":
+        return level
+    found = {u for unit in units for u in unit.split("+")}
+    return "/".join(u for u in ("frame", "clip") if u in found) or "frame"
 
 
 def evaluate_levels(

@@ -24,18 +24,31 @@ from fairforensics.preprocessing.files import atomic_write_text, jsonable, write
 CellFormat = Callable[[int, int, Any], str]
 
 
+#: How every evaluation and fairness table prints a value that was computed but is undefined
+#: (NaN: 0/0, one class, too few videos); the reason goes in the table's notes. CSV leaves the
+#: cell empty and JSON writes null.
+UNDEFINED = "undefined"
+#: How they print a value that was not computed (None: switched off, not applicable).
+NOT_AVAILABLE = "-"
+
+
 def is_missing(value: Any) -> bool:
     """None or a float NaN."""
     return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
 def format_number(
-    value: Any, digits: int = 4, missing: str = "-", *, none: str | None = None, percent=False
+    value: Any,
+    digits: int = 4,
+    missing: str = UNDEFINED,
+    *,
+    none: str | None = NOT_AVAILABLE,
+    percent=False,
 ) -> str:
     """Floats with ``digits`` decimals (``percent``: 100 x value with 2), other values as ``str``.
 
-    NaN and None are ``missing``; ``none`` gives None its own text (default: ``missing``). Bools
-    print as ``True``/``False``.
+    NaN is ``missing`` (default ``undefined``), None is ``none`` (default ``-``; None: the same
+    as ``missing``). Bools print as ``True``/``False``.
     """
     if value is None:
         return missing if none is None else none
@@ -46,13 +59,13 @@ def format_number(
     return str(value)
 
 
-def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]], blank_nan: bool = True) -> str:
-    """CSV with a header; values at full precision, None blank (NaN too, with ``blank_nan``)."""
+def csv_text(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """CSV with a header; values at full precision, None and NaN as empty cells."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if c is None or (blank_nan and is_missing(c)) else c for c in row])
+        writer.writerow(["" if is_missing(c) else c for c in row])
     return buffer.getvalue()
 
 

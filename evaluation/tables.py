@@ -2,7 +2,8 @@
 (Figure 2), written as CSV, Markdown and JSON.
 
 A :class:`Result` is one (detector, training data, test data) evaluation. Table 3 layout: rows are
-detectors grouped by type (Naive, Spatial, Frequency); columns are the within-domain test sets,
+detectors grouped by type (Naive, Spatial, Frequency, then Video: DeepfakeBench v2's video
+detectors, and PAD); columns are the within-domain test sets,
 their average and Top-3 count, then the cross-domain test sets, their average and Top-3 count.
 "Top3" counts the test sets of the group on which the detector ranks within the top 3 (ranking
 with ties: a detector is in the top k when fewer than k detectors are strictly better).
@@ -19,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from fairforensics.detectors.registry import detector_family
+from fairforensics.detectors.registry import detector_family, get_detector_class
 from fairforensics.evaluation.table_writer import (
     csv_text,
     format_number,
@@ -55,12 +56,21 @@ TABLE_ORDER = (
     "f3net",
     "spsl",
     "srm",
+    "tall",
+    "ftcn",
+    "altfreezing",
+    "i3d",
+    "stil",
+    "timesformer",
+    "videomae",
+    "xclip",
+    "sta_clip",
     "lbp_mlp",
     "pad_resnet50",
     "deeppixbis",
     "lmfd_pad",
 )
-TYPE_ORDER = ("Naive", "Spatial", "Frequency", "PAD", "Other")
+TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "PAD", "Other")
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
 
 
@@ -72,11 +82,13 @@ class Result:
     train_data: str
     test_data: str
     metrics: Mapping[str, float]
+    unit: str = "frame"  # what was scored: frame, clip (a video detector's rows) or video
 
 
 @dataclass
 class Table:
-    """A plain table: column names and rows of cells (str, int or float; NaN = missing)."""
+    """A plain table: column names and rows of cells (str, int or float; NaN = undefined,
+    None = not available, e.g. a test set a detector was not evaluated on)."""
 
     columns: list[str]
     rows: list[list[Any]] = field(default_factory=list)
@@ -90,7 +102,8 @@ class Table:
         return csv_text(self.columns, self.rows)
 
     def to_markdown(self, digits: int = 4) -> str:
-        """Numbers right-aligned with ``digits`` decimals, missing cells ``-``, best cells bold."""
+        """Numbers right-aligned with ``digits`` decimals, NaN ``undefined``, None ``-``, best
+        cells bold."""
         text = markdown_text(
             self.columns,
             self.rows,
@@ -141,11 +154,18 @@ def top_k_counts(values: np.ndarray, k: int = 3, higher_is_better: bool = True) 
 
 
 def detector_type(name: str, types: Mapping[str, str] | None = None) -> str:
-    """Naive / Spatial / Frequency / PAD / Other: ``types[name]`` when a mapping is given, else
-    the registered detector's ``family``."""
+    """Naive / Spatial / Frequency / Video / PAD / Other: ``types[name]`` when a mapping is
+    given, else the registered detector's ``family`` (a video detector, ``input_kind`` clip,
+    registered without one is ``Video``)."""
     if types is not None:
         return types.get(name, "Other")
-    return detector_family(name)
+    family = detector_family(name)
+    if family != "Other":
+        return family
+    try:
+        return "Video" if get_detector_class(name).input_kind == "clip" else family
+    except (KeyError, ImportError):  # a name from another tool's predictions, a broken plugin
+        return family
 
 
 def leaderboard(
@@ -212,13 +232,15 @@ def leaderboard(
                            [t for t in sets if t in table[d] and np.isnan(table[d][t])])  # fmt: skip
             else:
                 avg[i] = values[i].mean()
-        blocks.append((values, avg, top_k_counts(values, k, higher)))
+        blocks.append((sets, values, avg, top_k_counts(values, k, higher)))
         columns += [*sets, f"{label} Avg.", f"{label} Top{k}"]
     rows = []
     for i, d in enumerate(detectors):
         row: list[Any] = [detector_type(d, types), d]
-        for values, avg, top in blocks:
-            row += [*(float(v) for v in values[i]), float(avg[i]), int(top[i])]
+        for sets, values, avg, top in blocks:
+            lacking = [t not in table[d] for t in sets]
+            cells = [None if no else float(v) for no, v in zip(lacking, values[i], strict=True)]
+            row += [*cells, None if any(lacking) else float(avg[i]), int(top[i])]
         rows.append(row)
     title = f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k}; best in bold)"
     return Table(columns, rows, title=title, highlight=_best_cells(rows, columns, higher, k))

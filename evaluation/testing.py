@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from fairforensics.configs import ConfigError
-from fairforensics.detectors import load_detector_file, load_detector_yaml
+from fairforensics.detectors.weights import ACCEPTED, load_named_detector
 from fairforensics.evaluation.metrics import choose_threshold, video_scores
-from fairforensics.evaluation.predict import predict_index
+from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.provenance import (
     changed_keys,
@@ -115,7 +115,10 @@ def run_test(
     info = {"device": device, "split": cfg.split, **(meta or {})}
     sections = list(extra_sections)
     a = cfg.analysis
-    if files and (a.gradcam or a.tsne or a.spectra):
+    if files and (a.gradcam or a.tsne or a.spectra) and clip_size_of(detector) is not None:
+        log.warning("analysis tools (Grad-CAM, t-SNE, spectra) read single frames: skipped for "
+                    "the video detector %s", detector_name)  # fmt: skip
+    elif files and (a.gradcam or a.tsne or a.spectra):
         from fairforensics.evaluation.analysis.run import run_analysis
 
         first = next(iter(files))
@@ -232,11 +235,8 @@ def load_for_test(
         model_cfg = run_cfg.get("model")
     else:
         if detector is None or weights in ("best", "last"):
-            raise ConfigError("--detector needs --weights FILE (a .pt state dict)")
-        model_cfg = None
-        if model_config is not None or variant is not None:
-            model_cfg = dict(load_detector_yaml(detector, model_config, variant).get("model") or {})
-        model = load_detector_file(detector, weights, model_cfg)
+            raise ConfigError(f"--detector needs --weights FILE: {ACCEPTED}")
+        model, model_cfg = load_named_detector(detector, weights, model_config, variant)
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
         weights_file = Path(weights)

@@ -26,17 +26,23 @@ Edge cases (documented choices, not in the paper):
   the number left out is logged;
 * a group without attack presentations has no APCER and does not take part in ``A``; a group
   without bona fide presentations has no BPCER and does not take part in ``B``. A term with
-  fewer than two groups taking part is 0 (no measurable discrepancy) and a warning is logged;
-* ABF's denominator ``1 - max_D(rate)`` is 0 when the worst group's error rate is 1; it is
-  floored at ``min_denominator`` (default 1e-3), the continuous extension: the term grows to
-  ``numerator / min_denominator`` and ABF becomes strongly negative, as the limit suggests.
+  fewer than two groups taking part is **undefined** (NaN), and so are FDR and ABF unless the
+  term's weight (``alpha`` or ``1 - alpha``) is 0: "no measurable discrepancy" is not
+  "no discrepancy" (e.g. each group holds one class only);
+* ABF's denominator ``1 - max_D(rate)`` is 0 when the worst group's error rate is 1. With a
+  positive gap it is floored at ``min_denominator`` (default 1e-3), the continuous extension:
+  the term grows to ``numerator / min_denominator`` and ABF becomes strongly negative, as the
+  limit suggests. With a zero gap (every group's rate is 1, e.g. every bona fide face flagged)
+  the term is 0/0: undefined (NaN), never a perfect score;
+* :attr:`FairnessCurves.undefined` says why FDR or ABF is undefined, and :func:`curve_areas`
+  gives FDR-AUC / ABF-AUC as NaN with that reason when the curve is undefined at any point.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -160,16 +166,45 @@ class FairnessCurves:
     fdr: np.ndarray
     abf: np.ndarray
     threshold_group: str
+    undefined: dict[str, str] = field(default_factory=dict)  # "fdr"/"abf" -> why NaN somewhere
 
 
 def _gap_and_worst(rates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per column of ``[groups, xs]`` rates: max-min gap and maximum of the defined (non-NaN)
-    group rates; (0, 0) where fewer than two groups are defined."""
+    group rates; NaN where fewer than two groups are defined."""
     defined = ~np.isnan(rates)
     enough = defined.sum(axis=0) >= 2
     hi = np.where(defined, rates, -np.inf).max(axis=0)
     lo = np.where(defined, rates, np.inf).min(axis=0)
-    return np.where(enough, hi - lo, 0.0), np.where(enough, hi, 0.0)
+    return np.where(enough, hi - lo, np.nan), np.where(enough, hi, np.nan)
+
+
+def _relative(gap: np.ndarray, worst: np.ndarray, floor: float) -> np.ndarray:
+    """``gap / (1 - worst)`` with the denominator floored at ``floor``; NaN for 0/0 (every
+    group's rate is 1, so the gap is 0) and where the gap is undefined."""
+    denominator = 1.0 - worst
+    out = gap / np.maximum(denominator, floor)
+    return np.where((gap == 0) & (denominator <= 0), np.nan, out)
+
+
+def _weighted(weight: float, term: np.ndarray) -> np.ndarray:
+    """``weight * term``, with a term of weight 0 left out even where it is undefined."""
+    return np.zeros_like(term) if weight == 0 else weight * term
+
+
+def _why_undefined(
+    term: str, values: np.ndarray, taking_part: list[str], rate: str, all_fail: str
+) -> str:
+    """Why ``values`` (one term over the x grid) is NaN somewhere; "" when it is not."""
+    bad = int(np.isnan(values).sum())
+    if not bad:
+        return ""
+    if len(taking_part) < 2:
+        return (
+            f"{term} undefined: fewer than two groups have {rate} (groups that have: "
+            f"{taking_part or 'none'})"
+        )
+    return f"{term} is 0/0 at {bad} of {values.size} operating points: {all_fail}"
 
 
 def fairness_curves(
@@ -241,8 +276,33 @@ def curves_of_clean(
     gap_a, worst_a = _gap_and_worst(np.stack([apcer[g] for g in names]))
     gap_b, worst_b = _gap_and_worst(np.stack([bpcer[g] for g in names]))
     a_fdr, b_fdr = gap_a, gap_b
-    a_abf = gap_a / np.maximum(1.0 - worst_a, min_denominator)
-    b_abf = gap_b / np.maximum(1.0 - worst_b, min_denominator)
+    a_abf = _relative(gap_a, worst_a, min_denominator)
+    b_abf = _relative(gap_b, worst_b, min_denominator)
+    fdr = 1.0 - (_weighted(alpha, a_fdr) + _weighted(1.0 - alpha, b_fdr))
+    abf = 1.0 - (_weighted(alpha, a_abf) + _weighted(1.0 - alpha, b_abf))
+    with_atk = [g for g in names if atk[g].any()]
+    with_bon = [g for g in names if bon[g].size]
+    undefined = {}
+    for name, curve, terms in (
+        ("fdr", fdr, (("A", a_fdr, alpha), ("B", b_fdr, 1.0 - alpha))),
+        ("abf", abf, (("A", a_abf, alpha), ("B", b_abf, 1.0 - alpha))),
+    ):
+        if not np.isnan(curve).any():
+            continue
+        reasons = [
+            _why_undefined(
+                f"{name.upper()}'s {t}",
+                v,
+                with_atk if t == "A" else with_bon,
+                "attack presentations" if t == "A" else "bona fide presentations",
+                "every group's APCER is 1"
+                if t == "A"
+                else "every group's BPCER is 1 (every bona fide presentation flagged)",
+            )
+            for t, v, w in terms
+            if w != 0
+        ]
+        undefined[name] = "; ".join(r for r in reasons if r)
     return FairnessCurves(
         xs=xs,
         tau=tau,
@@ -252,9 +312,10 @@ def curves_of_clean(
         b_fdr=b_fdr,
         a_abf=a_abf,
         b_abf=b_abf,
-        fdr=1.0 - (alpha * a_fdr + (1.0 - alpha) * b_fdr),
-        abf=1.0 - (alpha * a_abf + (1.0 - alpha) * b_abf),
+        fdr=fdr,
+        abf=abf,
         threshold_group=POOLED if threshold_group is None else str(threshold_group),
+        undefined=undefined,
     )
 
 
@@ -335,6 +396,20 @@ def curve_auc(xs: Sequence[float], values: Sequence[float]) -> float:
         raise ValueError("values contain NaN or infinite entries")
     area = float(np.sum((values[1:] + values[:-1]) * np.diff(xs)) / 2.0)
     return area / float(xs[-1] - xs[0])
+
+
+def curve_areas(curves: FairnessCurves) -> tuple[dict[str, float], dict[str, str]]:
+    """``({"fdr_auc": .., "abf_auc": ..}, {key: reason})``: :func:`curve_auc` of FDR and ABF,
+    NaN with the reason (:attr:`FairnessCurves.undefined`) where the curve is undefined."""
+    areas: dict[str, float] = {}
+    notes: dict[str, str] = {}
+    for name, values in (("fdr", curves.fdr), ("abf", curves.abf)):
+        if np.isnan(values).any():
+            areas[f"{name}_auc"] = float("nan")
+            notes[f"{name}_auc"] = curves.undefined.get(name) or f"{name.upper()} undefined"
+        else:
+            areas[f"{name}_auc"] = curve_auc(curves.xs, values)
+    return areas, notes
 
 
 def odta_curves(

@@ -59,9 +59,33 @@ __all__ = [
 ]
 
 
-def binary_rates(y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float]:
-    """Confusion matrix counts and rates of hard decisions (NaN where a rate is undefined)."""
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+def _check_binary(values: Sequence, name: str) -> np.ndarray:
+    """1-D array of 0/1 values (bools accepted); anything else is a ValueError naming ``name``."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.dtype == bool:
+        return arr.astype(np.int64)
+    if arr.dtype.kind not in "iuf" or not np.isin(arr, (0, 1)).all():
+        bad = np.unique(arr[~np.isin(arr, (0, 1))])[:5].tolist() if arr.dtype.kind in "iuf" else []
+        scores = arr.dtype.kind == "f" and bool(np.any(arr != np.round(arr)))
+        raise ValueError(
+            f"{name} must hold 0 and 1 only (0 real/bona fide, 1 fake/attack), got "
+            f"{bad or arr.dtype}" + ("; scores? threshold them first" if scores else "")
+        )
+    return arr.astype(np.int64)
+
+
+def binary_rates(y_true: Sequence, y_pred: Sequence) -> dict[str, float]:
+    """Confusion matrix counts and rates of hard decisions (NaN where a rate is undefined).
+
+    ``y_true`` and ``y_pred`` must hold 0/1 only and be of equal length (ValueError otherwise).
+    """
+    y_true, y_pred = _check_binary(y_true, "y_true"), _check_binary(y_pred, "y_pred")
+    if y_true.shape != y_pred.shape:
+        raise ValueError(
+            f"y_true and y_pred must have equal length, got {len(y_true)} and {len(y_pred)}"
+        )
     tn, fp, fn, tp = (
         int(np.sum((y_true == t) & (y_pred == p))) for t, p in ((0, 0), (0, 1), (1, 0), (1, 1))
     )

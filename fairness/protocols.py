@@ -8,7 +8,12 @@ trainer, predicts the test split, and writes the paper's tables:
 
 * ``eer``: EER (%) per test group, baseline / FairSWAP / improvement (Tables II, IV, VI);
 * ``fdr_abf``: FDR-AUC and ABF-AUC per sub-protocol (or tested attribute) with their average
-  (Tables III, V, VII).
+  (Tables III, V, VII);
+* ``odta``: 1 - BPCER (%) at APCER_x with tau from the fused set and from each group
+  (Figs. 6, 8, 10, 11), and ``curves``: FDR and ABF at every x (Figs. 7, 9), with figures.
+
+Every table follows the report's ``species_rule`` (``--species-rule``): attack species (the
+``method`` column) enter APCER, tau = APCER_x and the EER pooled or by the worst species.
 
 Every training of a protocol gets, below its own ``train:`` overrides (:func:`protocol_train_overrides`):
 
@@ -39,11 +44,19 @@ import numpy as np
 
 from fairforensics.configs import load_config
 from fairforensics.configs.loader import deep_merge
-from fairforensics.evaluation.metrics import SingleClassError, eer
+from fairforensics.evaluation.metrics import SingleClassError
 from fairforensics.evaluation.predict import predict_index
 from fairforensics.evaluation.predictions import Predictions, read_predictions, write_predictions
 from fairforensics.evaluation.runs import load_run
-from fairforensics.fairness.abf import DEFAULT_XS, curve_auc, fairness_curves
+from fairforensics.fairness import plots
+from fairforensics.fairness.abf import (
+    DEFAULT_XS,
+    FairnessCurves,
+    curve_areas,
+    fairness_curves,
+    odta_curves,
+)
+from fairforensics.fairness.iso import ISO_APCER_POINTS, check_species_rule, eer_species
 from fairforensics.fairness.report import ReportConfig, attribute_arrays
 from fairforensics.fairness.splits import (
     derive_any,
@@ -53,6 +66,7 @@ from fairforensics.fairness.splits import (
 )
 from fairforensics.fairness.tables import write_table
 from fairforensics.preprocessing.device import resolve_device
+from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
@@ -220,29 +234,62 @@ def _row_label(sub: SubProtocol) -> str:
     return "Fused" if not sub.train_groups else "+".join(sub.train_groups)
 
 
-def _group_eers(pred: Predictions, attribute: str, level: str) -> dict[str, float]:
-    y, s, g, _ = attribute_arrays(pred, attribute, level)
-    out = {}
+@dataclass
+class _Evaluation:
+    """What the tables need of one (detector, variant, sub-protocol, tested attribute)."""
+
+    eers: dict[str, float]  # test group -> EER % under the species rule (NaN: one class)
+    curves: FairnessCurves | None  # None when tau is undefined (no attacks)
+    areas: dict[str, float]  # fdr_auc, abf_auc (NaN: undefined)
+    notes: dict[str, str]  # why an area is undefined
+    odta: dict[str, dict[str, np.ndarray]]  # tau from -> test group -> 1 - BPCER per APCER_x
+
+
+def _evaluate(
+    pred: Predictions,
+    attribute: str,
+    level: str,
+    xs: np.ndarray,
+    alpha: float,
+    species_rule: str,
+    odta_xs: Sequence[float],
+) -> _Evaluation:
+    """EER per test group, FDR/ABF curves and areas, ODTA, all under ``species_rule`` (attack
+    species = the ``method`` column)."""
+    y, s, g, keys = attribute_arrays(pred, attribute, level)
+    method_of = dict(zip(pred.video_key, pred.method, strict=True))
+    species = (
+        np.array([method_of[k] for k in keys], dtype=object) if level == "video" else pred.method
+    )
+    eers = {}
     for name in sorted(set(g) - {""}):
         rows = g == name
         try:
-            out[name] = 100.0 * eer(y[rows], s[rows])[0]
+            eers[name] = 100.0 * eer_species(y[rows], s[rows], species[rows], species_rule)[0]
         except SingleClassError:
             log.warning("%s=%s holds one class: EER undefined", attribute, name)
-            out[name] = float("nan")
-    return out
-
-
-def _fdr_abf(
-    pred: Predictions, attribute: str, xs: np.ndarray, alpha: float, level: str
-) -> tuple[float, float]:
-    y, s, g, _ = attribute_arrays(pred, attribute, level)
+            eers[name] = float("nan")
     try:
-        c = fairness_curves(y, s, g, xs, alpha)
+        curves = fairness_curves(y, s, g, xs, alpha, species=species, species_rule=species_rule)
+        odta = odta_curves(y, s, g, odta_xs, species=species, species_rule=species_rule)
     except (SingleClassError, ValueError) as exc:
-        log.warning("FDR/ABF of %s undefined: %s", attribute, exc)
-        return float("nan"), float("nan")
-    return curve_auc(xs, c.fdr), curve_auc(xs, c.abf)
+        log.warning("FDR/ABF/ODTA of %s undefined: %s", attribute, exc)
+        nan = float("nan")
+        return _Evaluation(
+            eers,
+            None,
+            {"fdr_auc": nan, "abf_auc": nan},
+            dict.fromkeys(("fdr_auc", "abf_auc"), str(exc)),
+            {},
+        )
+    areas, notes = curve_areas(curves)
+    return _Evaluation(eers, curves, areas, notes, odta)
+
+
+def _mean_or_undefined(values: list[float]) -> float:
+    """The mean, or NaN when any value is undefined (an average over fewer rows would not
+    compare with the other columns)."""
+    return float(np.mean(values)) if values and np.isfinite(values).all() else float("nan")
 
 
 def run_protocol(
@@ -260,12 +307,17 @@ def run_protocol(
 
     ``train_fn`` (e.g. ``functools.partial(train_and_predict, train)``) trains one model and
     returns test predictions; predictions land in ``out_dir/predictions/<detector>/<variant>/<sub>.csv``.
-    Returns ``{"eer": path, "fdr_abf": path}`` (stems; each written as CSV, MD and JSON).
+    ``report_cfg`` gives alpha, the species rule, the APCER_x points of ODTA and whether to
+    draw figures. Returns ``{"eer", "fdr_abf", "odta", "curves"}`` paths (stems; each written
+    as CSV, MD and JSON).
     """
     out = Path(out_dir)
     dets = list(detectors or protocol.detectors)
     xs = np.asarray(protocol.xs if protocol.xs is not None else DEFAULT_XS, dtype=np.float64)
     alpha = report_cfg.alpha if report_cfg is not None else protocol.alpha
+    species_rule = report_cfg.species_rule if report_cfg is not None else "pooled"
+    odta_xs = report_cfg.iso_points if report_cfg is not None else ISO_APCER_POINTS
+    figures = report_cfg.figures if report_cfg is not None else True
     index = prepare_index(protocol, data_root, dataset)
     index_dir = out / "indices"
     names: dict[str, str] = {}
@@ -298,7 +350,17 @@ def run_protocol(
                 )
                 write_predictions(pred_path, pred)
                 results[(det, fs, sub.id)] = pred
-    return write_protocol_tables(protocol, results, dets, out, xs, alpha)
+    return write_protocol_tables(
+        protocol,
+        results,
+        dets,
+        out,
+        xs,
+        alpha,
+        species_rule=species_rule,
+        odta_xs=odta_xs,
+        figures=figures,
+    )
 
 
 def write_protocol_tables(
@@ -308,19 +370,49 @@ def write_protocol_tables(
     out: Path,
     xs: np.ndarray,
     alpha: float,
+    *,
+    species_rule: str = "pooled",
+    odta_xs: Sequence[float] = ISO_APCER_POINTS,
+    figures: bool = True,
 ) -> dict[str, Path]:
-    """Tables II/IV/VI (EER per test group) and III/V/VII (FDR-AUC, ABF-AUC) from predictions."""
+    """Paper 001's tables and figures from the predictions of every run, under ``species_rule``:
+
+    * ``eer``: EER % per trained subset and test group (Tables II, IV, VI);
+    * ``fdr_abf``: FDR-AUC and ABF-AUC per trained subset (Tables III, V, VII);
+    * ``odta``: 1 - BPCER % at APCER_x for tau from the fused set and from each group
+      (Figs. 6, 8, 10, 11);
+    * ``curves``: FDR and ABF at every x (Figs. 7, 9);
+    * ``settings``: alpha, species rule, level and the x grids (JSON);
+
+    plus ``figures/<name>_odta_<detector>_<variant>_<attribute>.png`` and
+    ``figures/<name>_abf_<detector>_<attribute>.png``. An undefined value is NaN and printed
+    ``undefined``; the ``notes`` column says why.
+    """
+    check_species_rule(species_rule)
     variants = [fs for fs in (False, True) if fs in protocol.fairswap]
+    ev = {
+        (d, fs, sub.id, a): _evaluate(
+            results[(d, fs, sub.id)], a, protocol.level, xs, alpha, species_rule, odta_xs
+        )
+        for d in detectors
+        for fs in variants
+        for sub in protocol.subprotocols
+        for a in protocol.test_attributes
+    }
     eer_rows: list[dict[str, Any]] = []
     fair_rows: dict[str, list[dict[str, Any]]] = {"FDR": [], "ABF": []}
+    odta_rows: list[dict[str, Any]] = []
+    curve_rows: list[dict[str, Any]] = []
     for sub in protocol.subprotocols:
         for attribute in protocol.test_attributes:
-            per = {
-                (d, fs): _group_eers(results[(d, fs, sub.id)], attribute, protocol.level)
-                for d in detectors
-                for fs in variants
-            }
-            test_groups = sorted({g for v in per.values() for g in v})
+            test_groups = sorted(
+                {
+                    g
+                    for d in detectors
+                    for fs in variants
+                    for g in ev[(d, fs, sub.id, attribute)].eers
+                }
+            )
             for g in test_groups:
                 row: dict[str, Any] = {
                     "trained": _row_label(sub),
@@ -329,39 +421,76 @@ def write_protocol_tables(
                 }
                 for d in detectors:
                     for fs in variants:
-                        row[f"{d} {VARIANTS[fs]}"] = per[(d, fs)].get(g, float("nan"))
+                        row[f"{d} {VARIANTS[fs]}"] = ev[(d, fs, sub.id, attribute)].eers.get(
+                            g, float("nan")
+                        )
                     if len(variants) == 2:
                         row[f"{d} Impro"] = row[f"{d} FairSwap"] - row[f"{d} B"]
                 eer_rows.append(row)
-            rows = {"FDR": {}, "ABF": {}}
-            for d in detectors:
-                for fs in variants:
-                    fdr, abf = _fdr_abf(
-                        results[(d, fs, sub.id)], attribute, xs, alpha, protocol.level
-                    )
-                    rows["FDR"][f"{d} {VARIANTS[fs]}"] = fdr
-                    rows["ABF"][f"{d} {VARIANTS[fs]}"] = abf
             name = (
                 _row_label(sub)
                 if len(protocol.test_attributes) == 1
                 else f"{_row_label(sub)} / {attribute}"
             )
             for metric in ("FDR", "ABF"):
-                fair_rows[metric].append({"metric": metric, "trained": name, **rows[metric]})
+                key = f"{metric.lower()}_auc"
+                row = {"metric": metric, "trained": name}
+                notes = []
+                for d in detectors:
+                    for fs in variants:
+                        e = ev[(d, fs, sub.id, attribute)]
+                        row[f"{d} {VARIANTS[fs]}"] = e.areas[key]
+                        if key in e.notes:
+                            notes.append(f"{d} {VARIANTS[fs]}: {e.notes[key]}")
+                row["notes"] = "; ".join(notes)
+                fair_rows[metric].append(row)
+            for d in detectors:
+                for fs in variants:
+                    e = ev[(d, fs, sub.id, attribute)]
+                    base = {
+                        "detector": d,
+                        "variant": VARIANTS[fs],
+                        "trained": _row_label(sub),
+                        "attribute": attribute,
+                    }
+                    for tg, per in e.odta.items():
+                        for g, values in per.items():
+                            odta_rows.append(
+                                {
+                                    **base,
+                                    "tau_from": tg,
+                                    "test": g,
+                                    **{
+                                        f"1-BPCER@APCER={100 * x:g}%": 100.0 * float(v)
+                                        for x, v in zip(odta_xs, values, strict=True)
+                                    },
+                                }
+                            )
+                    if e.curves is not None:
+                        c = e.curves
+                        for k, x in enumerate(c.xs):
+                            curve_rows.append(
+                                {
+                                    **base,
+                                    "x": float(x),
+                                    "tau": c.tau[k],
+                                    "fdr": c.fdr[k],
+                                    "abf": c.abf[k],
+                                }
+                            )
     table: list[dict[str, Any]] = []
     for metric in ("FDR", "ABF"):
         table.extend(fair_rows[metric])
-        cols = [c for c in fair_rows[metric][0] if c not in ("metric", "trained")]
-        table.append(
-            {
-                "metric": metric,
-                "trained": "Average",
-                **{c: float(np.nanmean([r[c] for r in fair_rows[metric]])) for c in cols},
-            }
-        )
+        cols = [c for c in fair_rows[metric][0] if c not in ("metric", "trained", "notes")]
+        avg = {c: _mean_or_undefined([r[c] for r in fair_rows[metric]]) for c in cols}
+        undefined = [c for c in cols if not np.isfinite(avg[c])]
+        note = f"{', '.join(undefined)}: a row above is undefined" if undefined else ""
+        table.append({"metric": metric, "trained": "Average", **avg, "notes": note})
     paths = {
         "eer": out / f"{protocol.name}_eer",
         "fdr_abf": out / f"{protocol.name}_fdr_abf",
+        "odta": out / f"{protocol.name}_odta",
+        "curves": out / f"{protocol.name}_curves",
     }
     if len(protocol.test_attributes) > 1 and eer_rows:  # Table VI's Average row
         cols = [c for c in eer_rows[0] if c not in ("trained", "attribute", "test")]
@@ -370,12 +499,58 @@ def write_protocol_tables(
                 "trained": "",
                 "attribute": "Average",
                 "test": "",
-                **{c: float(np.nanmean([r[c] for r in eer_rows])) for c in cols},
+                **{c: _mean_or_undefined([r[c] for r in eer_rows]) for c in cols},
             }
         )
     write_table(eer_rows, paths["eer"], digits=2)
     write_table(table, paths["fdr_abf"], digits=3)
+    write_table(odta_rows, paths["odta"], digits=2)
+    write_table(curve_rows, paths["curves"], digits=4)
+    settings = {
+        "alpha": alpha,
+        "species_rule": species_rule,
+        "level": protocol.level,
+        "xs": [float(x) for x in xs],
+        "odta_apcer_x": [float(x) for x in odta_xs],
+    }
+    write_json(out / f"{protocol.name}_settings.json", settings, indent=2)
+    if figures:
+        _protocol_figures(protocol, ev, detectors, variants, odta_xs, out / "figures")
     return paths
+
+
+def _protocol_figures(
+    protocol: FairnessProtocol,
+    ev: dict[tuple[str, bool, str, str], _Evaluation],
+    detectors: Sequence[str],
+    variants: list[bool],
+    odta_xs: Sequence[float],
+    fig_dir: Path,
+) -> None:
+    """Figs. 6/8/10/11 (ODTA per detector and variant) and 7/9 (ABF curves per detector)."""
+    for d in detectors:
+        for a in protocol.test_attributes:
+            curves = {
+                (_row_label(sub), VARIANTS[fs]): ev[(d, fs, sub.id, a)].curves
+                for sub in protocol.subprotocols
+                for fs in variants
+                if ev[(d, fs, sub.id, a)].curves is not None
+            }
+            if curves:
+                plots.plot_protocol_abf(
+                    curves, fig_dir / f"{protocol.name}_abf_{d}_{a}.png", f"{d}: ABF ({a})"
+                )
+            for fs in variants:
+                panels = {
+                    _row_label(sub): ev[(d, fs, sub.id, a)].odta for sub in protocol.subprotocols
+                }
+                if any(panels.values()):
+                    plots.plot_protocol_odta(
+                        panels,
+                        odta_xs,
+                        fig_dir / f"{protocol.name}_odta_{d}_{VARIANTS[fs]}_{a}.png",
+                        f"{d} ({VARIANTS[fs]}): 1 - BPCER at APCER_x ({a})",
+                    )
 
 
 __all__ = [

@@ -27,18 +27,19 @@ import numpy as np
 from fairforensics.configs import load_config
 from fairforensics.evaluation.metrics import SingleClassError, video_scores
 from fairforensics.evaluation.predictions import Predictions
-from fairforensics.evaluation.table_writer import format_number, html_text
+from fairforensics.evaluation.table_writer import UNDEFINED, format_number, html_text
 from fairforensics.fairness import plots
 from fairforensics.fairness.abf import (
     DEFAULT_XS,
     POOLED,
     FairnessCurves,
-    curve_auc,
+    curve_areas,
     fairness_curves,
     is_missing,
     odta_curves,
 )
 from fairforensics.fairness.gaps import (
+    MIN_INTERVAL_UNITS,
     GapAnalysis,
     curve_auc_intervals,
     group_gaps,
@@ -72,6 +73,7 @@ class ReportConfig:
     confidence: float = 0.95
     unit: str | None = None  # attribute naming the resampling unit (e.g. identity); None: video
     min_group_size: int = 1  # smaller groups are reported but not ranked
+    min_interval_units: int = MIN_INTERVAL_UNITS  # fewer units of a class: no interval, say so
     seed: int = 0
     figures: bool = True
 
@@ -84,6 +86,8 @@ class ReportConfig:
             raise ValueError(f"confidence must be in (0, 1), got {self.confidence}")
         if self.min_group_size < 1:
             raise ValueError(f"min_group_size must be >= 1, got {self.min_group_size}")
+        if self.min_interval_units < 2:
+            raise ValueError(f"min_interval_units must be >= 2, got {self.min_interval_units}")
         if self.species_rule not in SPECIES_RULES:
             raise ValueError(
                 f"species_rule must be one of {list(SPECIES_RULES)}, got {self.species_rule!r}"
@@ -111,6 +115,7 @@ class AttributeReport:
     odta_xs: list[float]
     gaps: GapAnalysis
     curve_auc_ci: dict[str, dict[str, tuple[float, float]]]
+    curve_auc_notes: dict[str, dict[str, str]]  # threshold group -> key -> why undefined
     ranked: list[str]  # groups with >= min_group_size rows
     y_true: np.ndarray
     y_score: np.ndarray
@@ -132,6 +137,8 @@ class AttributeReport:
                 "lin": self.lin,
                 "fdr_abf_auc": self.curve_aucs,
                 "fdr_abf_auc_ci": self.curve_auc_ci,
+                "fdr_abf_auc_notes": self.curve_auc_notes,
+                "interval_notes": self.gaps.notes,
                 "curves": {
                     k: {
                         "xs": c.xs,
@@ -144,6 +151,7 @@ class AttributeReport:
                         "b_abf": c.b_abf,
                         "apcer": c.apcer,
                         "bpcer": c.bpcer,
+                        "undefined": c.undefined,
                     }
                     for k, c in self.curves.items()
                 },
@@ -248,6 +256,7 @@ def attribute_report(
         )
         return None
     errors: list[str] = []
+    unit_name = "videos" if cfg.unit is None else f"{cfg.unit} units"
     per_group = group_metrics(y_true, y_score, groups, cfg.threshold)
     for g in names:
         rows = groups == g
@@ -277,6 +286,8 @@ def attribute_report(
         confidence=cfg.confidence,
         seed=cfg.seed,
         min_group_size=cfg.min_group_size,
+        min_units=cfg.min_interval_units,
+        unit_name=unit_name,
     )
     for g in names:
         ci = {m: list(v) for m, v in gaps.group_ci[g].items()}
@@ -296,6 +307,7 @@ def attribute_report(
                     cfg.bootstrap,
                     cfg.confidence,
                     cfg.seed,
+                    cfg.min_interval_units,
                 )
             ci.update({f"iso_{k}": list(v) for k, v in iso_ci.items()})
         per_group[g]["ci"] = ci
@@ -317,6 +329,7 @@ def attribute_report(
     ]
     curves: dict[str, FairnessCurves] = {}
     aucs: dict[str, dict[str, float]] = {}
+    auc_notes: dict[str, dict[str, str]] = {}
     for tg in threshold_groups:
         c = _attempt(
             errors,
@@ -334,7 +347,7 @@ def attribute_report(
         )
         if c is not None:
             curves[tg] = c
-            aucs[tg] = {"fdr_auc": curve_auc(xs, c.fdr), "abf_auc": curve_auc(xs, c.abf)}
+            aucs[tg], auc_notes[tg] = curve_areas(c)
     valid_tg = [tg for tg in threshold_groups if tg in curves]
     odta = (
         _attempt(
@@ -353,7 +366,7 @@ def attribute_report(
     )
     auc_ci: dict[str, dict[str, tuple[float, float]]] = {}
     if cfg.curve_bootstrap and valid_tg:
-        auc_ci = curve_auc_intervals(
+        boot = curve_auc_intervals(
             y_true,
             y_score,
             groups,
@@ -367,10 +380,16 @@ def attribute_report(
             n_boot=cfg.curve_bootstrap,
             confidence=cfg.confidence,
             seed=cfg.seed,
+            min_units=cfg.min_interval_units,
+            unit_name=unit_name,
         )
+        for tg, per in boot.items():
+            auc_ci[tg] = {k: per[k] for k in ("fdr_auc", "abf_auc")}
+            for k, note in per["notes"].items():  # the point's own reason comes first
+                auc_notes[tg].setdefault(k, f"interval: {note}")
     return AttributeReport(
         attribute=attribute,
-        level=cfg.level,
+        level=pred.row_unit if cfg.level == "frame" else cfg.level,  # frame rows, or clips
         groups=per_group,
         bias_factor=bias,
         bias_pair=(low, high),
@@ -381,6 +400,7 @@ def attribute_report(
         odta_xs=list(cfg.iso_points),
         gaps=gaps,
         curve_auc_ci=auc_ci,
+        curve_auc_notes=auc_notes,
         ranked=ranked,
         y_true=y_true,
         y_score=y_score,
@@ -453,8 +473,19 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
                 row[f"apcer[{species}]"] = v
             for key, v in (iso.get("bpcer_at_apcer") or {}).items():
                 row[f"bpcer@apcer={key}"] = v
+            row["notes"] = notes_text(rep.gaps.notes.get(g, {}), "interval")
             rows.append(row)
     return rows
+
+
+def notes_text(notes: dict[str, str], what: str = "") -> str:
+    """``{key: reason}`` as one line, keys sharing a reason joined: ``"fpr, acc interval:
+    fewer than 5 real videos (3)"``; "" when there is none."""
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in notes.items():
+        by_reason.setdefault(reason, []).append(key)
+    head = f" {what}" if what else ""
+    return "; ".join(f"{', '.join(keys)}{head}: {reason}" for reason, keys in by_reason.items())
 
 
 def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
@@ -485,6 +516,9 @@ def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
         for key in ("fdr_auc", "abf_auc"):
             row[key] = fused.get(key)
             row[f"{key}_low"], row[f"{key}_high"] = fused_ci.get(key, (None, None))
+        notes = {"acc_diff interval": acc.note} if acc.note else {}
+        notes |= rep.curve_auc_notes.get(POOLED, {})
+        row["notes"] = notes_text(notes)
         rows.append(row)
     return rows
 
@@ -507,6 +541,7 @@ def write_report(
             auc_rows.append({"attribute": a, "threshold_group": tg, **v})
             for key in ("fdr_auc", "abf_auc"):
                 auc_rows[-1][f"{key}_low"], auc_rows[-1][f"{key}_high"] = ci.get(key, (None, None))
+            auc_rows[-1]["notes"] = notes_text(rep.curve_auc_notes.get(tg, {}))
         for tg, c in rep.curves.items():
             for k, x in enumerate(c.xs):
                 curve_rows.append(
@@ -565,17 +600,22 @@ def write_report(
 def format_summary(reports: dict[str, AttributeReport]) -> str:
     """Per attribute: per-group ACC, FPR, FNR, AUC, EER; the bias factor with its direction,
     signed difference, interval and p-value; the class-ratio check; the other signed gaps;
-    FDR/ABF-AUC with intervals."""
+    FDR/ABF-AUC with intervals. Undefined values print as ``undefined`` with the reason."""
 
     def pct(v: float | None, signed: bool = False) -> str:
         if v is None or not np.isfinite(v):
-            return "n/a"
+            return UNDEFINED
         return f"{100 * v:+.2f}" if signed else f"{100 * v:.2f}"
 
-    def interval(low: float, high: float, signed: bool = True) -> str:
+    def interval(low: float, high: float, note: str = "") -> str:
         if not (np.isfinite(low) and np.isfinite(high)):
-            return ""
-        return f" [{pct(low, signed)}, {pct(high, signed)}]"
+            return f" [interval {UNDEFINED}: {note}]" if note else ""
+        return f" [{pct(low, True)}, {pct(high, True)}]"
+
+    def gap_line(gap) -> str:
+        p_text = f", p = {gap.p_value:.3g}" if np.isfinite(gap.p_value) else ""
+        value = pct(gap.diff, True) + ("%" if np.isfinite(gap.diff) else "")
+        return f"{gap.group_a} - {gap.group_b} = {value}{interval(gap.low, gap.high, gap.note)}{p_text}"
 
     lines = []
     for a, rep in reports.items():
@@ -583,50 +623,62 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
         level = int(round(100 * gaps.confidence))
         lines.append(f"== {a} ({rep.level} level) ==")
         lines.append(
-            f"{'group':<16}{'n':>7}{'ACC%':>8}{'FPR%':>8}{'FNR%':>8}{'AUC%':>8}{'EER%':>8}"
+            f"{'group':<16}{'n':>7}{'ACC%':>10}{'FPR%':>10}{'FNR%':>10}{'AUC%':>10}{'EER%':>10}"
         )
         for g, m in rep.groups.items():
             mark = "" if m["ranked"] else "  (too small: not ranked)"
-            cells = "".join(f"{pct(m[k]):>8}" for k in ("acc", "fpr", "fnr", "auc", "eer"))
+            cells = "".join(f"{pct(m[k]):>10}" for k in ("acc", "fpr", "fnr", "auc", "eer"))
             lines.append(f"{g:<16}{m['n']:>7}{cells}{mark}")
+        for g in rep.groups:
+            if gaps.notes.get(g):
+                lines.append(f"  {g}: {notes_text(gaps.notes[g], 'interval ' + UNDEFINED)}")
         acc = gaps.gaps["acc"]
         favoured = f"{acc.favoured} favoured" if acc.favoured else "no group favoured"
-        p_text = f", p = {acc.p_value:.3g}" if np.isfinite(acc.p_value) else ""
         lines.append(
             f"bias factor: {pct(rep.bias_factor)}% ({rep.bias_pair[0]} vs {rep.bias_pair[1]}, "
-            f"{favoured}); ACC {acc.group_a} - {acc.group_b} = {pct(acc.diff, True)}%"
-            f"{interval(acc.low, acc.high)}{p_text}"
+            f"{favoured}); ACC {gap_line(acc)}"
         )
         if gaps.class_ratio.get("verdict"):
             lines.append(f"  class ratio: {gaps.class_ratio['verdict']}")
         for m, gap in gaps.gaps.items():
-            if m == "acc" or not gap.group_a:
+            if m == "acc":
                 continue
-            p_text = f", p = {gap.p_value:.3g}" if np.isfinite(gap.p_value) else ""
+            if not gap.group_a:
+                lines.append(f"  {m.upper()} gap {UNDEFINED}: {gap.note}")
+                continue
+            lines.append(f"  {m.upper()} {gap_line(gap)} (class mix does not enter it)")
+        if any(np.isfinite(g.low) for g in gaps.gaps.values()):
             lines.append(
-                f"  {m.upper()} {gap.group_a} - {gap.group_b} = {pct(gap.diff, True)}%"
-                f"{interval(gap.low, gap.high)}{p_text} (class mix does not enter it)"
+                f"  [{level}% intervals: error rates (ACC, FPR, FNR, error rate) by Wilson score "
+                "intervals on the effective number of frames (design effect of the videos), "
+                "combined by MOVER; AUC by Obuchowski's clustered DeLong variance; EER by a "
+                "bootstrap of videos (or the configured unit) within group x class; with more "
+                "than two groups simultaneous over the pairs]"
             )
-        if np.isfinite(acc.low):
+        if any(np.isfinite(g.p_value) for g in gaps.gaps.values()):
             lines.append(
-                f"  [{level}% bootstrap intervals resampling videos (or the configured unit) "
-                "within each group; p: permutation test of no difference among all groups]"
+                "  [p: permutation test of no difference among all groups, within class: group "
+                "labels shuffled among real videos and among fake videos separately, so each "
+                "group keeps its real/fake counts; for ACC it asks whether the gap exceeds what "
+                "the class mixes give with equal error rates]"
             )
-        fused = rep.curve_aucs.get(POOLED)
-        if fused:
-            ci = rep.curve_auc_ci.get(POOLED, {})
-            fdr_ci = ci.get("fdr_auc", (np.nan, np.nan))
-            abf_ci = ci.get("abf_auc", (np.nan, np.nan))
-
-            def area(v: float, low: float, high: float) -> str:
-                return f"{v:.3f}" + (f" [{low:.3f}, {high:.3f}]" if np.isfinite(low) else "")
-
-            lines.append(
-                f"FDR-AUC {area(fused['fdr_auc'], *fdr_ci)}  "
-                f"ABF-AUC {area(fused['abf_auc'], *abf_ci)} (tau from fused)"
-            )
+        if POOLED in rep.curve_aucs:
+            area = {k: _area_text(rep, POOLED, k) for k in ("fdr_auc", "abf_auc")}
+            lines.append(f"FDR-AUC {area['fdr_auc']}  ABF-AUC {area['abf_auc']} (tau from fused)")
         lines.append("")
     return "\n".join(lines)
+
+
+def _area_text(rep: AttributeReport, tg: str, key: str) -> str:
+    """FDR-AUC or ABF-AUC of threshold group ``tg`` with its interval, or why it is undefined."""
+    v = rep.curve_aucs[tg][key]
+    low, high = rep.curve_auc_ci.get(tg, {}).get(key, (np.nan, np.nan))
+    note = rep.curve_auc_notes.get(tg, {}).get(key, "")
+    if not np.isfinite(v):
+        return f"{UNDEFINED} ({note})"
+    if np.isfinite(low):
+        return f"{v:.3f} [{low:.3f}, {high:.3f}]"
+    return f"{v:.3f}" + (f" [{note}]" if note else "")
 
 
 def html_section(reports: dict[str, AttributeReport]) -> str:
@@ -635,9 +687,7 @@ def html_section(reports: dict[str, AttributeReport]) -> str:
     def table(rows: list[dict[str, Any]]) -> str:
         cols = columns_of(rows)
         cells = [[r.get(c) for c in cols] for r in rows]
-        return html_text(
-            cols, cells, lambda i, j, v: format_number(v, 4, "nan", none=""), sections=False
-        )
+        return html_text(cols, cells, lambda i, j, v: format_number(v, 4), sections=False)
 
     return "\n".join([table(summary_rows(reports)), table(group_rows(reports))])
 

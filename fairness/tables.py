@@ -1,5 +1,6 @@
 """Write a table (a list of row dicts) as CSV, Markdown and JSON with
-:mod:`evaluation.table_writer` (None is blank, NaN prints ``nan``)."""
+:mod:`evaluation.table_writer`, which prints NaN as ``undefined`` and None as ``-`` in Markdown
+(CSV: empty cells, JSON: null), as the evaluation tables do."""
 
 from __future__ import annotations
 
@@ -32,15 +33,13 @@ def to_markdown(
 ) -> str:
     """A GitHub Markdown table; floats rounded to ``digits``."""
     cols = list(columns or columns_of(rows))
-    return markdown_text(
-        cols, _cells(rows, cols), lambda i, j, v: format_number(v, digits, "nan", none="")
-    )
+    return markdown_text(cols, _cells(rows, cols), lambda i, j, v: format_number(v, digits))
 
 
 def to_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str] | None = None) -> str:
-    """CSV text with a header; floats written at full precision."""
+    """CSV text with a header; floats written at full precision, None and NaN empty."""
     cols = list(columns or columns_of(rows))
-    return csv_text(cols, _cells(rows, cols), blank_nan=False)
+    return csv_text(cols, _cells(rows, cols))
 
 
 def write_table(

@@ -72,7 +72,13 @@ def align_face(
     """Aligned crop (size x size x 3 uint8), the 2x3 matrix, and the landmarks in the crop."""
     if not isinstance(rgb, np.ndarray) or rgb.ndim != 3 or rgb.shape[2] != 3:
         raise ValueError(f"expected an HxWx3 image, got shape {getattr(rgb, 'shape', None)}")
-    matrix = alignment_matrix(landmarks, size, scale)
+    return warp_face(rgb, landmarks, alignment_matrix(landmarks, size, scale), size)
+
+
+def warp_face(
+    rgb: np.ndarray, landmarks: np.ndarray, matrix: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``align_face`` with a given 2x3 matrix (e.g. one shared by every frame of a clip)."""
     crop = cv2.warpAffine(
         rgb, matrix, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT
     )

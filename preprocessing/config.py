@@ -45,13 +45,19 @@ class DatasetConfig:
 
 @dataclass
 class SamplingConfig:
-    mode: Literal["fixed_num_frames", "fixed_stride"] = "fixed_num_frames"
+    """Which frames of a video to keep: ``num_frames`` spread over it, every ``stride``-th, or
+    (``clips``) ``num_clips`` runs of ``clip_size`` consecutive frames, for video detectors."""
+
+    mode: Literal["fixed_num_frames", "fixed_stride", "clips"] = "fixed_num_frames"
     num_frames: int = 32
     stride: int = 1
+    clip_size: int = 16
+    num_clips: int = 4
 
     def __post_init__(self) -> None:
-        if self.num_frames <= 0 or self.stride <= 0:
-            raise ValueError("sampling.num_frames and sampling.stride must be positive")
+        for name in ("num_frames", "stride", "clip_size", "num_clips"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"sampling.{name} must be positive, got {getattr(self, name)}")
 
 
 @dataclass
@@ -144,10 +150,18 @@ class PreprocessConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_failed_share <= 1.0:
             raise ValueError(f"max_failed_share must be in [0, 1], got {self.max_failed_share}")
+        if self.sampling.mode == "clips" and self.face.keep != "largest":
+            raise ValueError(
+                "sampling.mode: clips follows one face through each clip; it needs "
+                f"face.keep: largest, got face.keep: {self.face.keep}"
+            )
 
     def fingerprint(self) -> str:
         """Hash of every setting that changes the files written for a video."""
         parts = {k: config_to_dict(getattr(self, k)) for k in ("sampling", "face", "align")}
+        if self.sampling.mode != "clips":  # results made before clips existed stay valid
+            for key in ("clip_size", "num_clips"):
+                del parts["sampling"][key]
         parts["output"] = {k: v for k, v in config_to_dict(self.output).items() if k != "root"}
         text = json.dumps(parts, sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:16]

@@ -61,3 +61,14 @@ def amp_dtype(precision: str, device: torch.device | str) -> torch.dtype | None:
             return None
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def to_channels_last(module: torch.nn.Module) -> torch.nn.Module:
+    """``module`` with its 4-D weights in channels_last (NHWC) format, in place.
+
+    ``module.to(memory_format=torch.channels_last)`` refuses the 5-D weights of 3-D
+    convolutions (video detectors: I3D, FTCN...); those stay as they are here.
+    """
+    return module._apply(
+        lambda t: t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+    )

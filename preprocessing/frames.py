@@ -1,10 +1,14 @@
 """The dataset over one or more dataset indexes, and the collate function that makes batches.
 
-A sample is one frame (or a clip of ``frames_per_clip`` consecutive frames) of a video; each
-video contributes ``frame_num`` frames spread evenly over its stored frames (DeepfakeBench's
-"32 frames per video", paper 002 Sec. 4.1, without its flaw of always taking the first N).
-Images leave the dataset as uint8 tensors; :func:`to_device` moves a batch to the device and
-normalises it with the detector's mean/std there, which keeps workers cheap.
+A sample is one frame of a video; each video contributes ``frame_num`` frames spread evenly
+over its stored frames (DeepfakeBench's "32 frames per video", paper 002 Sec. 4.1, without its
+flaw of always taking the first N). For a video detector (``clip_size``), a sample is a clip of
+``clip_size`` consecutive frames, ``frame_num // clip_size`` clips per video placed by
+:func:`preprocessing.clips.clip_windows` (the runs recorded by ``sampling.mode: clips``, else
+DeepfakeBench v2's rule on the frame list; a new start drawn every epoch in training), with one
+augmentation for the whole clip (:func:`apply_augment_clip`). Images leave the dataset as uint8
+tensors ([3, H, W], or [T, 3, H, W] for clips); :func:`to_device` moves a batch to the device
+and normalises it with the detector's mean/std there, which keeps workers cheap.
 
 The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
 ``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``,
@@ -29,6 +33,7 @@ import torch
 from torch.utils.data import Dataset
 
 from fairforensics.preprocessing.blending import NearestLandmarks, generate, needs_partner
+from fairforensics.preprocessing.clips import clip_windows, has_gaps, video_runs
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 
 log = logging.getLogger(__name__)
@@ -42,12 +47,11 @@ class TrainDataError(ValueError):
     """The datasets cannot give what the detector requires (empty split, no landmarks, ...)."""
 
 
-def sample_positions(n_frames: int, frame_num: int, clip: int = 1) -> list[int]:
-    """``frame_num`` start positions spread evenly over ``n_frames`` (all if there are fewer)."""
-    starts = max(n_frames - clip + 1, 1)
-    if frame_num >= starts:
-        return list(range(starts))
-    return sorted({int(round(x)) for x in np.linspace(0, starts - 1, frame_num)})
+def sample_positions(n_frames: int, frame_num: int) -> list[int]:
+    """``frame_num`` positions spread evenly over ``n_frames`` (all if there are fewer)."""
+    if frame_num >= n_frames:
+        return list(range(n_frames))
+    return sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, frame_num)})
 
 
 def sample_seed(*parts: int) -> int:
@@ -77,6 +81,8 @@ def method_names_of(indexes: Sequence[DatasetIndex], split: str | None = None) -
 class _Item:
     video: int  # position in FrameDataset.videos
     pos: int  # frame position (clip start) in the video's frame list
+    span: int = 1  # clips in training: the start is drawn from pos .. pos + span - 1
+    run: tuple[int, int] | None = None  # clips: (first position, length) of the clip's run
 
 
 class FrameDataset(Dataset):
@@ -84,7 +90,9 @@ class FrameDataset(Dataset):
 
     ``augment`` is an albumentations pipeline from :func:`training.augment.build_augment`
     (``None`` for evaluation); call :meth:`set_epoch` before each epoch so that augmentations
-    differ between epochs yet repeat exactly on resume.
+    differ between epochs yet repeat exactly on resume. ``clip_size`` (video detectors): samples
+    are clips (module docstring); videos too short for one are left out and listed in
+    :attr:`short_videos`.
     """
 
     def __init__(
@@ -99,7 +107,7 @@ class FrameDataset(Dataset):
         seed: int = 0,
         method_names: Sequence[str] | None = None,
         pixel_map_size: int = 14,
-        frames_per_clip: int = 1,
+        clip_size: int | None = None,
         train: bool = False,
         cache: Any = None,
     ) -> None:
@@ -109,7 +117,8 @@ class FrameDataset(Dataset):
         self.seed = seed
         self.epoch = 0
         self.pixel_map_size = pixel_map_size
-        self.clip = frames_per_clip
+        self.clip_size = clip_size
+        self.clip = clip_size or 1  # frames per sample
         self.train = train
         self.cache = cache
         self.blend = sorted(k.split(":", 1)[1] for k in self.requires if k.startswith("blend:"))
@@ -122,6 +131,11 @@ class FrameDataset(Dataset):
             )
         if len(self.blend) > 1:
             raise TrainDataError(f"a detector may ask for one blend generator, got {self.blend}")
+        if clip_size is not None and (self.blend or self.pairs) and train:
+            raise TrainDataError(
+                "online blends and pairs are made from single frames; a video detector "
+                f"(clip_size {clip_size}) cannot require {sorted(self.requires)}"
+            )
         self.method_names = (
             list(method_names) if method_names is not None else method_names_of(indexes)
         )
@@ -136,11 +150,15 @@ class FrameDataset(Dataset):
             keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
         elif self.pairs:
             keep = [i for i in keep if self.videos[i][1].label == 1]  # each fake brings its real
-        self.items = [
-            _Item(i, p)
-            for i in keep
-            for p in sample_positions(len(self.videos[i][1].frames), frame_num, self.clip)
-        ]
+        self.short_videos: list[str] = []
+        if clip_size is None:
+            self.items = [
+                _Item(i, p)
+                for i in keep
+                for p in sample_positions(len(self.videos[i][1].frames), frame_num)
+            ]
+        else:
+            self.items = self._clip_items(keep, frame_num, clip_size, split)
         if not self.items:
             raise TrainDataError(
                 f"split {split!r}: no usable samples for requires={sorted(self.requires)}"
@@ -155,11 +173,46 @@ class FrameDataset(Dataset):
         self._reals_by_identity = self._real_partners() if self.pairs else {}
         self._partner_tables: dict[str, Any] = {}
 
+    def _clip_items(self, keep: Any, frame_num: int, clip_size: int, split: str) -> list[_Item]:
+        """``frame_num // clip_size`` clips per video (at least one); short videos are listed."""
+        items, gaps = [], []
+        for i in keep:
+            index, video = self.videos[i]
+            windows = clip_windows(video_runs(video), clip_size, max(frame_num // clip_size, 1))
+            if not windows:
+                self.short_videos.append(f"{index.dataset}:{video.method}/{video.id}")
+                continue
+            if has_gaps(video):
+                gaps.append(f"{index.dataset}:{video.method}/{video.id}")
+            items += [_Item(i, w.start, w.span if self.train else 1, w.run) for w in windows]
+        if self.short_videos:
+            log.warning(
+                "split %r: %d videos have no run of %d consecutive frames and are left out, "
+                "e.g. %s", split, len(self.short_videos), clip_size, self.short_videos[0],
+            )  # fmt: skip
+        if gaps:
+            log.warning(
+                "split %r: %d videos store frames that are not consecutive in the source video "
+                "(e.g. %s), so their clips skip frames; preprocess with sampling.mode: clips "
+                "for video detectors", split, len(gaps), gaps[0],
+            )  # fmt: skip
+        if not items and self.short_videos:
+            raise TrainDataError(
+                f"split {split!r}: no video has {clip_size} consecutive frames for one clip "
+                f"(clip_size); e.g. {self.short_videos[0]}"
+            )
+        return items
+
     def __len__(self) -> int:
         return len(self.items)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
+
+    @property
+    def frames_per_sample(self) -> int:
+        """Frames read per sample (the clip size for video detectors, else 1)."""
+        return self.clip
 
     @property
     def labels(self) -> np.ndarray:
@@ -174,7 +227,9 @@ class FrameDataset(Dataset):
 
     def frame_keys(self) -> list[tuple[int, int]]:
         """(video position, frame position) of every frame the samples read (for the cache)."""
-        return sorted({(it.video, it.pos + k) for it in self.items for k in range(self.clip)})
+        return sorted(
+            {(it.video, it.pos + k) for it in self.items for k in range(it.span + self.clip - 1)}
+        )
 
     # ---------------------------------------------------------------- reading
     def _real_partners(self) -> dict[str, list[int]]:
@@ -223,11 +278,15 @@ class FrameDataset(Dataset):
             image = cv2.resize(image, (res, res), interpolation=interp)
         return image, landmarks, mask
 
-    def _load_clip(self, vid: int, pos: int, replaced: list[str]) -> tuple[list, int] | None:
-        """Frames ``pos..pos+clip-1``, or the nearest readable clip of the same video."""
+    def _load_clip(
+        self, vid: int, pos: int, replaced: list[str], run: tuple[int, int] | None = None
+    ) -> tuple[list, int] | None:
+        """Frames ``pos..pos+clip-1``, or the nearest readable ones of the same video (of the same
+        ``run`` of consecutive frames, for clips)."""
         index, video = self.videos[vid]
-        starts = max(len(video.frames) - self.clip + 1, 1)
-        for start in sorted(range(starts), key=lambda s: (abs(s - pos), s)):
+        first, n = run if run is not None else (0, len(video.frames))
+        starts = range(first, first + max(n - self.clip + 1, 1))
+        for start in sorted(starts, key=lambda s: (abs(s - pos), s)):
             frames = [self._load_frame(vid, start + k) for k in range(self.clip)]
             if all(f is not None for f in frames):
                 return frames, start
@@ -240,20 +299,26 @@ class FrameDataset(Dataset):
         return None
 
     # ---------------------------------------------------------------- samples
-    def _sample(self, vid: int, pos: int, seed: int, replaced: list[str]) -> dict[str, Any] | None:
+    def _sample(
+        self, vid: int, pos: int, seed: int, replaced: list[str], run: tuple[int, int] | None = None
+    ) -> dict[str, Any] | None:
         index, video = self.videos[vid]
-        loaded = self._load_clip(vid, pos, replaced)
+        loaded = self._load_clip(vid, pos, replaced, run)
         if loaded is None:
             return None
         frames, start = loaded
         n_views = 2 if "views" in self.requires else 1
         views = []
         for view in range(n_views):
-            aug = [apply_augment(self.augment, sample_seed(seed, view), *f) for f in frames]
+            if self.clip_size is None:
+                aug = [apply_augment(self.augment, sample_seed(seed, view), *f) for f in frames]
+            else:
+                aug = apply_augment_clip(self.augment, sample_seed(seed, view), frames)
             views.append(aug)
         images = [a[0] for a in views[0]]
+        clip = self.clip_size is not None
         out: dict[str, Any] = {
-            "image": _to_chw(images),
+            "image": _to_chw(images, clip),
             "label": video.label,
             "video_id": video.id,
             "method": video.method,
@@ -262,16 +327,18 @@ class FrameDataset(Dataset):
             "attributes": dict(video.attributes),
         }
         if n_views == 2:
-            out["views"] = torch.stack([_to_chw([a[0] for a in v]) for v in views])
+            out["views"] = torch.stack([_to_chw([a[0] for a in v], clip) for v in views])
         if "landmarks" in self.requires:
-            out["landmarks"] = torch.from_numpy(np.stack([a[1] for a in views[0]]).squeeze(0))
+            points = np.stack([a[1] for a in views[0]])
+            out["landmarks"] = torch.from_numpy(points if clip else points.squeeze(0))
         if "mask" in self.requires:
             masks = [a[2] for a in views[0]]
             has = video.label == 0 or masks[0] is not None
             arr = np.stack(
                 [m if m is not None else np.zeros(images[0].shape[:2], np.float32) for m in masks]
             )
-            out["mask"] = torch.from_numpy(arr.astype(np.float32))[:, None].squeeze(0)
+            tensor = torch.from_numpy(arr.astype(np.float32))[:, None]
+            out["mask"] = tensor if clip else tensor.squeeze(0)
             out["has_mask"] = has
         if "method_label" in self.requires:
             out["method_label"] = self._method_label(video)
@@ -356,7 +423,10 @@ class FrameDataset(Dataset):
         item = self.items[i]
         seed = sample_seed(self.seed, epoch, i) if self.augment is not None else 0
         replaced: list[str] = []
-        sample = self._sample(item.video, item.pos, seed, replaced)
+        pos = item.pos  # a clip's start in training: drawn anew every epoch
+        if item.span > 1:
+            pos += sample_seed(self.seed, epoch, i, 1) % item.span
+        sample = self._sample(item.video, pos, seed, replaced, item.run)
         index, video = self.videos[item.video]
         if sample is None:
             reason = f"{index.dataset}/{video.method}/{video.id}: no readable frame"
@@ -414,11 +484,44 @@ def apply_augment(
     return out["image"], points, out.get("mask")
 
 
-def _to_chw(images: list[np.ndarray]) -> torch.Tensor:
-    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip)."""
+def apply_augment_clip(
+    pipeline: Any,
+    seed: int,
+    frames: list[tuple[np.ndarray, np.ndarray | None, np.ndarray | None]],
+) -> list[tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    """Augment the (image, landmarks, mask) frames of a clip with one draw of the random
+    parameters (albumentations' ``images``/``masks`` targets, the landmarks of all frames as one
+    keypoint set): the same flip, rotation, blur, resize, colour and JPEG quality on every
+    frame, so the clip's motion is kept. Returns the frames in the same layout."""
+    if pipeline is None:
+        return frames
+    pipeline.set_random_seed(seed)
+    images = np.stack([f[0] for f in frames])
+    kwargs: dict[str, Any] = {"images": images}
+    points = [f[1] for f in frames]
+    if points[0] is not None:
+        if "keypoints" not in pipeline.processors:
+            raise ValueError("landmarks given but the pipeline was built without keypoints=True")
+        kwargs["keypoints"] = np.concatenate(points)
+    masks = [f[2] for f in frames]
+    if all(m is not None for m in masks):
+        kwargs["masks"] = np.stack(masks)
+    out = pipeline(**kwargs)
+    n = len(frames)
+    moved = (
+        np.asarray(out["keypoints"], np.float32).reshape(n, -1, 2)
+        if "keypoints" in kwargs
+        else [None] * n
+    )
+    new_masks = list(out["masks"]) if "masks" in kwargs else masks
+    return list(zip(list(out["images"]), moved, new_masks, strict=True))
+
+
+def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
+    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip, also of one frame)."""
     arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
     tensor = torch.from_numpy(arr)
-    return tensor[0] if len(images) == 1 else tensor
+    return tensor if clip else tensor[0]
 
 
 def collate(samples: list[Any]) -> dict[str, Any]:

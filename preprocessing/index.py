@@ -1,9 +1,9 @@
 """The dataset index: one JSON file per dataset that every later stage reads.
 
-Schema version 1 (all paths are POSIX paths relative to the directory of the index file)::
+Schema version 2 (all paths are POSIX paths relative to the directory of the index file)::
 
     {
-      "schema_version": 1,
+      "schema_version": 2,                 # 1: the same without "clips"
       "dataset": "FF-c23",                 # name used by --train-data / --test-data
       "task": "deepfake" | "pad",
       "methods": ["real", "Deepfakes", ...],   # optional; derived from videos when absent
@@ -20,12 +20,18 @@ Schema version 1 (all paths are POSIX paths relative to the directory of the ind
           "attributes": {"gender": "female", ...},   # groups for fairness; may be empty
           "identity": "000",               # optional: subject id (identity-disjoint splits, pairs)
           "source": "manipulated_sequences/Deepfakes/c23/videos/000_003.mp4",   # optional
-          "frame_indices": [0, 8, ...]     # optional: frame numbers in the source video
+          "frame_indices": [0, 8, ...],    # optional: frame numbers in the source video
+          "clips": [[0, 16], [16, 16], ...]  # optional (version 2): runs of consecutive source
+                                           # frames, as [first position in "frames", length]
         }, ...
       ]
     }
 
-Use :func:`read_index` / :func:`write_index` (atomic) and :func:`validate_index`.
+``clips`` is written by ``sampling.mode: clips`` (one crop per clip, for video detectors); the
+clips are sorted, do not overlap and lie inside ``frames``. Version 1 indexes (no ``clips``)
+are still read, and an index without clips is written as version 1, so tools that know only
+version 1 keep reading it. Use :func:`read_index` / :func:`write_index` (atomic) and
+:func:`validate_index`.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from typing import Any
 
 from fairforensics.preprocessing.files import write_json
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SCHEMA_VERSIONS = (1, 2)  # what the reader accepts; version 2 adds "clips"
 SPLITS = ("train", "val", "test")
 TASKS = ("deepfake", "pad")
 
@@ -62,6 +69,7 @@ class VideoEntry:
     identity: str | None = None
     source: str | None = None
     frame_indices: list[int] | None = None
+    clips: list[list[int]] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -73,7 +81,7 @@ class VideoEntry:
 
 
 _REQUIRED = ("id", "label", "method", "split", "frames", "landmarks", "masks", "attributes")
-_OPTIONAL = ("identity", "source", "frame_indices")
+_OPTIONAL = ("identity", "source", "frame_indices", "clips")
 
 
 @dataclass
@@ -109,8 +117,9 @@ class DatasetIndex:
         return sorted({k for v in self.videos for k in v.attributes})
 
     def to_json(self) -> dict[str, Any]:
+        clips = any(v.clips is not None for v in self.videos)
         data: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": SCHEMA_VERSION if clips else 1,
             "dataset": self.dataset,
             "task": self.task,
         }
@@ -155,8 +164,9 @@ def validate_index(
     if not isinstance(data, dict):
         return [f"{source}: the top level must be a JSON object"]
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        errors.append(f"{source}: schema_version must be {SCHEMA_VERSION}, got {version!r}")
+    if version not in SCHEMA_VERSIONS or isinstance(version, bool):
+        allowed = " or ".join(map(str, SCHEMA_VERSIONS))
+        errors.append(f"{source}: schema_version must be {allowed}, got {version!r}")
     if not isinstance(data.get("dataset"), str) or not data.get("dataset"):
         errors.append(f"{source}: 'dataset' must be a non-empty string")
     if data.get("task") not in TASKS:
@@ -211,6 +221,10 @@ def validate_index(
             or not all(isinstance(i, int) for i in indices)
         ):
             errors.append(f"{where}: 'frame_indices' must list one integer per frame")
+        if video.get("clips") is not None:
+            if version == 1:
+                errors.append(f"{where}: 'clips' needs schema_version 2")
+            errors.extend(f"{where}: {e}" for e in _clip_errors(video["clips"], len(frames)))
         key = (video["method"], video["id"])
         if key in seen:
             errors.append(f"{where}: duplicate video (method {key[0]!r}, id {key[1]!r})")
@@ -221,6 +235,27 @@ def validate_index(
                     if not (root / rel).is_file():
                         errors.append(f"{where}: {kind} file {rel!r} does not exist under {root}")
     return errors
+
+
+def _clip_errors(clips: Any, n_frames: int) -> list[str]:
+    """Problems of a video's ``clips``: sorted, non-overlapping [start, length] inside frames."""
+    shape = "'clips' must be a list of [first position, length] pairs of integers"
+    if not isinstance(clips, list) or not all(
+        isinstance(c, list)
+        and len(c) == 2
+        and all(isinstance(x, int) and not isinstance(x, bool) for x in c)
+        for c in clips
+    ):
+        return [shape]
+    end = 0
+    for n, (start, length) in enumerate(clips):
+        if length < 1 or start < end or start + length > n_frames:
+            return [
+                f"'clips'[{n}] = [{start}, {length}]: clips must be sorted, non-overlapping, "
+                f"at least one frame long and inside the {n_frames} frames"
+            ]
+        end = start + length
+    return []
 
 
 def index_from_json(data: dict[str, Any], root: Path, source: str = "<index>") -> DatasetIndex:

@@ -156,6 +156,7 @@ def _entry(item: SourceItem, record: dict[str, Any], prefix: str, root: Path) ->
         identity=item.identity,
         source=source,
         frame_indices=list(record["frame_indices"]),
+        clips=record.get("clips"),
     )
 
 

@@ -21,7 +21,7 @@ IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".
 VIDEO_SUFFIXES = frozenset(
     {".mp4", ".avi", ".mov", ".mkv", ".webm", ".m4v", ".mpg", ".mpeg", ".wmv"}
 )
-SamplingMode = Literal["fixed_num_frames", "fixed_stride"]
+SamplingMode = Literal["fixed_num_frames", "fixed_stride"]  # "clips": see sample_clips
 DecodeBackend = Literal["pyav", "opencv"]
 
 
@@ -56,6 +56,25 @@ def sample_indices(
             raise ValueError(f"stride must be positive, got {stride}")
         return list(range(0, total, stride))
     raise ValueError(f"unknown sampling mode {mode!r}; allowed: fixed_num_frames, fixed_stride")
+
+
+def sample_clips(total: int, clip_size: int = 16, num_clips: int = 4) -> list[list[int]]:
+    """Runs of ``clip_size`` consecutive frame numbers of a video of ``total`` frames.
+
+    The clips do not overlap (each has its own crop), so there are at most
+    ``total // clip_size`` of them; their starts are evenly spaced from the first frame to the
+    last possible start (``np.linspace(0, total - clip_size, n)`` rounded). A video shorter
+    than ``clip_size`` gives one clip of all its frames.
+    """
+    if clip_size <= 0 or num_clips <= 0:
+        raise ValueError(f"clip_size and num_clips must be positive, got {clip_size}, {num_clips}")
+    if total <= 0:
+        return []
+    if total <= clip_size:
+        return [list(range(total))]
+    n = min(num_clips, total // clip_size)
+    starts = np.round(np.linspace(0, total - clip_size, n)).astype(int) if n > 1 else [0]
+    return [list(range(s, s + clip_size)) for s in starts]
 
 
 def read_image(path: str | Path) -> np.ndarray:

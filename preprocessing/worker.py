@@ -20,11 +20,11 @@ from typing import Any
 
 import cv2
 import numpy as np
-from scipy.ndimage import uniform_filter1d
 
 from fairforensics.configs.filemode import file_mode
 from fairforensics.configs.loader import ConfigError
-from fairforensics.preprocessing.align import align_face, warp_mask
+from fairforensics.preprocessing.align import align_face, warp_face, warp_mask
+from fairforensics.preprocessing.clip_crops import crop_clips, smooth_landmarks
 from fairforensics.preprocessing.config import PreprocessConfig
 from fairforensics.preprocessing.datasets.base import SourceItem
 from fairforensics.preprocessing.faces import Box, FaceAnalyzer
@@ -34,6 +34,7 @@ from fairforensics.preprocessing.video import (
     count_frames,
     is_image,
     read_frames,
+    sample_clips,
     sample_indices,
 )
 
@@ -102,13 +103,6 @@ _CUDA_CHECKED = False
 
 
 _ANALYZERS: dict[tuple, FaceAnalyzer] = {}
-
-
-def _smooth(landmarks: list[np.ndarray], window: int) -> list[np.ndarray]:
-    if window <= 1 or len(landmarks) < 2:
-        return landmarks
-    stacked = uniform_filter1d(np.stack(landmarks), size=window, axis=0, mode="nearest")
-    return list(stacked.astype(np.float32))
 
 
 # Lossless either way; the "up" filter with run-length zlib encodes a 256 px face in 2.2 ms
@@ -187,20 +181,16 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     if total <= 0:
         frames = read_frames(item.path, None, **dec)  # header without a frame count: decode all
         total = len(frames)
-        keep = sample_indices(
-            total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
-        )
-        frames = {i: frames[i] for i in keep}
+        keep, clips = _plan(cfg, total)
+        frames = {i: frames[i] for i in keep if i in frames}
     else:
-        keep = sample_indices(
-            total, cfg.sampling.mode, cfg.sampling.num_frames, cfg.sampling.stride
-        )
-        frames = read_frames(item.path, keep, **dec)
+        keep, clips = _plan(cfg, total)
+        frames = read_frames(item.path, keep, **dec)  # each clip's run decoded in one pass
     t["decode"] += time.process_time() - t0
     if not frames:
         raise MediaReadError(f"{item.path}: no decodable frame")
-    if not image and cfg.sampling.mode == "fixed_num_frames" and total < cfg.sampling.num_frames:
-        note = f"only {total} frames (< {cfg.sampling.num_frames}); kept all of them"
+    note = None if image else _short_note(cfg, total, clips)
+    if note:
         logger.info("%s: %s", item.path, note)
         result.notes.append(note)
     missing = [i for i in keep if i not in frames]
@@ -225,7 +215,8 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
             boxes = analyzer.detect(frames[i], face_size)
             t["detect"] += time.process_time() - t0
         if not boxes:
-            result.skipped_frames.append({"frame": i, "reason": "no face"})
+            if clips is None:  # in a clip, the frame's landmarks are interpolated instead
+                result.skipped_frames.append({"frame": i, "reason": "no face"})
             continue
         if follow:
             face_size = float(min(boxes[0][2] - boxes[0][0], boxes[0][3] - boxes[0][1]))
@@ -236,9 +227,20 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     result.faces = len(found)
     if not found:
         raise MediaReadError(f"{item.path}: no face in any of the {len(frames)} sampled frames")
-    landmarks = [lm for _, _, lm in found]
-    if not every_face:  # smoothing follows one face through time
-        landmarks = _smooth(landmarks, cfg.align.smooth_window)
+    matrices: dict[int, np.ndarray] | None = None
+    clip_of: dict[int, int] | None = None
+    if clips is not None:
+        a = cfg.align
+        found, matrices, clip_of = crop_clips(
+            clips, set(frames), found, a.size, a.scale, a.smooth_window, result
+        )
+        landmarks = [lm for _, _, lm in found]
+        if not found:
+            raise MediaReadError(f"{item.path}: no clip could be aligned")
+    else:
+        landmarks = [lm for _, _, lm in found]
+        if not every_face:  # smoothing follows one face through time
+            landmarks = smooth_landmarks(landmarks, cfg.align.smooth_window)
 
     masks: dict[int, np.ndarray] | None = None
     if item.mask is not None:
@@ -260,7 +262,9 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     tmp = Path(tempfile.mkdtemp(dir=video_dir.parent, prefix=f".{video_dir.name}.tmp-"))
     tmp.chmod(file_mode(directory=True))  # mkdtemp makes 0700 whatever the umask
     try:
-        record = _write(cfg, frames, found, landmarks, masks, tmp, t, result.skipped_frames)
+        record = _write(
+            cfg, frames, found, landmarks, masks, tmp, t, result.skipped_frames, matrices, clip_of
+        )
         if not record["frames"]:
             raise MediaReadError(f"{item.path}: no frame could be aligned")
         record["num_source_frames"] = total
@@ -273,6 +277,28 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     result.record = record
+
+
+def _plan(cfg: PreprocessConfig, total: int) -> tuple[list[int], list[list[int]] | None]:
+    """Frame numbers to decode, and the clips they form (``None`` outside ``clips`` mode)."""
+    s = cfg.sampling
+    if s.mode == "clips":
+        clips = sample_clips(total, s.clip_size, s.num_clips)
+        return [i for clip in clips for i in clip], clips
+    return sample_indices(total, s.mode, s.num_frames, s.stride), None
+
+
+def _short_note(cfg: PreprocessConfig, total: int, clips: list[list[int]] | None) -> str | None:
+    """The manifest's note for a video too short for what ``sampling`` asks."""
+    s = cfg.sampling
+    if clips is not None and (total < s.clip_size or len(clips) < s.num_clips):
+        return (
+            f"only {total} frames: {len(clips)} clip(s) of {len(clips[0]) if clips else 0} "
+            f"frames instead of {s.num_clips} of {s.clip_size}"
+        )
+    if s.mode == "fixed_num_frames" and total < s.num_frames:
+        return f"only {total} frames (< {s.num_frames}); kept all of them"
+    return None
 
 
 def _detect_batched(
@@ -298,8 +324,13 @@ def _write(
     tmp: Path,
     t: dict[str, float],
     skipped: list[dict[str, Any]],
+    matrices: dict[int, np.ndarray] | None = None,
+    clip_of: dict[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Align and write every found face into ``tmp``; frames that fail go to ``skipped``."""
+    """Align and write every found face into ``tmp``; frames that fail go to ``skipped``.
+
+    ``matrices``: a given alignment per frame number (one per clip); ``clip_of``: the clip of
+    each frame number, recorded as ``clips`` ([first position, length] in ``frames``)."""
     suffix, params = _encode(cfg)
     size, scale = cfg.align.size, cfg.align.scale
     for sub in ("frames", "landmarks") + (("masks",) if masks is not None else ()):
@@ -312,13 +343,18 @@ def _write(
         "masks": [] if masks is not None else None,
         "frame_indices": [],
     }
+    if clip_of is not None:
+        record["clips"] = []
     for (i, k, _), lm in zip(found, landmarks, strict=True):
         t0 = time.process_time()
-        try:
-            crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
-        except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
-            skipped.append({"frame": i, "reason": f"alignment failed: {exc}"})
-            continue
+        if matrices is not None:
+            crop, matrix, crop_lm = warp_face(frames[i], lm, matrices[i], size)
+        else:
+            try:
+                crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
+            except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
+                skipped.append({"frame": i, "reason": f"alignment failed: {exc}"})
+                continue
         mask = None
         if masks is not None:
             mask = warp_mask(masks[i], matrix, size, cfg.output.mask_threshold)
@@ -332,6 +368,10 @@ def _write(
         if mask is not None:
             _write_image(tmp / "masks" / f"{name}.png", mask, PNG_PARAMS)
             record["masks"].append(f"masks/{name}.png")
+        if clip_of is not None:
+            if not record["clips"] or clip_of[i] != clip_of[record["frame_indices"][-1]]:
+                record["clips"].append([len(record["frame_indices"]), 0])
+            record["clips"][-1][1] += 1
         record["frame_indices"].append(i)
         t["write"] += time.process_time() - t0
     return record

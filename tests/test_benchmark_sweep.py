@@ -72,6 +72,21 @@ def test_detector_names_and_weights_dir(tmp_path: Path) -> None:
     )
 
 
+def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
+    import tests.clip_detectors  # noqa: F401  (registers _tiny_clip, a video detector)
+
+    s = sw.Sweep(
+        ["meso4", "_tiny_clip"], tmp_path, train_data=["demo"], data_root="frames",
+        clip_data_root="clips", imports=["tests.clip_detectors"],
+    )  # fmt: skip
+    for detector, root in (("meso4", "frames"), ("_tiny_clip", "clips")):
+        for cmd in (sw.train_command(s, detector), sw.eval_command(s, detector)):
+            assert cmd[cmd.index("--data-root") + 1] == root
+            assert cmd[-2:] == ["--import", "tests.clip_detectors"]
+    same = sw.Sweep(["_tiny_clip"], tmp_path, data_root="frames")  # no clip root: the same data
+    assert "frames" in sw.train_command(same, "_tiny_clip")
+
+
 def _run(*args: str) -> None:
     done = subprocess.run(
         [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=900

@@ -120,7 +120,14 @@ def test_leaderboard_missing_cell_and_options() -> None:
     table = leaderboard(results, "auc", train_data="FF-c23")
     rows = {r["Detector"]: r for r in table.records()}
     assert set(rows) == {"xception", "mine"}
-    assert rows["mine"]["Type"] == "Other" and math.isnan(rows["mine"]["Cross Avg."])
+    # not evaluated on CDFv2: "-" (None), unlike an undefined value (NaN: "undefined")
+    assert rows["mine"]["Type"] == "Other" and rows["mine"]["Cross Avg."] is None
+    markdown = table.to_markdown()
+    assert (
+        rows["mine"]["CDFv2"] is None and "| mine | 0.8000 | 0.8000 | 1 | - | - | 0 |" in markdown
+    )
+    undefined = leaderboard([*results[:2], Result("mine", "FF-c23", "FF-c23", {"auc": math.nan})])
+    assert "| Other | mine | undefined | undefined |" in undefined.to_markdown()
     assert rows["mine"]["Cross Top3"] == 0 and rows["xception"]["Cross Top3"] == 1
     table = leaderboard(results[:3], "auc", within=["FF-c23", "CDFv2"])
     assert "Cross Avg." not in table.columns and table.records()[0]["Within Avg."] == pytest.approx(
@@ -180,8 +187,14 @@ def test_evaluation_folder_contents(tmp_path: Path) -> None:
     )
     metrics = json.loads((ev / "metrics" / "FF-c23.json").read_text())
     assert metrics["frame"]["metrics"]["auc"] == 0.75 and metrics["video"]["metrics"]["auc"] == 0.75
-    lo, hi = metrics["video"]["ci"]["auc"]
-    assert lo <= 0.75 <= hi
+    # 1 real video: no interval, and the JSON and the summary table say why (not 0.75 [x, x])
+    assert metrics["video"]["ci"]["auc"] == [None, None]
+    assert metrics["video"]["ci_notes"]["auc"].startswith("fewer than 5 real videos (1)")
+    assert (
+        "| auc, ap, eer interval: fewer than 5 real videos (1)"
+        in (ev / "tables" / "video_summary.md").read_text()
+    )
+    assert "undefined" in (ev / "tables" / "video_summary.md").read_text()
     for level in ("frame", "video"):
         for metric in ("auc", "ap", "eer", "acc", "summary"):
             for suffix in ("csv", "md", "json"):
@@ -201,7 +214,7 @@ def test_evaluation_folder_contents(tmp_path: Path) -> None:
 
 def test_table_formats(tmp_path: Path) -> None:
     t = Table(["a", "b"], [["x<y", 0.123456], ["z", float("nan")]], title="T")
-    assert "| x<y | 0.1235 |" in t.to_markdown() and "| z | - |" in t.to_markdown()
+    assert "| x<y | 0.1235 |" in t.to_markdown() and "| z | undefined |" in t.to_markdown()
     assert "x&lt;y" in t.to_html()
     t.highlight = {(0, 1)}
     assert "**0.1235**" in t.to_markdown() and "<b style='color:#c00'>0.1235</b>" in t.to_html()
@@ -219,20 +232,22 @@ def test_table_writer_options() -> None:
         table_paths,
     )
 
+    # one display everywhere: NaN (computed, undefined) vs None (not computed)
     assert [format_number(v, 2) for v in (0.125, float("nan"), None, 3, True)] == [
         "0.12",
-        "-",
+        "undefined",
         "-",
         "3",
         "True",
     ]
-    assert format_number(None, missing="nan", none="") == ""
+    assert format_number(None, missing="n/a", none=None) == "n/a"
     assert format_number(0.1234, percent=True) == "12.34"
     rows = [["a", 0.5, float("nan")], ["b", None, 1.0]]
     assert csv_text(["k", "x", "y"], rows) == "k,x,y\na,0.5,\nb,,1.0\n"
-    assert csv_text(["k", "x", "y"], rows, blank_nan=False) == "k,x,y\na,0.5,nan\nb,,1.0\n"
     md = markdown_text(["k", "x", "y"], rows, right_align_numbers=True, bold={(1, 2)})
-    assert md == "| k | x | y |\n|---|---:|---:|\n| a | 0.5000 | - |\n| b | - | **1.0000** |\n"
+    assert md == (
+        "| k | x | y |\n|---|---:|---:|\n| a | 0.5000 | undefined |\n| b | - | **1.0000** |\n"
+    )
     assert [p.name for p in table_paths("out/p1.5_eer")] == [
         "p1.5_eer.csv",
         "p1.5_eer.md",
@@ -246,7 +261,7 @@ def test_table_writer_html() -> None:
     rows = [["a<b", 0.5], ["c", float("nan")]]
     assert html_text(["k", "x"], rows, bold={(0, 1)}, caption="T") == (
         "<table><caption>T</caption><thead><tr><th>k</th><th>x</th></tr></thead><tbody>"
-        "<tr><td>a&lt;b</td><td><b>0.5000</b></td></tr><tr><td>c</td><td>-</td></tr>"
+        "<tr><td>a&lt;b</td><td><b>0.5000</b></td></tr><tr><td>c</td><td>undefined</td></tr>"
         "</tbody></table>"
     )
     assert html_text(["k"], [["a"]], sections=False, row_sep="\n") == (

@@ -294,3 +294,40 @@ def test_threshold_group_accepts_integer_group_labels():
     assert abf.odta_curves(y, s, g, [0.1], [1]).keys() == {"1"}
     with pytest.raises(ValueError, match="is not a group"):
         abf.fairness_curves(y, s, g, [0.1], threshold_group=2)
+
+
+def test_binary_rates_refuses_scores_and_other_labels():
+    """Issue 23: scores passed as labels were accepted and label 2 silently dropped."""
+    from fairforensics.fairness.metrics import binary_rates
+
+    r = binary_rates([0, 0, 1, 1, 1], [0, 1, 1, 0, 1])
+    assert (r["tn"], r["fp"], r["fn"], r["tp"]) == (1, 1, 1, 2) and r["acc"] == pytest.approx(0.6)
+    assert binary_rates(np.array([0, 1]), np.array([False, True]))["acc"] == 1.0
+    with pytest.raises(ValueError, match=r"y_true must hold 0 and 1 only .* got \[2\]"):
+        binary_rates([0, 1, 2], [0, 1, 1])
+    with pytest.raises(ValueError, match="y_pred .* scores\\? threshold them first"):
+        binary_rates([0, 1, 1], [0.2, 0.7, 0.9])
+    with pytest.raises(ValueError, match="y_true must hold 0 and 1"):
+        binary_rates([0.1, 0.9], [0, 1])
+    with pytest.raises(ValueError, match="equal length"):
+        binary_rates([0, 1], [0])
+
+
+def test_fdr_and_abf_undefined_instead_of_perfect():
+    """0/0 (every bona fide flagged) and a term with fewer than two groups are NaN with the
+    reason, not a perfect 1 (issue 23)."""
+    y = np.tile([0, 1], 20)
+    g = np.repeat(["a", "b"], 20)
+    s = np.where(y == 0, 0.99, np.linspace(0.6, 1.0, 40))  # every bona fide presentation flagged
+    c = fairness_curves(y, s, g, DEFAULT_XS)
+    assert np.all(c.b_fdr == 0) and np.isfinite(c.fdr).all()  # equal BPCER 1: no gap, defined
+    assert np.isnan(c.b_abf).all() and np.isnan(c.abf).all()
+    assert "every group's BPCER is 1" in c.undefined["abf"]
+    areas, notes = abf.curve_areas(c)
+    assert (
+        np.isfinite(areas["fdr_auc"]) and np.isnan(areas["abf_auc"]) and "0/0" in notes["abf_auc"]
+    )
+    # alpha = 1 weighs only A: ABF is defined again
+    assert np.isfinite(abf_curve(y, s, g, DEFAULT_XS, alpha=1.0)).all()
+    one_class = fairness_curves(np.repeat([0, 1], 20), s, g, DEFAULT_XS)
+    assert np.isnan(one_class.fdr).all() and "fewer than two groups" in one_class.undefined["fdr"]

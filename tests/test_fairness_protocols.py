@@ -25,6 +25,7 @@ from fairforensics.fairness.protocols import (
     run_protocol,
     train_and_predict,
 )
+from fairforensics.fairness.report import ReportConfig
 from fairforensics.fairness.splits import (
     derive_any,
     filter_train,
@@ -285,11 +286,24 @@ def test_protocol_run_on_tiny_data_produces_every_table(celeb_index, tmp_path):
         ("ABF", "Average"),
     ]
     for r in fair:
-        assert all(-1e3 <= r[c] <= 1 for c in r if c not in ("metric", "trained"))
+        values = [r[c] for c in r if c not in ("metric", "trained", "notes")]
+        assert all(-1e3 <= v <= 1 for v in values if v is not None)
+        assert (None in values) == bool(r["notes"])  # undefined cells come with a reason
     avg = np.mean([r["lbp_mlp B"] for r in fair[:3]])
     assert fair[3]["lbp_mlp B"] == pytest.approx(avg)
     md = paths["fdr_abf"].with_suffix(".md").read_text()
     assert md.startswith("| metric | trained | lbp_mlp B | lbp_mlp FairSwap |")
+    # ODTA (Figs. 6, 8, 10, 11) and the FDR/ABF curves (Figs. 7, 9), with their figures
+    odta = json.loads(paths["odta"].with_suffix(".json").read_text())
+    assert {(r["tau_from"], r["test"]) for r in odta} >= {("fused", "female"), ("male", "male")}
+    assert {r["detector"] for r in odta} == set(dets) and "1-BPCER@APCER=20%" in odta[0]
+    curves = json.loads(paths["curves"].with_suffix(".json").read_text())
+    assert len(curves) == 2 * 2 * 3 * 3  # detectors x variants x subsets x xs
+    settings = json.loads((tmp_path / "p1" / "protocol_1_settings.json").read_text())
+    assert settings["species_rule"] == "pooled" and settings["alpha"] == 0.5
+    figures = tmp_path / "p1" / "figures"
+    assert (figures / "protocol_1_abf_lbp_mlp_gender.png").stat().st_size > 1000
+    assert (figures / "protocol_1_odta_deeppixbis_FairSwap_gender.png").stat().st_size > 1000
     # a re-run resumes: finished runs are not trained again
     run_protocol(protocol, celeb_index, "celeb", tmp_path / "p1", detectors=dets, train_fn=trainer)
     assert len(trainer.calls) == 12
@@ -305,7 +319,13 @@ def test_protocol_2_derives_occlusion_and_3_tests_each_attribute(celeb_index, tm
     )
     trainer = TinyTrainer()
     paths = run_protocol(
-        p3, celeb_index, "celeb", tmp_path / "p3", detectors=["lbp_mlp"], train_fn=trainer
+        p3,
+        celeb_index,
+        "celeb",
+        tmp_path / "p3",
+        detectors=["lbp_mlp"],
+        train_fn=trainer,
+        report_cfg=ReportConfig(figures=False),
     )
     assert len(trainer.calls) == 1
     eer_rows = json.loads(paths["eer"].with_suffix(".json").read_text())
@@ -361,3 +381,62 @@ def test_protocol_trains_through_the_real_trainer_with_fairswap(celeb_index, tmp
     rows = json.loads(paths["eer"].with_suffix(".json").read_text())
     assert [r["test"] for r in rows] == ["female", "male"]
     assert all(0 <= r["meso4 FairSwap"] <= 100 for r in rows)
+
+
+def test_protocol_tables_follow_the_species_rule(tmp_path):
+    """Two attack species: under "worst" the EER, FDR/ABF and ODTA of the protocol tables equal
+    the worst-species figures computed directly, and differ from "pooled"."""
+    from fairforensics.fairness.abf import fairness_curves, odta_curves
+    from fairforensics.fairness.iso import eer_species
+    from fairforensics.fairness.protocols import write_protocol_tables
+
+    rng = np.random.default_rng(0)
+    n = 240
+    y = np.tile([0, 1, 1], n // 3)
+    method = np.where(y == 0, "real", np.where(np.arange(n) % 2, "print", "replay"))
+    gender = np.where(np.arange(n) % 4 < 2, "female", "male")
+    s = np.clip(0.25 + 0.5 * y - 0.3 * (method == "replay") + rng.normal(0, 0.12, n), 0, 1)
+    pred = Predictions(
+        dataset=["d"] * n,
+        video_id=[f"v{i}" for i in range(n)],
+        frame=[0] * n,
+        label=y,
+        score=s,
+        method=method,
+        attributes={"gender": gender},
+    )
+    protocol = load_protocol(
+        REPO / "configs" / "fairness" / "protocol_1.yaml",
+        overrides=["subprotocols=[{id: '1.1'}]", "fairswap=[false]"],
+    )
+    xs = np.array([0.05, 0.1, 0.2])
+    results = {("lbp_mlp", False, "1.1"): pred}
+    got = {}
+    for rule in ("pooled", "worst"):
+        paths = write_protocol_tables(
+            protocol,
+            results,
+            ["lbp_mlp"],
+            tmp_path / rule,
+            xs,
+            0.5,
+            species_rule=rule,
+            odta_xs=(0.05, 0.1),
+            figures=False,
+        )
+        got[rule] = {k: json.loads(p.with_suffix(".json").read_text()) for k, p in paths.items()}
+        female = gender == "female"
+        eer = 100 * eer_species(y[female], s[female], method[female], rule)[0]
+        assert got[rule]["eer"][0]["test"] == "female"
+        assert got[rule]["eer"][0]["lbp_mlp B"] == pytest.approx(eer)
+        c = fairness_curves(y, s, gender, xs, species=method, species_rule=rule)
+        assert [r["abf"] for r in got[rule]["curves"]] == pytest.approx(c.abf.tolist())
+        odta = odta_curves(y, s, gender, (0.05, 0.1), species=method, species_rule=rule)
+        row = next(
+            r for r in got[rule]["odta"] if r["tau_from"] == "male" and r["test"] == "female"
+        )
+        assert row["1-BPCER@APCER=10%"] == pytest.approx(100 * odta["male"]["female"][1])
+    assert got["worst"]["eer"][0]["lbp_mlp B"] != pytest.approx(
+        got["pooled"]["eer"][0]["lbp_mlp B"]
+    )
+    assert got["worst"]["fdr_abf"][0]["lbp_mlp B"] != got["pooled"]["fdr_abf"][0]["lbp_mlp B"]

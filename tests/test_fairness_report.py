@@ -21,8 +21,10 @@ from fairforensics.fairness.report import (
     html_section,
     load_report_config,
     report_sections,
+    summary_rows,
     write_report,
 )
+from fairforensics.fairness.tables import to_markdown
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -290,3 +292,48 @@ def test_alpha_precedence_flag_then_protocol_then_report(tmp_path, monkeypatch):
     assert script.main([*base, "--alpha", "0.8"]) == 0
     assert script.main([*base, "--set", "alpha=0.1"]) == 0
     assert seen == [0.3, 0.8, 0.1]
+
+
+def _one_row_per_video(y, s, g) -> Predictions:
+    n = len(y)
+    return Predictions(
+        dataset=["d"] * n,
+        video_id=[f"{i:03d}" for i in range(n)],
+        frame=[0] * n,
+        label=y,
+        score=s,
+        method=np.where(np.asarray(y) == 1, "DF", "real"),
+        attributes={"gender": g},
+    )
+
+
+def test_undefined_values_print_as_undefined_with_the_reason():
+    """Issue 23: 0/0 in FDR/ABF printed `1.000 [1.000, 1.000]`; now `undefined` and why."""
+    rng = np.random.default_rng(0)
+    y = np.tile([0, 1], 40)
+    g = np.repeat(["female", "male"], 40)
+    flagged = np.where(y == 0, 0.99, rng.uniform(0.6, 1.0, 80))  # every real face flagged
+    cfg = ReportConfig(bootstrap=100, permutations=100, curve_bootstrap=20, figures=False)
+    rep = fairness_report(_one_row_per_video(y, flagged, g), ["gender"], cfg)["gender"]
+    text = format_summary({"gender": rep})
+    assert np.isnan(rep.curve_aucs["fused"]["abf_auc"]) and np.isfinite(
+        rep.curve_aucs["fused"]["fdr_auc"]
+    )
+    assert (
+        "ABF-AUC undefined (ABF's B is 0/0 at 40 of 40 operating points: every group's BPCER is 1"
+        in text
+    )
+    assert "1.000 [1.000, 1.000]" not in text
+    # each group holds one class: no discrepancy can be measured
+    split = _one_row_per_video(np.repeat([0, 1], 40), rng.random(80), g)
+    rep = fairness_report(split, ["gender"], cfg)["gender"]
+    text = format_summary({"gender": rep})
+    assert (
+        "FDR-AUC undefined (FDR's A undefined: fewer than two groups have attack presentations"
+        in text
+    )
+    assert "AUC gap undefined" in text and "FPR gap undefined" in text
+    rows = summary_rows({"gender": rep})
+    assert np.isnan(rows[0]["fdr_auc"]) and "fewer than two groups" in rows[0]["notes"]
+    table = to_markdown(rows)
+    assert "| undefined |" in table and "nan" not in table

@@ -1,4 +1,4 @@
-"""Dataset index schema v1: validation, atomic round trip and clear errors."""
+"""Dataset index schema (v1, and v2 with clips): validation, atomic round trip, clear errors."""
 
 from __future__ import annotations
 
@@ -66,7 +66,8 @@ def test_missing_frame_is_named(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=2), "schema_version must be 1"),
+        (lambda d: d.update(schema_version=3), "schema_version must be 1 or 2"),
+        (lambda d: d["videos"][0].update(clips=[[0, 2]]), "'clips' needs schema_version 2"),
         (lambda d: d["videos"][0].update(label=2), "'label' must be 0"),
         (lambda d: d["videos"][0].update(split="training"), "'split' must be one of"),
         (lambda d: d["videos"][0].update(frames=[]), "'frames' must be a non-empty list"),
@@ -105,3 +106,34 @@ def test_invalid_index_is_never_written(tmp_path) -> None:
     with pytest.raises(DatasetIndexError, match="refusing to write"):
         write_index(index, tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("clips", "message"),
+    [
+        ([[0, 3]], "inside the 2 frames"),
+        ([[1, 1], [0, 1]], "sorted, non-overlapping"),
+        ([[0, 0]], "at least one frame"),
+        ([[0, 1, 2]], "[first position, length] pairs"),
+        ([["0", 1]], "[first position, length] pairs"),
+        ({"0": 1}, "[first position, length] pairs"),
+    ],
+)
+def test_broken_clips_are_rejected(clips, message: str) -> None:
+    data = DatasetIndex("FF", "deepfake", [video()]).to_json()
+    data["schema_version"] = 2
+    data["videos"][0]["clips"] = clips
+    assert any(message in e for e in validate_index(data, "x.json")), validate_index(data)
+
+
+def test_clips_round_trip_as_version_2_and_plain_indexes_stay_version_1(tmp_path) -> None:
+    plain = DatasetIndex("FF", "deepfake", [video(n=4)])
+    write_index(plain, tmp_path / "plain.json")
+    assert json.loads((tmp_path / "plain.json").read_text())["schema_version"] == 1
+    clipped = video("001", n=4)
+    clipped.clips = [[0, 2], [2, 2]]
+    write_index(DatasetIndex("FF", "deepfake", [video(n=4), clipped]), tmp_path / "clips.json")
+    data = json.loads((tmp_path / "clips.json").read_text())
+    assert data["schema_version"] == 2 and "clips" not in data["videos"][0]
+    back = read_index(tmp_path / "clips.json")
+    assert back.videos[0].clips is None and back.videos[1].clips == [[0, 2], [2, 2]]

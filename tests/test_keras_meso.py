@@ -1,5 +1,7 @@
 """Keras MesoNet ``.h5`` import: a synthetic file in Keras's layout reproduces a numpy forward pass
-of the Keras model (NHWC, HWIO kernels, 'same' padding, BN eps 1e-3, NHWC flatten)."""
+of the Keras model (NHWC, HWIO kernels, 'same' padding, BN eps 1e-3, NHWC flatten), whose sigmoid
+is P(real) as in the authors' files, so our P(fake) is one minus it. The released files
+themselves are tested in ``test_mesonet_released.py`` (needs ``../shared``)."""
 
 from __future__ import annotations
 
@@ -147,13 +149,22 @@ def _meso_inception4(tmp_path):
 @pytest.mark.parametrize(
     ("name", "make"), [("meso4", _meso4), ("meso_inception4", _meso_inception4)]
 )
-def test_keras_h5_reproduces_the_keras_forward_pass(tmp_path, name, make) -> None:
+@pytest.mark.parametrize("keras_output", ["p_real", "p_fake"])
+def test_keras_h5_reproduces_the_keras_forward_pass(tmp_path, name, make, keras_output) -> None:
     path, forward = make(tmp_path)
     model = build_detector(
-        name, variant="paper", pretrained=str(path), input_size=SIZE, mean=(0, 0, 0), std=(1, 1, 1)
+        name,
+        variant="paper",
+        pretrained=str(path),
+        input_size=SIZE,
+        mean=(0, 0, 0),
+        std=(1, 1, 1),
+        keras_output=keras_output,
     ).eval()
     x = np.random.RandomState(5).rand(2, SIZE, SIZE, 3)  # NHWC in [0, 1]
-    expected = forward(x)
+    sigmoid = forward(x)
+    expected = 1.0 - sigmoid if keras_output == "p_real" else sigmoid
+    assert np.abs(sigmoid - 0.5).min() > 0.01  # so that 1 - s and s differ
     with torch.no_grad():
         prob = model({"image": torch.tensor(x, dtype=torch.float32).permute(0, 3, 1, 2)})["prob"]
     np.testing.assert_allclose(prob.numpy(), expected, atol=1e-5)
@@ -169,3 +180,48 @@ def test_keras_weights_need_the_paper_variant_and_a_fitting_file(tmp_path) -> No
         build_detector("meso4", variant="paper", pretrained=str(path), input_size=128)
     with pytest.raises(PretrainedWeightsError, match="MesoNets have no ImageNet backbone"):
         build_detector("meso4", variant="paper", pretrained="timm")
+    with pytest.raises(PretrainedWeightsError, match=r"expect RGB in \[0, 1\].*mean \[0.5"):
+        build_detector(
+            "meso4", variant="paper", pretrained=str(path), input_size=SIZE, mean=(0.5,) * 3
+        )
+
+
+def test_load_detector_file_reads_keras_files_and_names_other_kinds(tmp_path) -> None:
+    """``--weights`` of test.py / metamorphic.py: a Keras file is routed by its content (not its
+    name) to the Keras import; a file of another kind is one error naming what it is."""
+    from fairforensics.detectors import CheckpointError, load_detector_file
+    from fairforensics.detectors.filekind import file_kind
+
+    path, forward = _meso4(tmp_path)
+    renamed = path.rename(tmp_path / "meso4_weights.bin")
+    cfg = {"variant": "paper", "input_size": SIZE, "mean": [0, 0, 0], "std": [1, 1, 1]}
+    model = load_detector_file("meso4", renamed, cfg)
+    x = np.random.RandomState(6).rand(1, SIZE, SIZE, 3)
+    with torch.no_grad():
+        prob = model({"image": torch.tensor(x, dtype=torch.float32).permute(0, 3, 1, 2)})["prob"]
+    np.testing.assert_allclose(prob.numpy(), 1.0 - forward(x), atol=1e-5)
+    assert not model.training
+    with pytest.raises(CheckpointError, match="HDF5 file.*detector 'xception' cannot read"):
+        load_detector_file("xception", renamed)
+    with pytest.raises(CheckpointError, match="set model.input_size"):
+        load_detector_file("meso4", renamed)  # configs/detectors/paper/meso4.yaml: 256
+    torch.save({"w": torch.zeros(1)}, tmp_path / "new.pt")
+    torch.save({"w": torch.zeros(1)}, tmp_path / "old.pt", _use_new_zipfile_serialization=False)
+    assert file_kind(tmp_path / "new.pt") == "torch"
+    assert file_kind(tmp_path / "old.pt") == "torch-legacy"
+    np.savez(tmp_path / "w.npz", w=np.zeros(2))
+    (tmp_path / "w.yaml").write_text("model: {}\n")
+    header = b'{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}'
+    (tmp_path / "w.safetensors").write_bytes(len(header).to_bytes(8, "little") + header + bytes(4))
+    (tmp_path / "face.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(64))
+    for name, what in [
+        ("w.npz", "a NumPy .npz archive"),
+        ("w.yaml", "a text file"),
+        ("w.safetensors", "a safetensors file"),
+        ("face.jpg", "a JPEG image"),
+    ]:
+        with pytest.raises(CheckpointError) as err:
+            load_detector_file("meso4", tmp_path / name)
+        message = str(err.value)
+        assert message.startswith(f"{tmp_path / name}: {what}; weights must be a torch checkpoint")
+        assert "Keras .h5" in message and "\n" not in message

@@ -184,14 +184,22 @@ def test_a_command_prints_a_repeated_warning_once_and_counts_the_rest() -> None:
     ]
 
 
-def test_bootstrap_warns_once_for_all_metrics(caplog: pytest.LogCaptureFixture) -> None:
+def test_bootstrap_notes_are_one_warning_per_evaluation(caplog: pytest.LogCaptureFixture) -> None:
+    """bootstrap_ci logs nothing; the evaluation logs its undefined intervals once, by reason."""
+    from fairforensics.evaluation.results import _log_interval_notes
+
     y = np.array([0, 1, 0, 1, 0, 1])
     s = np.array([0.2, 0.7, 0.4, 0.6, 0.1, 0.9])
-    with caplog.at_level(logging.WARNING, logger="fairforensics.evaluation.confidence"):
-        bootstrap_ci(y, s, np.arange(6), n_boot=200, seed=1)
+    with caplog.at_level(logging.WARNING):
+        ci = bootstrap_ci(y, s, np.arange(6), n_boot=200, seed=1)
+    assert caplog.records == []
+    notes = {m: iv.note for m, iv in ci.items() if iv.note}
+    assert {"auc", "ap", "eer"} <= set(notes)
+    per_set = {"demo": {"frame": {"ci_notes": notes}, "video": {"ci_notes": notes}}}
+    with caplog.at_level(logging.WARNING, logger="fairforensics.evaluation.results"):
+        _log_interval_notes(per_set, ["auc", "ap", "eer"])
     (message,) = [r.getMessage() for r in caplog.records]
-    assert message.startswith("bootstrap over 6 videos (frame level): of 200 replicates")
-    assert "auc, ap, eer" in message
+    assert message.startswith("bootstrap intervals: demo frame: auc, ap, eer interval: fewer than")
 
 
 def test_tensorboard_logs_are_read_without_info_noise(

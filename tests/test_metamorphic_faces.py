@@ -203,3 +203,55 @@ def test_script_on_a_run_dir(tmp_path: Path) -> None:
     assert (
         script.main(["--run", str(run), "--test-data", "celebtest", "--relations", str(bad)]) == 2
     )
+
+
+def test_script_with_a_detector_and_a_keras_weights_file(tmp_path: Path, caplog) -> None:
+    """``--detector/--variant/--model-config/--weights`` as in scripts/test.py, here with a Keras
+    ``.h5`` (a synthetic one in the authors' layout; the released files are tested on their
+    authors' crops in test_mesonet_released.py); files of another kind are one clear error."""
+    pytest.importorskip("h5py")
+    import yaml
+
+    from fairforensics.detectors import build_detector
+    from fairforensics.evaluation.predict import predict_images
+    from fairforensics.evaluation.predictions import read_predictions
+    from tests.test_keras_meso import SIZE, _meso4
+
+    data_root = tmp_path / "data"
+    _make_index(data_root)
+    h5, _ = _meso4(tmp_path)
+    model_yaml = tmp_path / "meso4_64.yaml"
+    model = {"variant": "paper", "input_size": SIZE, "mean": [0, 0, 0], "std": [1, 1, 1]}
+    model_yaml.write_text(yaml.safe_dump({"detector": "meso4", "model": model}))
+    script = _script()
+    base = ["--test-data", "celebtest", "--data-root", str(data_root), "--batch-size", "2"]
+    out = tmp_path / "out"
+    args = ["--detector", "meso4", "--weights", str(h5), "--model-config", str(model_yaml)]
+    assert script.main([*args, *base, "--out", str(out)]) == 0
+    summary = json.loads((out / "metamorphic.json").read_text())
+    assert summary["detector"] == "meso4" and summary["weights"] == h5.name
+    assert summary["n_faces"] == 2 and len(summary["weights_sha256"]) == 64
+    pred = read_predictions(out / "predictions" / "benchmark.csv")
+    reference = build_detector("meso4", {**model, "pretrained": str(h5)})
+    faces = [read_rgb(data_root / v / "frames" / "000.png") for v in pred.video_id]
+    np.testing.assert_allclose(pred.score, predict_images(reference, faces), atol=1e-6)
+    # default output folder: metamorphic/<detector>_<weights name>/<dataset>
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path)
+        assert script.main([*args, *base]) == 0
+    assert (tmp_path / "metamorphic" / "meso4_meso4" / "celebtest" / "metamorphic.md").is_file()
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("weights are elsewhere\n")
+    cases = [
+        (["--detector", "meso4", "--weights", str(notes)], "a text file; weights must be"),
+        (["--detector", "xception", "--weights", str(h5)], "detector 'xception' cannot read"),
+        (["--detector", "meso4"], "--detector needs --weights FILE"),
+        (["--detector", "nosuch", "--weights", str(h5)], "not a registered detector"),
+        (["--run", str(tmp_path), "--variant", "paper"], "go with --detector"),
+    ]
+    for argv, message in cases:
+        caplog.clear()
+        assert script.main([*argv, *base]) == 2, argv
+        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+        assert len(errors) == 1 and message in errors[0] and "\n" not in errors[0], errors

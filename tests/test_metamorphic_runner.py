@@ -328,7 +328,17 @@ def test_report_files(tmp_path: Path) -> None:
     assert summary["n_faces"] == 4 and len(summary["rows"]) == 24
     assert summary["config"]["relations"][0]["id"] == "MR1"
     md = files["markdown"].read_text()
-    assert md.startswith("| relation | case |") and md.count("\n") == 2 + 24
+    # one table per test case, a column per group: narrow enough for a terminal
+    heads = [line for line in md.splitlines() if line.startswith("| ") and "---" not in line]
+    cases = [BENCHMARK, *(f"TC{i}" for i in range(1, 8))]
+    assert [h for h in heads if h.endswith("| female | male | all |")] == [
+        f"| {c} | female | male | all |" for c in cases
+    ]
+    assert md.count("\nBias factor: ") == 8
+    assert max(len(line) for line in md.splitlines() if line.startswith("|")) < 100
+    rows = case_table(result)
+    for row in rows:
+        assert row["accuracy_low"] <= row["accuracy"] <= row["accuracy_high"], row
     for case in [BENCHMARK, *(f"TC{i}" for i in range(1, 8))]:
         pred = read_predictions(files[f"predictions:{case}"])
         assert len(pred) == 4 and set(pred.attributes) == {"gender"}
@@ -351,3 +361,62 @@ def test_report_files(tmp_path: Path) -> None:
     )
     text = page.read_text()
     assert "../accuracy.png" in text and "<table>" in text and "TC7" in text
+
+
+def test_accuracy_plot_has_intervals_and_no_label_on_a_bar() -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.container import BarContainer, ErrorbarContainer
+    from matplotlib.text import Text
+
+    from fairforensics.fairness.metamorphic.report import accuracy_figure
+
+    cfg, transforms = load_relations(CONFIG)
+    result = run_metamorphic(_samples(), cfg, transforms, _red_scorer, progress=False)
+    cfg.threshold = 0.45  # some right, some wrong: intervals of non-zero width
+    rows = [r for r in case_table(result, n_boot=200, n_perm=0) if r["group"] != "all"]
+    fig = accuracy_figure(rows, ["female", "male"])
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    ax = fig.axes[0]
+    bars = [b for c in ax.containers if isinstance(c, BarContainer) for b in c]
+    assert len(bars) == 16
+    errorbars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+    assert len(errorbars) == 2  # one per group, drawn from accuracy_low / accuracy_high
+    segments = errorbars[0].lines[2][0].get_segments()
+    female = [r for r in rows if r["group"] == "female"]
+    for (lo, hi), row in zip((s[:, 1] for s in segments), female, strict=True):
+        assert (lo, hi) == pytest.approx((100 * row["accuracy_low"], 100 * row["accuracy_high"]))
+    assert any(hi > lo for lo, hi in (s[:, 1] for s in segments))
+    labels = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    assert any("BF" in t.get_text() for t in labels)
+    for text in labels:
+        box = text.get_window_extent(renderer)
+        for bar in bars:
+            assert not box.overlaps(bar.get_window_extent(renderer)), text.get_text()
+
+
+def test_example_sheet_spans_groups_labels_and_people() -> None:
+    """A stream whose first faces are all one person still gives a sheet of several people,
+    both groups and both labels."""
+    cfg, transforms = load_relations(CONFIG)
+    base = _samples()
+    same_person = [
+        FaceSample(
+            key=f"celeb/img1/{i}",
+            image=base[0].image,
+            label=1,
+            attributes={"gender": "female"},
+            landmarks=base[0].landmarks,
+            dataset="celeb",
+            video_id=f"img1_{i}",
+            identity="img1",
+        )
+        for i in range(6)
+    ]
+    result = run_metamorphic(
+        [*same_person, *base], cfg, transforms, _red_scorer, progress=False, n_examples=4
+    )
+    chosen = [(e.group, e.label, e.person) for e in result.examples]
+    assert len(chosen) == 4 and len({p for _, _, p in chosen}) == 4
+    assert {g for g, _, _ in chosen} == {"female", "male"} and {lb for _, lb, _ in chosen} == {0, 1}
+    assert set(result.examples[0].images) == {BENCHMARK, *(f"TC{i}" for i in range(1, 8))}

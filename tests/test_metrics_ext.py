@@ -232,8 +232,34 @@ def test_bootstrap_single_class_replicates_are_skipped() -> None:
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no MetricWarning leaks out
-        ci = bootstrap_ci(y, s, vid, n_boot=100, seed=0)
-    assert ci["auc"].low <= ci["auc"].high and np.isfinite(ci["auc"].low)
+        ci = bootstrap_ci(y, s, vid, n_boot=100, seed=0, min_units=1)
+    auc = ci["auc"]
+    assert auc.low <= auc.high and np.isfinite(auc.low)
+    assert (
+        0 < auc.n_undefined < 50
+        and auc.note == f"{auc.n_undefined} of 100 bootstrap replicates undefined, left out"
+    )
+
+
+def test_bootstrap_interval_undefined_when_too_small_or_mostly_undefined() -> None:
+    """The issue's case: 1 real and 1 fake video gave AUC 0 [0, 0] after 477 of 1000 replicates
+    drew one class. Now too few videos of a class make the interval undefined, saying why, and
+    so do mostly undefined replicates."""
+    y, s, vid = np.array([0, 0, 1, 1]), np.array([0.6, 0.7, 0.2, 0.3]), np.array([0, 0, 1, 1])
+    ci = bootstrap_ci(y, s, vid, level="video", n_boot=1000, seed=0)
+    assert ci["auc"].value == 0.0 and np.isnan(ci["auc"].low) and np.isnan(ci["auc"].high)
+    assert ci["auc"].note == "fewer than 5 real videos (1); fewer than 5 fake videos (1)"
+    assert ci["acc"].note == "fewer than 5 videos (2)"
+    loose = bootstrap_ci(y, s, vid, level="video", n_boot=1000, seed=0, min_units=1)
+    assert 430 < loose["auc"].n_undefined < 570  # half the replicates draw one class
+    # more than half of the replicates undefined: no interval
+    from fairforensics.evaluation.confidence import bootstrap_interval
+
+    reps = np.r_[np.full(6, np.nan), np.linspace(0.6, 0.9, 4)]
+    assert bootstrap_interval(reps)[2] == "6 of 10 replicates undefined"
+    assert np.isnan(bootstrap_interval(reps)[0])
+    low, high, note = bootstrap_interval(reps[3:])
+    assert 0.6 <= low < high <= 0.9 and note == "3 of 7 replicates undefined, left out"
 
 
 def _delong_reference(y: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:

@@ -29,7 +29,8 @@ def test_round_trip_is_exact(tmp_path) -> None:
     path = tmp_path / "p.csv"
     write_predictions(path, sample())
     assert (
-        path.read_text().splitlines()[0] == "dataset,video_id,frame,label,score,method,beard,gender"
+        path.read_text().splitlines()[0]
+        == "dataset,video_id,frame,label,score,method,unit,beard,gender"
     )
     back = read_predictions(path)
     ref = sample()
@@ -110,3 +111,26 @@ def test_fairness_cli_names_the_file_and_offers_scores_logits(tmp_path) -> None:
     assert "--scores logits" in bad.stderr
     good = subprocess.run(cmd + ["--scores", "logits"], capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
+
+
+def test_rows_say_frame_or_clip_and_old_files_read_as_frames(tmp_path) -> None:
+    old = tmp_path / "old.csv"
+    old.write_text("dataset,video_id,frame,label,score,method,gender\nFF,1,0,0,0.5,real,m\n")
+    pred = read_predictions(old)
+    assert list(pred.unit) == ["frame"] and pred.row_unit == "frame"
+    assert list(pred.attributes) == ["gender"]
+    clips = sample()
+    clips.unit = np.array(["clip"] * len(clips), dtype=object)
+    path = tmp_path / "clips.csv"
+    write_predictions(path, clips)
+    back = read_predictions(path)
+    assert list(back.unit) == ["clip"] * len(clips) and back.row_unit == "clip"
+    assert set(back.attributes) == {"beard", "gender"}
+    both = Predictions.concat([pred, back])
+    assert both.row_unit == "frame+clip" and both.subset(np.array([0])).row_unit == "frame"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("dataset,video_id,frame,label,score,method,unit\nFF,1,0,0,0.5,real,video\n")
+    with pytest.raises(PredictionsError, match="'unit' must hold frame or clip, got 'video'"):
+        read_predictions(bad)
+    with pytest.raises(PredictionsError, match="column of its own"):
+        Predictions(["FF"], ["1"], [0], [0], [0.5], ["real"], attributes={"unit": ["x"]})

@@ -18,6 +18,7 @@ from fairforensics.preprocessing.video import (
     MediaReadError,
     count_frames,
     read_frames,
+    sample_clips,
     sample_indices,
 )
 from tests.testdata import VIDEOS, shared
@@ -96,6 +97,17 @@ def test_kept_frames_equal_sequential_decode(videos, name, num, monkeypatch):
     for gap in (0, 10**9):  # always seek / never seek
         monkeypatch.setattr(pyav_reader, "SEEK_GAP", gap)
         _check(path, keep)
+
+
+@pytest.mark.parametrize("name", ["default_gop", "short_gop"])
+def test_clip_runs_equal_sequential_decode(videos, name, monkeypatch):
+    keep = [i for clip in sample_clips(count_frames(videos[name]), 16, 4) for i in clip]
+    assert len(keep) == 64 and pyav_reader._ranges(list(range(220)), [True] * 220, keep[:16]) == [
+        (keep[0], keep[15])
+    ]  # one run: one decoder range
+    for gap in (0, 10**9):
+        monkeypatch.setattr(pyav_reader, "SEEK_GAP", gap)
+        _check(videos[name], keep)
 
 
 def test_generated_videos_have_b_frames_and_keyframes(videos):

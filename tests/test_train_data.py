@@ -41,7 +41,6 @@ def _ds(index, requires=(), split="train", **kw) -> FrameDataset:
 def test_sample_positions_spread_over_the_video() -> None:
     assert sample_positions(10, 3) == [0, 4, 9]  # not the first N frames
     assert sample_positions(2, 32) == [0, 1]
-    assert sample_positions(10, 2, clip=4) == [0, 6]
 
 
 def test_plain_batch_keys_shapes_and_metadata(index) -> None:
@@ -287,30 +286,6 @@ def test_train_config_layers_and_errors(tmp_path: Path) -> None:
         load_train_config("nope")
     with pytest.raises(ConfigError, match="no detector"):
         load_train_config(None)
-
-
-def test_clips_share_one_augmentation(index) -> None:
-    cfg = AugmentConfig()
-    cfg.hflip.p, cfg.rotate.p = 1.0, 1.0
-    ds = _ds(index, frames_per_clip=2, augment=build_augment(cfg, 32))
-    sample = ds[0]
-    assert sample["image"].shape == (2, 3, 32, 32)
-    raw = _ds(index, frames_per_clip=2)[0]["image"]
-    # the same flip+rotation of both frames: the frame difference is transformed, not re-drawn
-    plain = _ds(index, frames_per_clip=1, augment=build_augment(cfg, 32))
-    assert plain[0]["image"].shape == (3, 32, 32)
-    pipe = build_augment(cfg, 32)
-    seed = sample_seed_of(ds, 0)
-    for k in range(2):
-        frame = raw[k].permute(1, 2, 0).numpy()
-        expected = apply_augment(pipe, seed, frame)[0]
-        np.testing.assert_array_equal(sample["image"][k].permute(1, 2, 0).numpy(), expected)
-
-
-def sample_seed_of(ds: FrameDataset, i: int) -> int:
-    from fairforensics.preprocessing.frames import sample_seed
-
-    return sample_seed(sample_seed(ds.seed, ds.epoch, i), 0)
 
 
 def test_packed_cache_gives_the_same_samples(index, tmp_path: Path) -> None:

@@ -205,7 +205,6 @@ class TrainSection:
     frame_num: int = 32
     test_frame_num: int = 32
     resolution: int | None = None
-    frames_per_clip: int = 1
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     grad_clip: float | None = None
@@ -233,7 +232,7 @@ class TrainSection:
     save_predictions: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "frame_num", "test_frame_num", "frames_per_clip"):
+        for name in ("epochs", "batch_size", "frame_num", "test_frame_num"):
             if getattr(self, name) < 1:
                 raise ValueError(f"train.{name} must be >= 1, got {getattr(self, name)}")
         if self.sampler in ("group_balanced", "class_group_balanced") and not self.group_key:

@@ -43,7 +43,7 @@ from fairforensics.evaluation.predict import (
 )
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.scoring import detection_metrics
-from fairforensics.preprocessing.device import amp_dtype, resolve_device
+from fairforensics.preprocessing.device import amp_dtype, resolve_device, to_channels_last
 from fairforensics.preprocessing.files import write_json, write_yaml
 from fairforensics.preprocessing.frames import FrameDataset, collate, method_names_of
 from fairforensics.preprocessing.index import DatasetIndex
@@ -182,6 +182,10 @@ class Trainer:
         self._setup_optimisation()
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
         self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        sets = [self.train_set] + [ds for sets in self.eval_sets.values() for _, ds in sets]
+        short = sorted({v for ds in sets for v in ds.short_videos})
+        if short:  # video detectors: videos without a run of clip_size frames, left out
+            self.manifest["short_videos"] = short
         self._setup_run_dir()
 
     def _setup_device(self) -> None:
@@ -226,13 +230,15 @@ class Trainer:
         self.amp_dtype = amp_dtype(t.precision, self.device)
         self.channels_last = t.channels_last
         if self.channels_last:
-            self.detector = self.detector.to(memory_format=torch.channels_last)
+            self.detector = to_channels_last(self.detector)
         return train_idx
 
     def _setup_data(self, train_idx: list[DatasetIndex]) -> None:
         """The training set (augmented) and the validation and test sets (with caches)."""
         cfg, t = self.cfg, self.cfg.train
         requires = self.detector.requires
+        # the detector's kind picks the samples: frames, or clips of its clip_size
+        clip = self.detector.cfg.clip_size if self.detector.input_kind == "clip" else None
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
         self.train_set = FrameDataset(
@@ -245,7 +251,7 @@ class Trainer:
             seed=t.seed,
             method_names=self.method_names,
             pixel_map_size=t.pixel_map_size,
-            frames_per_clip=t.frames_per_clip,
+            clip_size=clip,
             train=True,
         )
         ev_req = eval_requires(requires)
@@ -260,7 +266,7 @@ class Trainer:
                     requires=ev_req,
                     method_names=self.method_names,
                     pixel_map_size=t.pixel_map_size,
-                    frames_per_clip=t.frames_per_clip,
+                    clip_size=clip,
                 )
                 self.eval_sets[split].append((name, ds))
         check_splits(("+".join(cfg.data.train_data), self.train_set), self.eval_sets, t.selection)
@@ -597,7 +603,7 @@ class Trainer:
             self.manifest[key].extend(sorted({i for i in items if i not in known}))
         if self.dist.is_main:
             write_json(self.run.manifest, self.manifest)
-        frames = len(self.train_set) * self.cfg.train.frames_per_clip
+        frames = len(self.train_set) * self.train_set.frames_per_sample
         check_unreadable(self.epoch, replaced, frames, self.cfg.data.max_unreadable_fraction)
 
     # ------------------------------------------------------------------ evaluation

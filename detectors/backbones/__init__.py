@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from fairforensics.detectors.filekind import TORCH_KINDS, describe_kind, file_kind
+
 log = logging.getLogger(__name__)
 
 
@@ -57,6 +59,9 @@ def read_torch_file(path: Path, error: type[Exception], hint: str) -> Any:
         raise error(f"{path}: weights file not found; {hint}")
     if path.stat().st_size == 0:
         raise error(f"{path}: weights file is empty (0 bytes); {hint}")
+    kind = file_kind(path)
+    if kind not in (*TORCH_KINDS, "unknown"):
+        raise error(f"{path}: {describe_kind(kind)}, not a torch file; {hint}")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - truncated or corrupt files fail in many ways

@@ -3,6 +3,8 @@
   scripts/benchmark.py --detectors all --train-data FF-c23 --test-data FF-c23 CDFv2 DFDC --out sweep
   scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep        (torchrun per run)
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
+  scripts/benchmark.py --detectors xception tall ftcn --data-root datasets \
+      --clip-data-root datasets/clips --out sweep   (video detectors read clip-mode indexes)
 
 A killed sweep resumes when run again with the same --out (see benchmarks.sweep and the
 evaluation guide below).
@@ -15,9 +17,9 @@ import logging
 from pathlib import Path
 
 from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
-from fairforensics.cli.errors import configure_logging, run_cli
+from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
-from fairforensics.configs import ConfigError
+from fairforensics.configs import ConfigError, import_modules
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--val-data", nargs="+", default=[])
     p.add_argument("--test-data", nargs="+", default=[])
     p.add_argument("--data-root", help="folder of the dataset indexes")
+    p.add_argument(
+        "--clip-data-root",
+        help="video detectors' indexes of the same names, preprocessed with sampling.mode: "
+        "clips (default: --data-root)",
+    )
     p.add_argument("--gpus", type=int, default=0, help="GPUs per training run (torchrun)")
     p.add_argument(
         "--weights-dir", type=Path, help="DeepfakeBench checkpoints: test them, train nothing"
@@ -51,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="train override for every run, e.g. train.epochs=1",
     )
+    add_import_argument(p)
     args = p.parse_args(argv)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     sweep = Sweep(
@@ -65,8 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         weights_dir=args.weights_dir,
         overrides=args.overrides,
         within=args.within,
+        clip_data_root=args.clip_data_root,
+        imports=args.imports,
     )
     try:
+        import_modules(args.imports)
         out = run_sweep(sweep)
     except (SweepError, ConfigError, ValueError) as exc:
         logging.getLogger("benchmark").error("%s", exc)

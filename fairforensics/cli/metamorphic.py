@@ -1,6 +1,11 @@
-"""Metamorphic fairness testing of a trained run (paper 000): makeup test cases, per-gender tables.
+"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, per-gender tables.
 
-Example::
+  scripts/metamorphic.py --run RUN_DIR [--weights best|last|FILE] --test-data DATASET
+  scripts/metamorphic.py --detector NAME --weights FILE [--variant paper | --model-config YAML]
+      --test-data DATASET [--data-root DIR]
+
+--weights FILE is what scripts/test.py reads: a torch checkpoint (ours or DeepfakeBench's) or,
+for meso4/meso_inception4, the MesoNet authors' Keras .h5 (e.g. Meso4_DF.h5). Example::
 
     python scripts/metamorphic.py --run runs/meso4_demo --test-data demo \
         --relations configs/metamorphic/makeup.yaml
@@ -10,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
@@ -17,9 +23,11 @@ from fairforensics.configs import (
     ConfigError,
     import_modules,
 )
-from fairforensics.detectors import CheckpointError
+from fairforensics.detectors import CheckpointError, list_detectors
+from fairforensics.detectors.weights import ACCEPTED, load_named_detector
+from fairforensics.evaluation.provenance import file_sha256
 from fairforensics.evaluation.testing import check_writable
-from fairforensics.fairness.metamorphic.pipeline import evaluate_run
+from fairforensics.fairness.metamorphic.pipeline import evaluate_detector, evaluate_run
 from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
 
 
@@ -29,7 +37,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=guide("metamorphic"),
     )
-    p.add_argument("--run", required=True, help="run directory written by scripts/train.py")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--run", help="run directory written by scripts/train.py")
+    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
     p.add_argument(
         "--test-data", required=True, help="dataset name (<data_root>/<name>.json) or index path"
     )
@@ -39,15 +49,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=config_help("metamorphic", "relations (test cases) config"),
     )
     p.add_argument(
-        "--data-root", default=None, help="folder of dataset indexes (default: the run's)"
+        "--data-root",
+        default=None,
+        help="folder of dataset indexes (default: the run's; 'datasets' with --detector)",
     )
-    p.add_argument("--out", default=None, help="output folder (default: RUN/metamorphic/<dataset>)")
-    p.add_argument("--weights", default="best", help="best | last | path to a .pt file")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: RUN/metamorphic/<dataset>, or "
+        "metamorphic/<detector>_<weights name>/<dataset> with --detector)",
+    )
+    p.add_argument(
+        "--weights",
+        default="best",
+        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
+        "meso4/meso_inception4, the authors' Keras .h5",
+    )
+    p.add_argument(
+        "--model-config",
+        type=Path,
+        help="detector YAML for --detector (default: the checkpoint's, else "
+        "configs/detectors/NAME.yaml; for a Keras file configs/detectors/paper/NAME.yaml)",
+    )
+    p.add_argument(
+        "--variant",
+        choices=["deepfakebench", "paper"],
+        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
+        "or configs/detectors/paper/NAME.yaml (paper)",
+    )
     p.add_argument("--split", default="test", choices=("train", "val", "test"))
     p.add_argument("--frame-num", type=int, default=None, help="frames per video (default: all)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--examples", type=int, default=4, help="faces on the example sheet")
+    p.add_argument(
+        "--examples", type=int, default=4, help="faces on the example sheet (across groups)"
+    )
     p.add_argument(
         "--set",
         action="append",
@@ -59,31 +95,71 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
+    """``--detector NAME --weights FILE``: the loading of ``scripts/test.py``."""
+    if args.detector not in list_detectors():
+        raise ConfigError(
+            f"--detector {args.detector!r} is not a registered detector; choose one of "
+            f"{', '.join(list_detectors())} (or --import the module that registers it)"
+        )
+    if args.weights in ("best", "last"):
+        raise ConfigError(f"--detector needs --weights FILE: {ACCEPTED}")
+    detector, model_cfg = load_named_detector(
+        args.detector, args.weights, args.model_config, args.variant
+    )
+    weights = Path(args.weights)
+    meta = {
+        "detector": args.detector,
+        "weights": weights.name,
+        "weights_sha256": file_sha256(weights),
+        "model": model_cfg,
+    }
+    return evaluate_detector(
+        detector,
+        args.test_data,
+        args.relations,
+        data_root=args.data_root or "datasets",
+        out_dir=args.out,
+        out_parent=Path("metamorphic") / f"{args.detector}_{weights.stem}",
+        meta=meta,
+        **options,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.out is not None:
         check_writable(args.out)  # before the transformations and predictions
+    options = {
+        "split": args.split,
+        "frame_num": args.frame_num,
+        "batch_size": args.batch_size,
+        "device": args.device,
+        "overrides": args.set,
+        "n_examples": args.examples,
+    }
     try:
         import_modules(args.imports)
-        files = evaluate_run(
-            args.run,
-            args.test_data,
-            args.relations,
-            data_root=args.data_root,
-            out_dir=args.out,
-            weights=args.weights,
-            split=args.split,
-            frame_num=args.frame_num,
-            batch_size=args.batch_size,
-            device=args.device,
-            overrides=args.set,
-            n_examples=args.examples,
-        )
+        if args.detector is not None:
+            files = _evaluate_named(args, options)
+        else:
+            if args.model_config is not None or args.variant is not None:
+                raise ConfigError("--model-config and --variant go with --detector, not --run")
+            files = evaluate_run(
+                args.run,
+                args.test_data,
+                args.relations,
+                data_root=args.data_root,
+                out_dir=args.out,
+                weights=args.weights,
+                **options,
+            )
     except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as exc:
         logging.getLogger("metamorphic").error("%s", exc)
         return 2
     logging.getLogger("metamorphic").info("wrote %s", files["markdown"].parent)
+    print(files["markdown"].read_text(encoding="utf-8"))
     return 0
 
 

@@ -41,7 +41,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src.add_argument(
         "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
     )
-    p.add_argument("--weights", default="best", help="best | last | path to a .pt file")
+    p.add_argument(
+        "--weights",
+        default="best",
+        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
+        "meso4/meso_inception4, the authors' Keras .h5",
+    )
     p.add_argument(
         "--model-config",
         type=Path,

@@ -4,7 +4,8 @@
 (MR1-MR3 / TC1-TC7 in ``configs/metamorphic/makeup.yaml``) are read by ``load_relations``;
 ``run_metamorphic`` scores every face untransformed and under each case; ``case_table`` and
 ``write_report`` give the per-case, per-gender tables, the Figure-6 plot and an example sheet;
-``evaluate_run`` does all of it for a trained run.
+``evaluate_run`` / ``evaluate_detector`` (:mod:`fairness.metamorphic.pipeline`) do all of it
+for a trained run / any loaded detector.
 """
 
 from fairforensics.fairness.metamorphic.makeup import (

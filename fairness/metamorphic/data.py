@@ -5,7 +5,10 @@ preprocessing writes them); a frame without a usable file is analysed with
 :class:`preprocessing.faces.FaceAnalyzer` (largest face). A frame that cannot be read, or in
 which no face is found, is yielded as a :class:`~fairness.metamorphic.runner.Skipped` record
 with its reason, never raised; so is a non-frontal face (head yaw above ``max_yaw`` degrees,
-paper 000 removed them), which is also counted in the log.
+paper 000 removed them), which is also counted in the log. For a video detector
+(``clip_size``), a sample is a clip of consecutive frames placed as at test time
+(:func:`preprocessing.clips.clip_windows`), with the landmarks of each frame; a clip with an
+unreadable or non-frontal frame is skipped whole.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import numpy as np
 from fairforensics.fairness.metamorphic.pose import NON_FRONTAL, estimate_yaw
 from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairforensics.fairness.metamorphic.runner import FaceSample, Skipped
+from fairforensics.preprocessing.clips import clip_windows, video_runs
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, read_index
 
 log = logging.getLogger(__name__)
@@ -68,44 +72,68 @@ class LandmarkSource:
         return check_landmarks(faces[0][1], source=key)
 
 
+def _frame_face(
+    index: DatasetIndex,
+    video: VideoEntry,
+    pos: int,
+    key: str,
+    landmarks: LandmarkSource,
+    max_yaw: float | None,
+) -> tuple[np.ndarray, np.ndarray] | Skipped:
+    """(image, landmarks) of one stored frame, or why it cannot be tested."""
+    path = index.resolve(video.frames[pos])
+    image = read_rgb(path)
+    if image is None:
+        return Skipped(key, f"unreadable image {path}")
+    stored = index.resolve(video.landmarks[pos]) if video.landmarks else None
+    found = landmarks(image, stored, key)
+    if isinstance(found, str):
+        return Skipped(key, found)
+    if max_yaw is not None:
+        try:
+            yaw = estimate_yaw(found, image.shape[:2])
+        except (ValueError, cv2.error) as exc:
+            return Skipped(key, f"head pose could not be estimated: {exc}")
+        if yaw > max_yaw:
+            return Skipped(key, f"{NON_FRONTAL}: yaw {yaw:.1f} > max_yaw {max_yaw:g} degrees")
+    return image, found
+
+
 def _video_samples(
     index: DatasetIndex,
     video: VideoEntry,
     frame_num: int | None,
     landmarks: LandmarkSource,
     max_yaw: float | None,
+    clip_size: int | None = None,
 ) -> Iterator[FaceSample | Skipped]:
-    for pos in frame_positions(len(video.frames), frame_num):
+    if clip_size is None:
+        starts = frame_positions(len(video.frames), frame_num)
+    else:
+        n_clips = max((frame_num or len(video.frames)) // clip_size, 1)
+        starts = [w.start for w in clip_windows(video_runs(video), clip_size, n_clips)]
+    for pos in starts:
         key = f"{index.dataset}/{video.method}/{video.id}/{pos:03d}"
-        path = index.resolve(video.frames[pos])
-        image = read_rgb(path)
-        if image is None:
-            yield Skipped(key, f"unreadable image {path}")
+        faces = [
+            _frame_face(index, video, p, key, landmarks, max_yaw)
+            for p in range(pos, pos + (clip_size or 1))
+        ]
+        bad = next((f for f in faces if isinstance(f, Skipped)), None)
+        if bad is not None:
+            yield bad
             continue
-        stored = index.resolve(video.landmarks[pos]) if video.landmarks else None
-        found = landmarks(image, stored, key)
-        if isinstance(found, str):
-            yield Skipped(key, found)
-            continue
-        if max_yaw is not None:
-            try:
-                yaw = estimate_yaw(found, image.shape[:2])
-            except (ValueError, cv2.error) as exc:
-                yield Skipped(key, f"head pose could not be estimated: {exc}")
-                continue
-            if yaw > max_yaw:
-                yield Skipped(key, f"{NON_FRONTAL}: yaw {yaw:.1f} > max_yaw {max_yaw:g} degrees")
-                continue
+        images, points = zip(*faces, strict=True)
         yield FaceSample(
             key=key,
-            image=image,
+            image=images[0] if clip_size is None else np.stack(images),
             label=video.label,
             attributes=dict(video.attributes),
-            landmarks=found,
+            landmarks=points[0] if clip_size is None else np.stack(points),
             dataset=index.dataset,
             video_id=video.id,
             frame=pos,
             method=video.method,
+            identity=video.identity or "",
         )
 
 
@@ -116,10 +144,12 @@ def samples_from_index(
     frame_num: int | None = None,
     analyzer: Any | None = None,
     max_yaw: float | None = None,
+    clip_size: int | None = None,
 ) -> Iterator[FaceSample | Skipped]:
     """Faces of ``split`` (``frame_num`` evenly spaced frames per video; all when None).
 
     ``max_yaw``: skip faces turned further than this many degrees (None: keep every face).
+    ``clip_size`` (a video detector): samples are clips, ``frame_num // clip_size`` per video.
     """
     if not isinstance(index, DatasetIndex):
         index = read_index(index)
@@ -129,7 +159,7 @@ def samples_from_index(
     landmarks = LandmarkSource(analyzer)
     non_frontal = 0
     for video in videos:
-        for sample in _video_samples(index, video, frame_num, landmarks, max_yaw):
+        for sample in _video_samples(index, video, frame_num, landmarks, max_yaw, clip_size):
             if isinstance(sample, Skipped) and sample.reason.startswith(NON_FRONTAL):
                 non_frontal += 1
             yield sample

@@ -1,4 +1,5 @@
-"""Metamorphic testing of a trained run: what ``scripts/metamorphic.py`` calls."""
+"""Metamorphic testing of a detector on a dataset index: what ``scripts/metamorphic.py`` calls,
+for a trained run (:func:`evaluate_run`) or any loaded detector (:func:`evaluate_detector`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
 from fairforensics.fairness.metamorphic.data import samples_from_index
 from fairforensics.fairness.metamorphic.relations import load_relations
@@ -24,6 +26,48 @@ def _run_data_root(run_cfg: dict[str, Any]) -> str:
     return str(run_cfg.get("data_root", "datasets")) if isinstance(run_cfg, dict) else "datasets"
 
 
+def evaluate_detector(
+    detector: Any,
+    test_data: str,
+    relations: str | Path | None = None,
+    *,
+    data_root: str | Path = "datasets",
+    out_dir: str | Path | None = None,
+    out_parent: str | Path = "metamorphic",
+    split: str = "test",
+    frame_num: int | None = None,
+    batch_size: int = 32,
+    device: str = "cpu",
+    overrides: Iterable[str] = (),
+    n_examples: int = 4,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Test ``detector`` on ``test_data`` under every relation and write the report.
+
+    ``out_dir`` defaults to ``<out_parent>/<test_data name>``; ``meta`` (detector, weights) is
+    written into ``metamorphic.json``. Returns the written files by name.
+    """
+    config, transforms = load_relations(relations, overrides)
+    index_path = resolve_index_path(test_data, data_root)
+    out = Path(out_dir) if out_dir is not None else Path(out_parent) / index_path.stem
+    log.info("metamorphic test on %s (%s split) -> %s", index_path, split, out)
+    result = run_metamorphic(
+        samples_from_index(
+            resolve_index(index_path, data_root),
+            split,
+            frame_num=frame_num,
+            max_yaw=config.max_yaw,
+            clip_size=clip_size_of(detector),  # a video detector: makeup on every clip frame
+        ),
+        config,
+        transforms,
+        detector_scorer(detector, batch_size=batch_size, device=device),
+        chunk_size=max(batch_size, 1),
+        n_examples=n_examples,
+    )
+    return write_report(result, out, meta=meta)
+
+
 def evaluate_run(
     run_dir: str | Path,
     test_data: str,
@@ -32,32 +76,23 @@ def evaluate_run(
     data_root: str | Path | None = None,
     out_dir: str | Path | None = None,
     weights: str = "best",
-    split: str = "test",
-    frame_num: int | None = None,
-    batch_size: int = 32,
-    device: str = "cpu",
-    overrides: Iterable[str] = (),
-    n_examples: int = 4,
+    **options: Any,
 ) -> dict[str, Path]:
-    """Load a run's detector, test it on ``test_data`` under every relation, write the report.
+    """:func:`evaluate_detector` with a trained run's detector (``weights``: best, last or a file).
 
     ``data_root`` defaults to the run config's ``data.data_root``; ``out_dir`` to
-    ``<run_dir>/metamorphic/<test_data name>``. Returns the written files by name.
+    ``<run_dir>/metamorphic/<test_data name>``; ``options`` are those of
+    :func:`evaluate_detector`.
     """
-    config, transforms = load_relations(relations, overrides)
     detector, run_cfg = load_run(run_dir, weights=weights)
-    root = data_root or _run_data_root(run_cfg)
-    index_path = resolve_index_path(test_data, root)
-    out = Path(out_dir) if out_dir is not None else Path(run_dir) / "metamorphic" / index_path.stem
-    log.info("metamorphic test of %s on %s (%s split) -> %s", run_dir, index_path, split, out)
-    result = run_metamorphic(
-        samples_from_index(
-            resolve_index(index_path, root), split, frame_num=frame_num, max_yaw=config.max_yaw
-        ),
-        config,
-        transforms,
-        detector_scorer(detector, batch_size=batch_size, device=device),
-        chunk_size=max(batch_size, 1),
-        n_examples=n_examples,
+    meta = {"run": str(run_dir), "detector": run_cfg.get("detector"), "weights": str(weights)}
+    return evaluate_detector(
+        detector,
+        test_data,
+        relations,
+        data_root=data_root or _run_data_root(run_cfg),
+        out_dir=out_dir,
+        out_parent=Path(run_dir) / "metamorphic",
+        meta=meta,
+        **options,
     )
-    return write_report(result, out)

@@ -2,11 +2,14 @@
 
 Layout of ``out_dir``::
 
-    metamorphic.csv / .md / .json   per case, per group table (see fairness.metamorphic.tables)
+    metamorphic.csv / .json         per case, per group table (see fairness.metamorphic.tables)
+    metamorphic.md                  the same, one readable table per test case
     predictions/<case>.csv          per-face scores of the benchmark and every case
     manifest.json                   faces skipped and why
-    accuracy.png                    accuracy per test case per group (paper 000, Figure 6)
-    examples.png                    example faces under every test case (paper 000, Figure 3)
+    accuracy.png                    accuracy per test case per group with 95% intervals, bias
+                                    factor under each case (paper 000, Figure 6)
+    examples.png                    faces of several groups and people under every test case
+                                    (paper 000, Figure 3)
     metamorphic.html                the summary table as an HTML fragment; report_section()
                                     hands it and the figures to evaluation.report
 
@@ -25,6 +28,7 @@ from fairforensics.configs import config_to_dict
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.table_writer import format_number, html_text
+from fairforensics.fairness.metamorphic.examples import Example
 from fairforensics.fairness.metamorphic.pose import NON_FRONTAL
 from fairforensics.fairness.metamorphic.relations import BENCHMARK
 from fairforensics.fairness.metamorphic.runner import MetamorphicResult
@@ -43,6 +47,8 @@ SUMMARY_COLUMNS = (
     "group",
     "n",
     "accuracy",
+    "accuracy_low",
+    "accuracy_high",
     "precision",
     "recall",
     "f1",
@@ -62,51 +68,68 @@ SUMMARY_COLUMNS = (
 )
 
 
-def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Path) -> Path:
-    """Bars of accuracy (%) per test case per group, bias factor above each case (Figure 6)."""
+def accuracy_figure(rows: list[dict[str, Any]], groups: list[str]) -> Figure:
+    """Bars of accuracy (%) per test case per group with their 95% intervals; the bias factor
+    of each case is printed under its name, below the axis, so no label sits on a bar."""
     cases = list(dict.fromkeys(r["case"] for r in rows))
-    acc = {(r["case"], r["group"]): r["accuracy"] for r in rows}
+    by_key = {(r["case"], r["group"]): r for r in rows}
     bias = {r["case"]: r["bias_factor"] for r in rows}
     width = 0.8 / max(len(groups), 1)
     x = np.arange(len(cases))
-    fig = Figure(figsize=(max(6.0, 1.1 * len(cases) + 2), 4.0))
+    fig = Figure(figsize=(max(6.0, 1.1 * len(cases) + 2.5), 4.2), layout="constrained")
     ax = fig.add_subplot()
     for i, group in enumerate(groups):
-        values = [100 * acc.get((c, group), np.nan) for c in cases]
-        bars = ax.bar(x - 0.4 + width * (i + 0.5), values, width, label=group)
-        ax.bar_label(bars, fmt="%.1f", fontsize=7, padding=1)
-    for xi, case in zip(x, cases, strict=True):
-        if not np.isnan(bias[case]):
-            ax.text(xi, 104, f"BF {100 * bias[case]:.1f}", ha="center", fontsize=7)
-    ax.set_xticks(x, cases)
-    ax.set_ylim(0, 110)
+        rows_g = [by_key.get((c, group), {}) for c in cases]
+        values = np.array([100 * r.get("accuracy", np.nan) for r in rows_g], dtype=float)
+        low = np.array([100 * r.get("accuracy_low", np.nan) for r in rows_g], dtype=float)
+        high = np.array([100 * r.get("accuracy_high", np.nan) for r in rows_g], dtype=float)
+        errors = np.nan_to_num(np.stack([values - low, high - values]), nan=0.0).clip(min=0)
+        ax.bar(
+            x - 0.4 + width * (i + 0.5),
+            values,
+            width,
+            yerr=errors,
+            capsize=3,
+            error_kw={"elinewidth": 1},
+            label=group,
+        )
+    ticks = [
+        case if np.isnan(bias[case]) else f"{case}\nBF {100 * bias[case]:.1f}" for case in cases
+    ]
+    ax.set_xticks(x, ticks, fontsize=8)
+    ax.set_ylim(0, 105)
+    ax.set_yticks(range(0, 101, 20))
     ax.set_ylabel("accuracy (%)")
-    ax.set_title("Accuracy per test case and group (BF: bias factor, %)")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Accuracy per test case and group, 95% intervals (BF: bias factor, %)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return fig
+
+
+def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Path) -> Path:
+    """Save :func:`accuracy_figure` to ``path`` (paper 000, Figure 6)."""
     path = Path(path)
-    save_figure(fig, path, dpi=120)
+    save_figure(accuracy_figure(rows, groups), path, dpi=120)
     return path
 
 
-def example_sheet(
-    examples: list[tuple[str, dict[str, np.ndarray]]], path: str | Path
-) -> Path | None:
-    """A grid of example faces: one row per face, one column per test case; None if empty."""
+def example_sheet(examples: list[Example], path: str | Path) -> Path | None:
+    """A grid of example faces: one row per face (its group, real/fake and key on the left), one
+    column per test case; None if empty."""
     if not examples:
         return None
-    columns = list(examples[0][1])
-    fig = Figure(figsize=(1.6 * len(columns), 1.7 * len(examples)))
+    columns = list(examples[0].images)
+    fig = Figure(figsize=(1.6 * len(columns) + 0.6, 1.7 * len(examples)))
     axes = fig.subplots(len(examples), len(columns), squeeze=False)
-    for r, (key, images) in enumerate(examples):
+    for r, example in enumerate(examples):
         for c, name in enumerate(columns):
             ax = axes[r][c]
-            ax.imshow(images[name])
+            ax.imshow(example.images[name])
             ax.set_xticks([])
             ax.set_yticks([])
             if r == 0:
                 ax.set_title(name, fontsize=8)
             if c == 0:
-                ax.set_ylabel(key[-18:], fontsize=6)
+                ax.set_ylabel(example.caption, fontsize=6)
     path = Path(path)
     save_figure(fig, path, dpi=120)
     return path
@@ -141,8 +164,11 @@ def report_section(out_dir: str | Path) -> tuple[str, list[Path]] | None:
     return "Metamorphic fairness testing", items
 
 
-def write_report(result: MetamorphicResult, out_dir: str | Path) -> dict[str, Path]:
-    """Write every file listed in the module docstring; returns them by name."""
+def write_report(
+    result: MetamorphicResult, out_dir: str | Path, meta: dict[str, Any] | None = None
+) -> dict[str, Path]:
+    """Write every file listed in the module docstring; returns them by name. ``meta`` (what
+    was tested: detector, weights) goes into ``metamorphic.json``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = case_table(result)
@@ -154,8 +180,9 @@ def write_report(result: MetamorphicResult, out_dir: str | Path) -> dict[str, Pa
         "manifest": out / "manifest.json",
     }
     atomic_write_text(files["csv"], table_csv(rows))
-    atomic_write_text(files["markdown"], table_markdown(rows))
+    atomic_write_text(files["markdown"], table_markdown(rows, result))
     summary = {
+        **(meta or {}),
         "config": config_to_dict(result.config),
         "n_faces": len(result.rows),
         "n_skipped": len(result.skipped),

@@ -2,7 +2,9 @@
 
 The detector is reached only through a *scorer*: ``scorer(list of RGB uint8 images) -> scores``
 (probability of fake), so any model can be tested; :func:`detector_scorer` wraps a registered
-detector with :func:`evaluation.predict.predict_images`. A face on which a transform cannot be
+detector with :func:`evaluation.predict.predict_images`. For a video detector a sample is a clip
+(``image`` TxHxWx3, ``landmarks`` Tx68x2) and every transform is applied to every frame of it with
+that frame's landmarks (makeup on each frame of the clip). A face on which a transform cannot be
 applied (no landmarks, a failing transform) is skipped with its reason, for every case, as the
 paper removed faces that makeup could not be applied to; the benchmark is computed on the same
 faces as the test cases.
@@ -19,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fairforensics.evaluation.predictions import Predictions
+from fairforensics.fairness.metamorphic.examples import Example, ExamplePicker
 from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairforensics.fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
 from fairforensics.fairness.metamorphic.transforms import Transform
@@ -30,7 +33,8 @@ Scorer = Callable[[list[np.ndarray]], np.ndarray]
 
 @dataclass
 class FaceSample:
-    """One test face: RGB uint8 image, label (0 real, 1 fake), attributes and 68 landmarks."""
+    """One test face: RGB uint8 image, label (0 real, 1 fake), attributes and 68 landmarks; or a
+    clip (``image`` TxHxWx3, ``landmarks`` Tx68x2; ``frame`` its first frame)."""
 
     key: str
     image: np.ndarray
@@ -41,6 +45,11 @@ class FaceSample:
     video_id: str = ""
     frame: int = 0
     method: str = ""
+    identity: str = ""
+
+    @property
+    def is_clip(self) -> bool:
+        return np.asarray(self.image).ndim == 4
 
     def meta(self) -> FaceMeta:
         """Everything but the pixels and landmarks."""
@@ -52,6 +61,7 @@ class FaceSample:
             video_id=self.video_id,
             frame=self.frame,
             method=self.method,
+            unit="clip" if self.is_clip else "frame",
         )
 
 
@@ -66,6 +76,7 @@ class FaceMeta:
     video_id: str
     frame: int
     method: str
+    unit: str = "frame"  # or "clip" (a video detector's sample)
 
 
 @dataclass
@@ -85,7 +96,7 @@ class MetamorphicResult:
     scores: dict[str, np.ndarray]  # BENCHMARK and every case id -> [n]
     changed: dict[str, np.ndarray]  # case id -> fraction of pixels each transform changed
     skipped: list[Skipped] = field(default_factory=list)
-    examples: list[tuple[str, dict[str, np.ndarray]]] = field(default_factory=list)
+    examples: list[Example] = field(default_factory=list)
 
     @property
     def case_ids(self) -> list[str]:
@@ -110,6 +121,7 @@ class MetamorphicResult:
             score=self.scores[case_id],
             method=[r.method for r in self.rows],
             attributes={k: self.attribute(k) for k in names},
+            unit=[r.unit for r in self.rows],
         )
 
 
@@ -129,25 +141,34 @@ def detector_scorer(detector: Any, batch_size: int = 32, device: str = "cpu") ->
 def _transform_all(
     sample: FaceSample, cases: Sequence[str], transforms: dict[str, Transform]
 ) -> tuple[dict[str, np.ndarray], dict[str, float]] | Skipped:
-    """Every case's image of one face, or the reason it cannot be tested."""
+    """Every case's image (or clip) of one face, or the reason it cannot be tested."""
     if sample.label not in (0, 1):
         return Skipped(sample.key, f"label must be 0 (real) or 1 (fake), got {sample.label!r}")
-    landmarks = sample.landmarks
+    frames = list(sample.image) if sample.is_clip else [sample.image]
+    points = sample.landmarks
+    if not sample.is_clip or points is None:
+        points = [points] * len(frames)
+    elif len(points) != len(frames):
+        return Skipped(sample.key, f"{len(points)} landmark sets for {len(frames)} frames")
     if any(transforms[c].needs_landmarks for c in cases):
         try:
-            landmarks = check_landmarks(landmarks, source=f"{sample.key}: landmarks")
+            points = [check_landmarks(lm, source=f"{sample.key}: landmarks") for lm in points]
         except LandmarkError as exc:
             return Skipped(sample.key, str(exc))
     images, changed = {}, {}
     for case in cases:
-        try:
-            out, mask = transforms[case](sample.image, landmarks)
-        except (ValueError, LandmarkError, IndexError) as exc:
-            return Skipped(sample.key, f"{case}: transform failed: {exc}")
-        if out.shape != sample.image.shape or out.dtype != np.uint8:
-            return Skipped(sample.key, f"{case}: transform returned {out.dtype} {out.shape}")
-        images[case] = out
-        changed[case] = float(np.mean(np.asarray(mask) > 0))
+        outs, masks = [], []
+        for frame, landmarks in zip(frames, points, strict=True):
+            try:
+                out, mask = transforms[case](frame, landmarks)
+            except (ValueError, LandmarkError, IndexError) as exc:
+                return Skipped(sample.key, f"{case}: transform failed: {exc}")
+            if out.shape != frame.shape or out.dtype != np.uint8:
+                return Skipped(sample.key, f"{case}: transform returned {out.dtype} {out.shape}")
+            outs.append(out)
+            masks.append(np.asarray(mask) > 0)
+        images[case] = np.stack(outs) if sample.is_clip else outs[0]
+        changed[case] = float(np.mean(masks))
     return images, changed
 
 
@@ -210,8 +231,8 @@ def run_metamorphic(
 
     ``samples`` may also yield :class:`Skipped` records (faces the loader could not read);
     they are kept in the result. Faces are processed ``chunk_size`` at a time, so memory does
-    not grow with the test set. The example sheet keeps the first tested face of each of the
-    first ``n_examples`` videos.
+    not grow with the test set. The example sheet shows ``n_examples`` faces spread over the
+    groups, real and fake, and people (:mod:`fairness.metamorphic.examples`).
     """
     cases = [case.id for case in config.cases]
     missing = [c for c in cases if c not in transforms]
@@ -221,8 +242,7 @@ def run_metamorphic(
     scores: dict[str, list[np.ndarray]] = {BENCHMARK: [], **{c: [] for c in cases}}
     changed: dict[str, list[float]] = {c: [] for c in cases}
     skipped: list[Skipped] = []
-    examples: list[tuple[str, dict[str, np.ndarray]]] = []
-    example_videos: set[tuple[str, str, str]] = set()
+    picker = ExamplePicker(n_examples, config.groups)
     bar = tqdm(desc="metamorphic", unit="face", disable=None if progress else True)  # on a tty
     for chunk in _chunks(samples, chunk_size):
         kept: list[FaceSample] = []
@@ -240,10 +260,18 @@ def run_metamorphic(
             for c in cases:
                 follow[c].append(images[c])
                 changed[c].append(fractions[c])
-            video = (sample.dataset, sample.method, sample.video_id or sample.key)
-            if len(examples) < n_examples and video not in example_videos:
-                example_videos.add(video)
-                examples.append((sample.key, {BENCHMARK: sample.image, **images}))
+            picker.offer(
+                Example(
+                    key=sample.key,
+                    group=str(sample.attributes.get(config.group_key, "")),
+                    label=int(sample.label),
+                    person=f"{sample.dataset}/{sample.identity or sample.video_id or sample.key}",
+                    images={  # a clip shows its first frame
+                        k: v[0] if v.ndim == 4 else v
+                        for k, v in {BENCHMARK: sample.image, **images}.items()
+                    },
+                )
+            )
         bar.update(len(chunk))
         if not kept:
             continue
@@ -262,5 +290,5 @@ def run_metamorphic(
         scores={k: np.concatenate(v) for k, v in scores.items()},
         changed={k: np.asarray(v) for k, v in changed.items()},
         skipped=skipped,
-        examples=examples,
+        examples=picker.chosen(),
     )

@@ -9,7 +9,8 @@ factor against the benchmark, and the violation rate: the share of faces on whic
 relation does not hold, with the decision flips split into fake->real and real->fake (shares
 of all faces of the row). Undefined values (no predicted fakes, a single group) are NaN.
 
-Uncertainty (:mod:`fairness.gaps`, :mod:`evaluation.confidence`): the bias factor of a case
+Uncertainty (:mod:`fairness.gaps`, :mod:`evaluation.confidence`): accuracy has a bootstrap
+interval (``accuracy_low``, ``accuracy_high``); the bias factor of a case
 comes with its sign (``bias_diff`` = ACC of the first minus the second group of the widest
 pair, ``favoured``), a bootstrap interval of that difference and a permutation p-value
 (``bias_p``), and the class-ratio verdict of the gap; the violation rate has a bootstrap
@@ -28,7 +29,7 @@ import numpy as np
 from fairforensics.evaluation.confidence import bootstrap_proportion, mcnemar_exact
 from fairforensics.evaluation.table_writer import (
     csv_text,
-    format_number,
+    is_missing,
     json_records,
     markdown_text,
 )
@@ -49,6 +50,8 @@ COLUMNS = (
     "fn",
     "tp",
     "accuracy",
+    "accuracy_low",
+    "accuracy_high",
     "precision",
     "recall",
     "f1",
@@ -74,8 +77,6 @@ COLUMNS = (
     "mcnemar_p",
     "changed_pixels",
 )
-#: Columns that are not rates (printed as they are, not in percent).
-_PLAIN = ("bias_p", "mcnemar_p")
 _CHANGED = ("accuracy", "precision", "recall", "f1", "bias_factor")
 
 
@@ -184,6 +185,9 @@ def case_table(
             else:
                 row.update({k: 0 for k in ("tn", "fp", "fn", "tp")})
                 row.update({k: float("nan") for k in ("accuracy", "precision", "recall", "f1")})
+            row["accuracy_low"], row["accuracy_high"] = bootstrap_proportion(
+                pred[sel] == labels[sel], units[sel], n_boot, confidence, seed
+            )
             row.update(bias)
             if case_id == BENCHMARK:
                 benchmark[group] = row
@@ -228,14 +232,122 @@ def _cells(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> li
     return [[row.get(c) for c in columns] for row in rows]
 
 
-def table_markdown(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> str:
-    """A Markdown table; rates are printed in percent, as in the paper (undefined: ``n/a``)."""
-    percent = [c not in _PLAIN for c in columns]
-    return markdown_text(
-        columns,
-        _cells(rows, columns),
-        lambda i, j, v: format_number(v, missing="n/a", percent=percent[j]),
+def _pct(value: Any, signed: bool = False) -> str:
+    """A fraction in percent with one decimal (``n/a`` when undefined)."""
+    if is_missing(value):
+        return "n/a"
+    return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
+
+
+def _with_interval(value: Any, low: Any, high: Any) -> str:
+    if is_missing(value) or is_missing(low) or is_missing(high):
+        return _pct(value)
+    return f"{_pct(value)} [{_pct(low)}, {_pct(high)}]"
+
+
+def _p(value: Any) -> str:
+    return "n/a" if is_missing(value) else f"{value:.3g}"
+
+
+#: Rows of the per-case Markdown tables (the benchmark: the first seven); one column per group.
+MARKDOWN_ROWS = (
+    "n",
+    "accuracy [95% CI]",
+    "precision",
+    "recall",
+    "F1",
+    "tn/fp/fn/tp",
+    "accuracy change",
+    "violated [95% CI]",
+    "fake->real",
+    "real->fake",
+    "worse/better",
+    "McNemar p",
+)
+
+
+def _markdown_cells(row: dict[str, Any], benchmark: bool) -> list[str]:
+    """One group's column of a case's Markdown table, in :data:`MARKDOWN_ROWS` order."""
+    cells = [
+        str(row["n"]),
+        _with_interval(row["accuracy"], row["accuracy_low"], row["accuracy_high"]),
+        _pct(row["precision"]),
+        _pct(row["recall"]),
+        _pct(row["f1"]),
+        f"{row['tn']}/{row['fp']}/{row['fn']}/{row['tp']}",
+    ]
+    if benchmark:
+        return cells
+    return [
+        *cells,
+        _pct(row["accuracy_change"], signed=True),
+        _with_interval(row["violation_rate"], row["violation_low"], row["violation_high"]),
+        _pct(row["fake_to_real"]),
+        _pct(row["real_to_fake"]),
+        f"{row['n_worse']}/{row['n_better']}",
+        _p(row["mcnemar_p"]),
+    ]
+
+
+def _bias_line(row: dict[str, Any], groups: list[str]) -> str:
+    """The case's bias factor with its signed difference, interval, p-value and verdict."""
+    if is_missing(row["bias_factor"]):
+        return "Bias factor: n/a (fewer than two groups with faces)."
+    pair = " - ".join(groups[:2]) if len(groups) == 2 else "widest pair"
+    diff = _with_interval(row["bias_diff"], row["bias_diff_low"], row["bias_diff_high"])
+    text = (
+        f"Bias factor: {_pct(row['bias_factor'])} (accuracy {pair}: {diff}, permutation "
+        f"p = {_p(row['bias_p'])}; favoured: {row['favoured'] or 'n/a'}"
     )
+    if row["source"]:
+        text += f"; change {_pct(row['bias_factor_change'], signed=True)}"
+    text += ")."
+    if row["class_ratio"]:
+        text += f" Class ratio: {row['class_ratio']}."
+    return text
+
+
+def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None = None) -> str:
+    """One Markdown table per test case (the benchmark first): a column per group and ``all``,
+    a row per measure, and the case's bias factor under it. Rates in percent, as in the paper; undefined: ``n/a``.
+    ``result`` adds the relation and case descriptions and the threshold."""
+    cfg = result.config if result is not None else None
+    groups = list(dict.fromkeys(str(r["group"]) for r in rows if r["group"] != ALL))
+    lines = ["# Metamorphic fairness test", ""]
+    if result is not None:
+        lines += [
+            f"{len(result.rows)} faces tested ({len(result.skipped)} skipped, see "
+            f"manifest.json); groups by `{cfg.group_key}`; a score >= {cfg.threshold:g} is a "
+            "fake decision; positive class = fake.",
+            "",
+        ]
+    lines += [
+        "Rates in percent; intervals are 95% bootstrap intervals over videos. `violated`: faces "
+        "on which the relation does not hold; `worse/better`: faces whose decision turned wrong "
+        "/ right against the source; McNemar p: exact test of no accuracy change.",
+    ]
+    for case_id in dict.fromkeys(r["case"] for r in rows):
+        case_rows = [r for r in rows if r["case"] == case_id]
+        first = case_rows[0]
+        benchmark = not first["source"]
+        if benchmark:
+            title = f"## {case_id}: the untransformed faces"
+        else:
+            title = f"## {case_id} ({first['relation']}, against {first['source']})"
+        lines += ["", title, ""]
+        if cfg is not None and not benchmark:
+            rel = cfg.relation_of(case_id)
+            case = next(c for c in rel.cases if c.id == case_id)
+            described = " ".join(t for t in (case.description, rel.description) if t)
+            if described:
+                lines += [described, ""]
+        columns = [_markdown_cells(r, benchmark) for r in case_rows]
+        names = MARKDOWN_ROWS[: len(columns[0])]
+        cells = [[name, *(col[i] for col in columns)] for i, name in enumerate(names)]
+        header = [case_id, *(str(r["group"]) for r in case_rows)]
+        lines += [markdown_text(header, cells, lambda i, j, v: v).rstrip("\n"), ""]
+        lines.append(_bias_line(first, groups))
+    return "\n".join(lines) + "\n"
 
 
 def table_csv(rows: list[dict[str, Any]]) -> str:

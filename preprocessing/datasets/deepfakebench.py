@@ -6,7 +6,8 @@ Their schema (``preprocessing/rearrange.py`` of DeepfakeBench)::
         "label": "<label name>", "frames": ["<path>/frames/000.png", ...]}}}}}}
 
 Label names containing ``real`` (FF-real, CelebDFv2_real, DFD_real, ...) are bona fide unless
-``label_map`` says otherwise. Landmarks and masks are taken from the sibling ``landmarks/``
+``label_map`` says otherwise. A video's frames named by number (``012.png``) are sorted by it,
+as DeepfakeBench does before cutting clips of consecutive entries. Landmarks and masks are taken from the sibling ``landmarks/``
 (``.npy``) and ``masks/`` folders when every file exists. A video listed in several splits is
 kept in one only (test > val > train), never copied into train. Every frame must exist under
 ``data_root`` (a wrong root is an error naming it and examples); ``allow_missing_frames`` drops
@@ -57,6 +58,15 @@ def _to_relative(path: str, data_root: Path, strip_prefix: str | None) -> str:
                 f"frame path {path!r} is absolute and not under {data_root}; pass strip_prefix"
             ) from None
     return text.removeprefix("./")
+
+
+def _frame_order(frames: list[str]) -> list[str]:
+    """Frames by number when every file is named by one (``012.png``), as DeepfakeBench sorts
+    them before cutting clips of consecutive entries; otherwise as listed."""
+    stems = [PurePosixPath(f).stem for f in frames]
+    if all(s.isdigit() for s in stems):
+        return [f for _, f in sorted(zip((int(s) for s in stems), frames, strict=True))]
+    return frames
 
 
 def _sibling(frames: list[str], folder: str, suffix: str, root: Path) -> list[str] | None:
@@ -117,9 +127,9 @@ def import_deepfakebench_json(
                 continue
             videos = _videos_of(level, compression)
             for vid, info in videos.items():
-                frames = [
-                    _to_relative(f, data_root, strip_prefix) for f in info.get("frames") or []
-                ]
+                frames = _frame_order(
+                    [_to_relative(f, data_root, strip_prefix) for f in info.get("frames") or []]
+                )
                 if not frames:
                     logger.warning("%s: video %s has no frames; skipped", json_path, vid)
                     continue

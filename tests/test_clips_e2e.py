@@ -1,0 +1,112 @@
+"""`make demo`'s data in clip mode through a (tiny) video detector, end to end, by the commands:
+preprocess (sampling.mode: clips) -> train -> test -> fairness -> metamorphic, then one sweep
+with an image detector on per-frame data and the video detector on clips: one leaderboard."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.index import read_index
+
+REPO = Path(__file__).resolve().parents[1]
+IMPORT = ("--import", "tests.clip_detectors")  # registers _tiny_clip, a video detector
+
+
+def run(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def preprocess(raw: Path, out: Path, *sets: str) -> None:
+    args = ["scripts/preprocess.py", "--config", "configs/preprocess/demo.yaml"]
+    for item in (
+        f"dataset.root={raw}",
+        f"dataset.attributes.csv={raw / 'attributes.csv'}",
+        f"output.root={out}",
+        "align.size=64",
+        *sets,
+    ):
+        args += ["--set", item]
+    run(*args, "--workers", "1", "--no-progress")
+
+
+@pytest.mark.slow
+def test_demo_clips_end_to_end(tmp_path: Path) -> None:
+    raw, clips, frames = tmp_path / "raw", tmp_path / "clips", tmp_path / "frames"
+    run(
+        "scripts/make_demo_data.py",
+        "--out",
+        str(raw),
+        "--videos",
+        "10",
+        "--frames",
+        "7",
+        "--size",
+        "256",
+    )
+    preprocess(raw, clips, "sampling.mode=clips", "sampling.clip_size=3", "sampling.num_clips=2")
+    index = read_index(clips / "demo.json", check_files=True)
+    assert len(index.videos) == 20
+    assert all(
+        v.clips == [[0, 3], [3, 3]] and v.frame_indices == [0, 1, 2, 4, 5, 6] for v in index.videos
+    )
+
+    sets = ["train.epochs=2", "train.batch_size=4", "train.frame_num=6", "train.test_frame_num=6"]
+    sets += [f"data.data_root={clips}", f"output_dir={tmp_path / 'runs'}", "run_name=clip"]
+    args = ["scripts/train.py", "--detector", "_tiny_clip", "--config", "configs/train/demo.yaml"]
+    run(*args, *IMPORT, *(x for s in sets for x in ("--set", s)))
+    run_dir = tmp_path / "runs" / "clip"
+    assert (run_dir / "checkpoints" / "best.pt").is_file()
+
+    out = tmp_path / "eval"
+    table = run(
+        "scripts/test.py", "--run", str(run_dir), "--test-data", "demo", "--data-root",
+        str(clips), "--out", str(out), *IMPORT,
+    )  # fmt: skip
+    assert "clip-level" in table and "video-level" in table
+    pred = read_predictions(out / "predictions" / "demo.csv")
+    assert len(pred) == 2 * 4 and set(pred.unit) == {"clip"} and set(pred.label) == {0, 1}
+    metrics = json.loads((out / "metrics" / "demo.json").read_text())
+    assert metrics["frame"]["unit"] == "clip" and metrics["video"]["n_videos"] == 4
+
+    summary = run(
+        "scripts/fairness.py", "--predictions", str(out / "predictions" / "demo.csv"),
+        "--attributes", "lighting", "--out", str(tmp_path / "fairness"), "--no-figures",
+    )  # fmt: skip
+    assert "lighting (clip level)" in summary and "bright" in summary and "dim" in summary
+
+    run(
+        "scripts/metamorphic.py", "--run", str(run_dir), "--test-data", "demo", "--relations",
+        "configs/metamorphic/makeup.yaml", "--out", str(tmp_path / "meta"), "--frame-num", "3",
+        "--set", "group_key=lighting", "--set", "groups=[bright, dim]", "--set", "max_yaw=null",
+        *IMPORT,
+    )  # fmt: skip
+    rows = read_predictions(next((tmp_path / "meta").rglob("*benchmark*.csv")))
+    assert set(rows.unit) == {"clip"}
+
+    preprocess(raw, frames, "sampling.num_frames=3")
+    tiny = ["train.epochs=1", "train.batch_size=4", "train.frame_num=6", "train.test_frame_num=6"]
+    tiny += ["train.resolution=32", "data.num_workers=0", "device=cpu"]
+    sweep = tmp_path / "sweep"
+    run(
+        "scripts/benchmark.py", "--detectors", "meso4", "_tiny_clip", "--train-data", "demo",
+        "--val-data", "demo", "--test-data", "demo", "--data-root", str(frames),
+        "--clip-data-root", str(clips), "--out", str(sweep), *IMPORT,
+        *(x for s in tiny for x in ("--set", s)),
+    )  # fmt: skip
+    board = (sweep / "leaderboard" / "leaderboard_frame_auc.md").read_text()
+    assert "| Naive | meso4 |" in board.replace("  ", " ") or "meso4" in board
+    assert "Video" in board and "_tiny_clip" in board
+    meso = read_predictions(sweep / "meso4" / "eval" / "predictions" / "demo.csv")
+    assert set(meso.unit) == {"frame"} and len(meso) == 3 * 4
+    html = (sweep / "leaderboard" / "report.html").read_text()
+    assert "frame/clip level" in html
