@@ -87,7 +87,9 @@ class Detector(nn.Module):
     - ``family``: the leaderboard's detector type (paper 002, Table 1: ``Naive``, ``Spatial``,
       ``Frequency``; ``PAD`` for paper 001's detectors); set it with
       ``@register_detector(name, family=...)``.
-    - ``test_input_size``: the input size the shared contract tests build the detector at.
+    - ``test_input_size``: the input size the shared contract tests build the detector at;
+      ``test_config``: other model config values they build it with (small widths for the
+      large transformers, so that the suite stays fast; the contract does not depend on width).
     - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
@@ -99,6 +101,7 @@ class Detector(nn.Module):
     name: ClassVar[str] = ""
     family: ClassVar[str] = "Other"
     test_input_size: ClassVar[int] = 64
+    test_config: ClassVar[dict[str, Any]] = {}
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.

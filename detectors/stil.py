@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
@@ -64,6 +64,7 @@ class STIL(Detector):
     deepfakebench_name = "stil"
     test_input_size = 128
     test_clip_size = 2
+    test_config: ClassVar[dict[str, Any]] = {"clip_size": 2}
 
     def __init__(self, cfg: STILConfig) -> None:
         super().__init__(cfg)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import pytest
@@ -27,23 +26,8 @@ DETECTORS = [
 def _small(name: str):
     cls = get_detector_class(name)
     size = cls.test_input_size
-    clip = {"clip_size": cls.test_clip_size} if cls.input_kind == "clip" else {}
     torch.manual_seed(0)
-    return build_detector(name, pretrained=False, input_size=size, **clip), size
-
-
-def _channels_last(t: torch.Tensor) -> torch.Tensor:
-    """4-D tensors as NHWC, 5-D weights (3-D convolutions) as NDHWC."""
-    if t.dim() == 4:
-        return t.contiguous(memory_format=torch.channels_last)
-    if t.dim() == 5:
-        return t.contiguous(memory_format=torch.channels_last_3d)
-    return t
-
-
-def _frames_channels_last(clips: torch.Tensor) -> torch.Tensor:
-    """Clips [B, T, 3, H, W] with every frame stored NHWC (same values, other strides)."""
-    return clips.permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
+    return build_detector(name, pretrained=False, input_size=size, **cls.test_config), size
 
 
 @pytest.mark.parametrize("name", DETECTORS)
@@ -107,22 +91,21 @@ def test_eval_forward_is_deterministic(name: str) -> None:
 
 @pytest.mark.parametrize("name", DETECTORS)
 def test_channels_last_gives_the_same_outputs(name: str) -> None:
-    """The trainer's channels_last memory format (on by default) must not change results; video
-    detectors get NDHWC 3-D convolution weights and clips whose frames are NHWC."""
+    """The trainer's channels_last memory format (on by default) must not change results."""
     model, size = _small(name)
     model.eval()
     batch = make_batch(model, size, batch_size=2, seed=3)
     with torch.no_grad():
         expected = model(batch)["prob"]
-        for t in itertools.chain(model.parameters(), model.buffers()):
-            t.data = _channels_last(t.data)
+        # as the trainer does: 4-D weights only (3-D convolutions keep their 5-D layout)
+        model = model._apply(
+            lambda t: t.contiguous(memory_format=torch.channels_last) if t.dim() == 4 else t
+        )
         batch = {
             k: v.contiguous(memory_format=torch.channels_last)
             if isinstance(v, torch.Tensor) and v.dim() == 4 and k in ("image", "views")
             else v
             for k, v in batch.items()
         }
-        if model.input_kind == "clip":
-            batch["image"] = _frames_channels_last(batch["image"])
         got = model(batch)["prob"]
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)

@@ -135,14 +135,14 @@ def _top_level_names(init: Path) -> set[str]:
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 if isinstance(target, ast.Name):
                     names.add(target.id)
                 if isinstance(target, ast.Name) and target.id == "__all__":
                     names.update(ast.literal_eval(node.value))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            names.add(node.target.id)  # e.g. ``PRETRAINED_STRICT: ContextVar[bool] = ...``
     return names
 
 

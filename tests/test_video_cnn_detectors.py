@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,7 +17,12 @@ from torch.nn import functional as F
 from fairforensics.detectors import build_detector, load_detector_yaml
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.scnet import STIL_ONLY
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.index import read_index, write_index
+from fairforensics.training.config import load_train_config
+from fairforensics.training.trainer import Trainer
 from tests.detector_batches import make_batch
+from tests.test_train_utils import make_index
 
 #: tiny widths of each detector (same code paths, a fraction of the cost)
 TINY = {
@@ -80,6 +87,28 @@ def test_single_logit_cross_entropy_is_deepfakebench_bce(name: str) -> None:
         bce = nn.BCELoss()(torch.sigmoid(z), batch["label"].float())
         assert model.loss(batch, out)["total"].item() == pytest.approx(bce.item(), rel=1e-5)
         assert torch.allclose(out["prob"], torch.sigmoid(z), atol=1e-6)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_channels_last_3d_weights_and_nhwc_frames_change_nothing(name: str) -> None:
+    """Beyond the trainer's 4-D channels_last: NDHWC 3-D convolution weights and clips whose
+    frames are stored NHWC (a non-contiguous input) give the same outputs. Training mode, so
+    that BN normalises each layer: at random init, eval-mode activations grow to ~1e4 in STIL and
+    its gates amplify float rounding far beyond any tolerance."""
+    model = _tiny(name).train()
+    batch = make_batch(model, model.cfg.input_size, batch_size=2, seed=6)
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    with torch.no_grad():
+        torch.manual_seed(1)  # the same dropout masks in both runs
+        expected = model(batch)["logits"]
+        for t in [*model.parameters(), *model.buffers()]:
+            if t.dim() in formats:
+                t.data = t.data.contiguous(memory_format=formats[t.dim()])
+        clips = batch["image"].permute(0, 1, 3, 4, 2).contiguous().permute(0, 1, 4, 2, 3)
+        assert not clips.is_contiguous()
+        torch.manual_seed(1)
+        got = model({**batch, "image": clips})["logits"]
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
 
 # ---------------------------------------------------------------------------- AltFreezing
@@ -348,3 +377,48 @@ def test_deepfakebench_checkpoint_is_a_whole_detector_not_a_backbone(tmp_path, n
     for model in (built, loaded):
         got = model.state_dict()
         assert all(torch.equal(got[k], v) for k, v in source.state_dict().items()), name
+
+
+# ---------------------------------------------------------------------------- through the trainer
+
+
+@pytest.fixture(scope="module")
+def clip_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real faces (fakes: a blended bright patch), 8 frames per video recorded as two clips of 4."""
+    root = tmp_path_factory.mktemp("video_clips")
+    index = read_index(make_index(root, "tiny", n_real=4, n_fake=4, frames=8, size=32))
+    index = replace(index, videos=[replace(v, clips=[[0, 4], [4, 4]]) for v in index.videos])
+    write_index(index, root / "tiny.json")
+    return root
+
+
+@pytest.mark.parametrize(
+    "name", [n if n != "stil" else pytest.param(n, marks=pytest.mark.slow) for n in TINY]
+)
+def test_trainer_runs_its_recipe_on_clips(name: str, clip_root: Path, tmp_path: Path, caplog):
+    """The detector's YAML recipe (DeepfakeBench's optimiser, learning rate and loss) through the
+    trainer on clips of real faces, tiny widths, no augmentation: the mean training loss falls
+    over four epochs and the predictions are per clip."""
+    tiny = {f"model.{k}": v for k, v in TINY[name].items()}
+    clip = TINY[name]["clip_size"] if "clip_size" in TINY[name] else 4
+    sets = {
+        **tiny,
+        "data.data_root": str(clip_root),
+        "data.train_data": "[tiny]",
+        "data.val_data": "[tiny]",
+        "data.num_workers": 0,
+        "train.epochs": 4,
+        "train.batch_size": 4,
+        "train.frame_num": 2 * clip,
+        "train.test_frame_num": 2 * clip,
+        "train.resolution": TINY[name]["input_size"],
+        "train.augment.enabled": False,
+        "output_dir": str(tmp_path),
+    }
+    cfg = load_train_config(name, overrides=[f"{k}={v}" for k, v in sets.items()])
+    with caplog.at_level(logging.INFO, logger="fairforensics.training.trainer"):
+        run = Trainer(cfg).fit()
+    means = [float(m) for m in re.findall(r"epoch \d+ done: mean loss ([0-9.]+)", caplog.text)]
+    assert len(means) == 4 and means[-1] < means[0], means
+    saved = read_predictions(sorted((run / "predictions").glob("val_tiny_*.csv"))[-1])
+    assert set(saved.unit) == {"clip"} and len(saved) == 16  # 8 val videos x 2 clips
