@@ -30,6 +30,7 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
+``random_pairs``   with ``pairs``: each fake's real partner drawn at random (PG-FDD)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
                    generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
                    ``xray`` float [B, 1, H, W] where the generator makes one
@@ -42,6 +43,7 @@ Every batch also carries ``video_id``, ``method``, ``dataset`` (lists of str) an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -93,6 +95,8 @@ class Detector(nn.Module):
     - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
+    - :meth:`configure_from_attributes`: config values from the training videos' attributes
+      (PG-FDD's demographic groups).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
     """
 
@@ -120,6 +124,19 @@ class Detector(nn.Module):
         ``method_names``: the sorted fake/attack methods of the training split (the classes
         1..K of ``method_label``). The default returns ``model_cfg`` unchanged; values the user
         set must be kept.
+        """
+        return model_cfg
+
+    @classmethod
+    def configure_from_attributes(
+        cls, model_cfg: dict[str, Any], videos: list[tuple[str, Mapping[str, str], int]]
+    ) -> dict[str, Any]:
+        """The ``model`` config completed from the training split's attributes (e.g. PG-FDD's
+        demographic groups and their sizes).
+
+        ``videos``: one ``(name, attributes, samples)`` per training video, ``samples`` being the
+        number of its frames the training split uses. The default returns ``model_cfg``
+        unchanged; values the user set must be kept.
         """
         return model_cfg
 

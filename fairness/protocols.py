@@ -28,6 +28,12 @@ Every training of a protocol gets, below its own ``train:`` overrides (:func:`pr
   data oversampling"). Single-group sub-protocols keep the trainer config's sampler
   (``configs/train/pad.yaml``: class_balanced).
 
+A protocol's ``models:`` section gives per-detector model settings, e.g. PG-FDD's demographic
+groups (``models: {pg_fdd: {group_attributes: [lighting]}}``); they are applied to that
+detector's trainings only, on top of everything above. A detector trained on real/fake pairs
+(UCF, PG-FDD) cannot take FairSWAP's batch transform: asking for both is an error before any
+training starts.
+
 Finished runs are skipped on a re-run (their predictions file is kept), so a killed protocol
 resumes where it stopped.
 """
@@ -44,6 +50,7 @@ import numpy as np
 
 from fairforensics.configs import load_config
 from fairforensics.configs.loader import deep_merge
+from fairforensics.detectors import get_detector_class
 from fairforensics.evaluation.metrics import SingleClassError
 from fairforensics.evaluation.predict import predict_index
 from fairforensics.evaluation.predictions import Predictions, read_predictions, write_predictions
@@ -122,6 +129,7 @@ class FairnessProtocol:
     xs: list[float] | None = None
     fairswap_group_key: str | None = None  # null: train_attribute
     fused_balance: str | None = None  # fused training: oversample label x this attribute
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)  # per-detector model settings
 
     @property
     def swap_key(self) -> str | None:
@@ -150,6 +158,11 @@ class FairnessProtocol:
             )
         if self.level not in ("frame", "video"):
             raise ValueError(f"level must be 'frame' or 'video', got {self.level!r}")
+        stray = sorted(set(self.models) - set(self.detectors))
+        if stray:
+            raise ValueError(
+                f"models names {', '.join(stray)}, not in detectors ({', '.join(self.detectors)})"
+            )
 
 
 def load_protocol(path: str | Path, overrides: Sequence[str] = ()) -> FairnessProtocol:
@@ -205,16 +218,35 @@ def train_and_predict(
     )
 
 
-def protocol_train_overrides(protocol: FairnessProtocol, sub: SubProtocol) -> dict[str, Any]:
+def protocol_train_overrides(
+    protocol: FairnessProtocol, sub: SubProtocol, detector: str | None = None
+) -> dict[str, Any]:
     """Trainer overrides of one sub-protocol: FairSWAP's group key, the fused sampler, then the
-    protocol's own ``train:`` section on top (see the module docstring)."""
+    protocol's own ``train:`` section and ``detector``'s ``models:`` entry on top (see the
+    module docstring)."""
     train: dict[str, Any] = {}
     if protocol.swap_key:
         train["fairswap"] = {"group_key": protocol.swap_key}
     if protocol.fused_balance and not sub.train_groups:
         train["sampler"] = "class_group_balanced"
         train["group_key"] = protocol.fused_balance
-    return deep_merge({"train": train}, protocol.train)
+    overrides = deep_merge({"train": train}, protocol.train)
+    if detector in protocol.models:
+        overrides = deep_merge(overrides, {"model": protocol.models[detector]})
+    return overrides
+
+
+def check_fairswap_detectors(protocol: FairnessProtocol, detectors: Sequence[str]) -> None:
+    """FairSWAP needs one sample per index: a detector trained on pairs cannot take it."""
+    if True not in protocol.fairswap:
+        return
+    paired = [d for d in detectors if "pairs" in get_detector_class(d).requires]
+    if paired:
+        raise ValueError(
+            f"protocol {protocol.name}: {', '.join(paired)} train on real/fake pairs, which "
+            "FairSWAP cannot swap; set fairswap: [false] (or run them in a protocol without "
+            "FairSWAP)"
+        )
 
 
 def prepare_index(protocol: FairnessProtocol, data_root: str | Path, dataset: str):
@@ -313,6 +345,7 @@ def run_protocol(
     """
     out = Path(out_dir)
     dets = list(detectors or protocol.detectors)
+    check_fairswap_detectors(protocol, dets)
     xs = np.asarray(protocol.xs if protocol.xs is not None else DEFAULT_XS, dtype=np.float64)
     alpha = report_cfg.alpha if report_cfg is not None else protocol.alpha
     species_rule = report_cfg.species_rule if report_cfg is not None else "pooled"
@@ -346,7 +379,7 @@ def run_protocol(
                     out / "runs",
                     run_name,
                     list(train_configs),
-                    protocol_train_overrides(protocol, sub),
+                    protocol_train_overrides(protocol, sub, det),
                 )
                 write_predictions(pred_path, pred)
                 results[(det, fs, sub.id)] = pred
@@ -555,6 +588,7 @@ def _protocol_figures(
 
 __all__ = [
     "BalanceConfig",
+    "check_fairswap_detectors",
     "DerivedAttribute",
     "FairnessProtocol",
     "SubProtocol",

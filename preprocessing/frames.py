@@ -11,7 +11,8 @@ tensors ([3, H, W], or [T, 3, H, W] for clips); :func:`to_device` moves a batch 
 and normalises it with the detector's mean/std there, which keeps workers cheap.
 
 The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
-``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``,
+``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``
+(with ``random_pairs``: the real partner drawn at random instead of from the same source),
 ``blend:<name>`` (with ``xray`` when the generator makes one; blends are made from real frames
 only, or from every frame, real or fake, when ``blend_all`` is also required: DeepfakeBench's
 FWA) and ``pixel_map``. A frame that
@@ -39,7 +40,16 @@ from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 log = logging.getLogger(__name__)
 
 SAMPLE_KEYS = frozenset(
-    {"mask", "landmarks", "method_label", "views", "pairs", "pixel_map", "blend_all"}
+    {
+        "mask",
+        "landmarks",
+        "method_label",
+        "views",
+        "pairs",
+        "random_pairs",
+        "pixel_map",
+        "blend_all",
+    }
 )
 
 
@@ -171,6 +181,7 @@ class FrameDataset(Dataset):
                     f"{bare[0]}; preprocess with landmarks"
                 )
         self._reals_by_identity = self._real_partners() if self.pairs else {}
+        self._all_reals = sorted({i for c in self._reals_by_identity.values() for i in c})
         self._partner_tables: dict[str, Any] = {}
 
     def _clip_items(self, keep: Any, frame_num: int, clip_size: int, split: str) -> list[_Item]:
@@ -437,7 +448,7 @@ class FrameDataset(Dataset):
             fake = self._blended(sample, item.video, item.pos, seed)
             return [sample, fake] if fake is not None else [sample]
         if self.pairs:
-            partner = self._partner(video, index, seed)
+            partner = self._partner(video, index, seed, sample_seed(self.seed, epoch, i, 2))
             real = self._sample(
                 partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced
             )
@@ -449,13 +460,16 @@ class FrameDataset(Dataset):
             return {"_pair": [sample, real]}
         return sample
 
-    def _partner(self, video: VideoEntry, index: DatasetIndex, seed: int) -> int:
-        """A real video of the same identity (source) where possible, else a seeded random one."""
+    def _partner(self, video: VideoEntry, index: DatasetIndex, seed: int, draw: int) -> int:
+        """A real video of the same identity (source) where possible, else a seeded random one;
+        with ``random_pairs`` always the random one (``draw``: a seed of this epoch and sample)."""
+        every = self._all_reals
+        if "random_pairs" in self.requires:
+            return every[draw % len(every)]
         for key in (video.identity, video.id.split("_")[0]):
             cands = self._reals_by_identity.get(f"{index.dataset}/{key}") if key else None
             if cands:
                 return cands[seed % len(cands)]
-        every = sorted({i for c in self._reals_by_identity.values() for i in c})
         return every[seed % len(every)]
 
 

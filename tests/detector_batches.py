@@ -36,7 +36,10 @@ def make_batch(
         "method": ["real" if y == 0 else "fake" for y in label.tolist()],
         "dataset": ["test"] * n,
         "frame": list(range(n)),
-        "attributes": {"gender": ["female" if i % 2 else "male" for i in range(n)]},
+        "attributes": {
+            "gender": ["female" if i % 2 else "male" for i in range(n)],
+            "race": [("Asian", "White", "Black", "others")[i % 4] for i in range(n)],
+        },
     }
     if "mask" in requires:
         mask = (torch.rand(n, 1, size, size, generator=gen) > 0.5).float()

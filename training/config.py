@@ -53,7 +53,11 @@ def check_values(section: object, rules: Mapping[str, _Rule]) -> None:
 
 @dataclass
 class OptimizerConfig:
-    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD."""
+    """Optimiser: Adam (paper default, lr 2e-4, betas 0.9/0.999), AdamW or SGD.
+
+    ``sam_rho`` > 0 wraps it in sharpness-aware minimisation with that radius (two forward-backward
+    passes per step; ``sam_adaptive``: ASAM's parameter-scaled radius; :mod:`training.sam`).
+    """
 
     name: Literal["adam", "adamw", "sgd"] = "adam"
     lr: float = 2e-4
@@ -62,6 +66,8 @@ class OptimizerConfig:
     weight_decay: float = 0.0
     momentum: float = 0.9
     nesterov: bool = False
+    sam_rho: float = 0.0
+    sam_adaptive: bool = False
 
     def __post_init__(self) -> None:
         check_values(
@@ -72,6 +78,7 @@ class OptimizerConfig:
                 "eps": _AT_LEAST_0,
                 "weight_decay": _AT_LEAST_0,
                 "momentum": _PROBABILITY,
+                "sam_rho": (lambda v: v >= 0, "a number >= 0 (0: no SAM)"),
             },
         )
 

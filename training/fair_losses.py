@@ -9,7 +9,7 @@ aggregate built on the conditional value at risk (Rockafellar and Uryasev 2000):
 which for ``n`` losses is the mean of the worst ``a n`` of them (the next one weighted by the
 fractional part): ``a = 1`` is the mean, ``a -> 0`` the maximum. :func:`cvar` computes this
 minimum exactly by sorting (no line search), so its gradient is the sub-gradient of the
-variational form.
+variational form (it lives in ``detectors.cvar``, which PG-FDD's loss also uses).
 
 - DAG-FDD (demographic-agnostic): ``CVaR_alpha`` over the batch's per-sample losses: the worst
   ``alpha`` share of samples, whatever group they belong to, drives training.
@@ -36,11 +36,12 @@ to their mean); the detector's other loss terms are kept unchanged:
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+
+from fairforensics.detectors.cvar import cvar
 
 log = logging.getLogger(__name__)
 
@@ -63,23 +64,6 @@ class FairLossConfig:
             value = getattr(self, key)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"train.fair_loss.{key} must be in (0, 1], got {value}")
-
-
-def cvar(losses: torch.Tensor, alpha: float) -> torch.Tensor:
-    """Empirical ``CVaR_alpha`` of a 1-D tensor of losses (the mean of the worst ``alpha``
-    share), exact and differentiable."""
-    if losses.ndim != 1 or losses.numel() == 0:
-        raise ValueError(f"cvar needs a non-empty 1-D tensor, got shape {tuple(losses.shape)}")
-    if not 0.0 < alpha <= 1.0:
-        raise ValueError(f"cvar alpha must be in (0, 1], got {alpha}")
-    n = losses.numel()
-    mass = alpha * n
-    whole = min(int(math.floor(mass + 1e-9)), n)
-    ordered = torch.sort(losses, descending=True).values
-    total = ordered[:whole].sum()
-    if whole < n and mass - whole > 1e-9:
-        total = total + (mass - whole) * ordered[whole]
-    return total / mass
 
 
 def dag_fdd(losses: torch.Tensor, alpha: float) -> torch.Tensor:

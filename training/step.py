@@ -4,6 +4,9 @@ Normalise the uint8 batch on the device (channels_last when asked), forward and 
 autocast, a finite-loss check agreed by every rank, backward through the grad scaler, optional
 gradient clipping, the optimiser and the per-step scheduler. An optional ``fair_loss``
 (:class:`training.fair_losses.FairLoss`) rewrites the detector's losses before the backward.
+With ``sam`` (:class:`training.sam.SharpnessAwarePerturbation`) the step is SAM's: a second
+forward-backward at the perturbed weights, with batch-norm statistics frozen, gives the gradient
+the optimiser applies; the losses reported are the first pass's.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from typing import Any
 
 import torch
 
+from fairforensics.configs import ConfigError
 from fairforensics.evaluation.predict import autocast
 from fairforensics.preprocessing.frames import to_device
 from fairforensics.training import distributed as D
+from fairforensics.training.sam import SharpnessAwarePerturbation, frozen_bn_statistics
 
 
 class NonFiniteLossError(RuntimeError):
@@ -46,7 +51,13 @@ class TrainStep:
         grad_clip: float | None = None,
         scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
         fair_loss: Callable[..., dict[str, torch.Tensor]] | None = None,
+        sam: SharpnessAwarePerturbation | None = None,
     ) -> None:
+        if sam is not None and amp_dtype == torch.float16:
+            raise ConfigError(
+                "SAM (train.optimizer.sam_rho > 0) needs train.precision bf16 or fp32: fp16's "
+                "loss scaling is not supported with it"
+            )
         self.detector = detector
         self.forward = forward if forward is not None else detector
         self.optimizer = optimizer
@@ -56,22 +67,35 @@ class TrainStep:
         self.grad_clip = grad_clip
         self.scheduler = scheduler
         self.fair_loss = fair_loss
+        self.sam = sam
         self.scaler = torch.amp.GradScaler(device.type, enabled=amp_dtype == torch.float16)
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, float]:
-        cfg = self.detector.cfg
-        batch = to_device(batch, self.device, cfg.mean, cfg.std, self.channels_last)
+    def _losses(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """Forward and loss under autocast; a non-finite total raises on every rank."""
         with autocast(self.device, self.amp_dtype):
             out = self.forward(batch)
             losses = self.detector.loss(batch, out)
             if self.fair_loss is not None:
                 losses = self.fair_loss(self.detector, batch, out, losses)
-        loss = losses["total"]
-        if D.any_flag(not bool(torch.isfinite(loss.detach()).all()), self.device):
+        if D.any_flag(not bool(torch.isfinite(losses["total"].detach()).all()), self.device):
             terms = {k: float(v.detach().float().mean()) for k, v in losses.items()}
             raise NonFiniteLossError(f"non-finite loss: {terms}", terms)
+        return losses
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, float]:
+        cfg = self.detector.cfg
+        batch = to_device(batch, self.device, cfg.mean, cfg.std, self.channels_last)
+        losses = self._losses(batch)
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        self.scaler.scale(losses["total"]).backward()
+        if self.sam is not None:
+            self.sam.ascend()
+            self.optimizer.zero_grad(set_to_none=True)
+            try:
+                with frozen_bn_statistics(self.detector):
+                    self._losses(batch)["total"].backward()
+            finally:
+                self.sam.restore()
         if self.grad_clip:
             self.scaler.unscale_(self.optimizer)
             torch.nn.utils.clip_grad_norm_(self.detector.parameters(), self.grad_clip)

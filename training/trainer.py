@@ -45,7 +45,12 @@ from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.scoring import detection_metrics
 from fairforensics.preprocessing.device import amp_dtype, resolve_device, to_channels_last
 from fairforensics.preprocessing.files import write_json, write_yaml
-from fairforensics.preprocessing.frames import FrameDataset, collate, method_names_of
+from fairforensics.preprocessing.frames import (
+    FrameDataset,
+    collate,
+    method_names_of,
+    sample_positions,
+)
 from fairforensics.preprocessing.index import DatasetIndex
 from fairforensics.preprocessing.resolve import resolve_datasets
 from fairforensics.preprocessing.rundir import RunDir, new_run_dir, run_meta
@@ -61,6 +66,7 @@ from fairforensics.training.config import (
 from fairforensics.training.fair_losses import FairLoss
 from fairforensics.training.host_memory import keep_freed_host_memory
 from fairforensics.training.preflight import check_splits, check_unreadable
+from fairforensics.training.sam import SharpnessAwarePerturbation
 from fairforensics.training.samplers import ShardSampler, TrainSampler
 from fairforensics.training.selection import Selector
 from fairforensics.training.step import NonFiniteLossError, TrainStep
@@ -223,6 +229,16 @@ class Trainer:
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
         model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
+        videos = [
+            (
+                f"{ix.dataset}/{v.method}/{v.id}",
+                v.attributes,
+                len(sample_positions(len(v.frames), t.frame_num)),  # samples per video
+            )
+            for ix in train_idx
+            for v in ix.split("train")
+        ]
+        model_cfg = detector_cls.configure_from_attributes(model_cfg, videos)
         torch.manual_seed(t.seed)
         self.detector = build_detector(cfg.detector, model_cfg).to(self.device)
         torch.manual_seed(t.seed + self.dist.rank)  # same init everywhere, own dropout per rank
@@ -334,6 +350,13 @@ class Trainer:
             grad_clip=t.grad_clip,
             scheduler=self.scheduler,
             fair_loss=FairLoss(t.fair_loss) if t.fair_loss.name != "none" else None,
+            sam=(
+                SharpnessAwarePerturbation(
+                    self.detector.parameters(), t.optimizer.sam_rho, t.optimizer.sam_adaptive
+                )
+                if t.optimizer.sam_rho > 0
+                else None
+            ),
         )
         self.selector = Selector(t.selection, t.selection_metric, t.selection_level, t.patience)
 
