@@ -41,10 +41,16 @@ _SCNET_ONLY = (".scconv.k2.", "fc.")
 
 @dataclass
 class STILConfig(ClipDetectorConfig):
+    """``width``: SCNet's base width (64; smaller only for quick tests, a multiple of 16 from 32,
+    so that TIM's reduction by 16 and the shift's eighths stay whole)."""
+
     clip_size: int = 8
     input_size: int = 224
+    width: int = 64
 
     def __post_init__(self) -> None:
+        if self.width < 32 or self.width % 16:
+            raise ValueError(f"width must be a multiple of 16 from 32, got {self.width}")
         if self.clip_size < 2:
             raise ValueError(
                 f"clip_size must be >= 2 (TIM compares each frame with the next), got {self.clip_size}"
@@ -68,7 +74,7 @@ class STIL(Detector):
 
     def __init__(self, cfg: STILConfig) -> None:
         super().__init__(cfg)
-        self.base = STILNet(cfg.clip_size)
+        self.base = STILNet(cfg.clip_size, cfg.width)
         self.fc = nn.Linear(self.base.num_features, 2)
         if cfg.pretrained not in (False, None, "", "false", "none"):
             self.load_imagenet(cfg.pretrained)

@@ -204,10 +204,12 @@ class Bottleneck(nn.Module):
 
 
 class STILNet(nn.Module):
-    """SCNet-50 v1d with STIL bottlenecks; ``forward`` gives pooled features [N*T, 2048]."""
+    """SCNet-50 v1d with STIL bottlenecks; ``forward`` gives pooled features [N*T, 32 * width]
+    (2048). ``width``: the planes of ``layer1`` (64; 128, 256, 512 after it), the stem half of it."""
 
-    def __init__(self, segments: int, stem_width: int = 32) -> None:
+    def __init__(self, segments: int, width: int = 64) -> None:
         super().__init__()
+        stem_width = width // 2
         self.conv1 = nn.Sequential(
             nn.Conv2d(3, stem_width, 3, 2, 1, bias=False),
             nn.BatchNorm2d(stem_width),
@@ -221,8 +223,8 @@ class STILNet(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         inplanes = stem_width * 2
-        for i, (planes, depth) in enumerate(zip((64, 128, 256, 512), DEPTHS, strict=True)):
-            stride = 1 if i == 0 else 2
+        for i, depth in enumerate(DEPTHS):
+            planes, stride = width * 2**i, 1 if i == 0 else 2
             blocks = [Bottleneck(segments, inplanes, planes, stride, avd=stride > 1)]
             inplanes = planes * EXPANSION
             blocks += [Bottleneck(segments, inplanes, planes) for _ in range(1, depth)]
