@@ -32,8 +32,8 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
                    ``pair_index`` long [B] gives each sample's partner (UCF)
 ``random_pairs``   with ``pairs``: each fake's real partner drawn at random (PG-FDD)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
-                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``); their targets come as
-                   ``xray`` float [B, 1, H, W] where the generator makes one
+                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``sbi_paper``); their targets
+                   come as ``xray`` float [B, 1, H, W] where the generator makes one
 ``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)
 =================  =================================================================================
 
@@ -98,6 +98,10 @@ class Detector(nn.Module):
     - :meth:`configure_from_attributes`: config values from the training videos' attributes
       (PG-FDD's demographic groups).
     - :meth:`set_epoch`: called by the trainer before every epoch (epoch-dependent losses).
+    - :meth:`set_schedule`: called by the trainer once, before training, with the batches per
+      epoch and the number of epochs (losses on a step schedule, e.g. UIA-ViT's).
+    - ``late_params``: parameters the loss reaches only after a warm-up phase (UIA-ViT's
+      ``c_*`` from its second epoch); the contract tests do not expect their gradient at step 1.
     """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
@@ -108,6 +112,7 @@ class Detector(nn.Module):
     test_config: ClassVar[dict[str, Any]] = {}
     input_kind: ClassVar[str] = "frame"
     test_clip_size: ClassVar[int] = 4
+    late_params: ClassVar[frozenset[str]] = frozenset()
     #: DeepfakeBench's config name for this model (``training/config/detector/<name>.yaml``), or None.
     deepfakebench_name: ClassVar[str | None] = None
 
@@ -142,6 +147,10 @@ class Detector(nn.Module):
 
     def set_epoch(self, epoch: int) -> None:
         """Called by the trainer at the start of every epoch (0-based); a no-op by default."""
+
+    def set_schedule(self, steps_per_epoch: int, epochs: int) -> None:
+        """Called by the trainer before training: optimiser steps per epoch (per rank) and
+        epochs; a no-op by default."""
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError

@@ -89,6 +89,32 @@ def efficientnet_pytorch_numerics(model: nn.Module) -> nn.Module:
     return model
 
 
+def efficientnet_b4_rules(src: str, dst: str) -> dict[str, str]:
+    """Prefix rules (for :func:`detectors.dfb_keys.remap`) from efficientnet_pytorch's
+    EfficientNet-B4 under ``src`` (flat ``_blocks.N``, DeepfakeBench's layout) to timm's
+    ``efficientnet_b4`` under ``dst`` (``blocks.stage.index``)."""
+    prefixes = {
+        src + "_conv_stem.": dst + "conv_stem.",
+        src + "_bn0.": dst + "bn1.",
+        src + "_conv_head.": dst + "conv_head.",
+        src + "_bn1.": dst + "bn2.",
+    }
+    n = 0
+    for stage, depth in enumerate(_STAGE_DEPTHS):
+        for i in range(depth):
+            a, b = f"{src}_blocks.{n}.", f"{dst}blocks.{stage}.{i}."
+            names = {"_depthwise_conv": "conv_dw", "_se_reduce": "se.conv_reduce"}
+            names["_se_expand"] = "se.conv_expand"
+            if stage == 0:  # no expansion: timm's DepthwiseSeparableConv
+                names |= {"_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
+            else:
+                names |= {"_expand_conv": "conv_pw", "_bn0": "bn1", "_bn1": "bn2"}
+                names |= {"_project_conv": "conv_pwl", "_bn2": "bn3"}
+            prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
+            n += 1
+    return prefixes
+
+
 @register_detector("efficientnet_b4", family="Naive")
 class EfficientNetB4(TimmClassifier):
     """timm ``efficientnet_b4`` with a 2-way head (17,552,202 parameters)."""
@@ -107,25 +133,6 @@ class EfficientNetB4(TimmClassifier):
         self, state_dict: dict[str, torch.Tensor]
     ) -> dict[str, torch.Tensor]:
         """efficientnet_pytorch's flat ``_blocks.N`` -> timm's ``blocks.stage.index``."""
-        src = "backbone.efficientnet."
-        prefixes = {
-            src + "_conv_stem.": "backbone.conv_stem.",
-            src + "_bn0.": "backbone.bn1.",
-            src + "_conv_head.": "backbone.conv_head.",
-            src + "_bn1.": "backbone.bn2.",
-            "backbone.last_layer.": "head.",
-        }
-        n = 0
-        for stage, depth in enumerate(_STAGE_DEPTHS):
-            for i in range(depth):
-                a, b = f"{src}_blocks.{n}.", f"backbone.blocks.{stage}.{i}."
-                names = {"_depthwise_conv": "conv_dw", "_se_reduce": "se.conv_reduce"}
-                names["_se_expand"] = "se.conv_expand"
-                if stage == 0:  # no expansion: timm's DepthwiseSeparableConv
-                    names |= {"_bn1": "bn1", "_project_conv": "conv_pw", "_bn2": "bn2"}
-                else:
-                    names |= {"_expand_conv": "conv_pw", "_bn0": "bn1", "_bn1": "bn2"}
-                    names |= {"_project_conv": "conv_pwl", "_bn2": "bn3"}
-                prefixes |= {f"{a}{k}.": f"{b}{v}." for k, v in names.items()}
-                n += 1
+        prefixes = efficientnet_b4_rules("backbone.efficientnet.", "backbone.")
+        prefixes["backbone.last_layer."] = "head."
         return remap(state_dict, prefixes)

@@ -183,6 +183,11 @@ class AltFreezing(I3DBase):
             "temporal": frozenset(k for k, size in convs.items() if size == (3, 1, 1)),
         }
 
+    @property
+    def late_params(self) -> frozenset[str]:  # type: ignore[override]
+        """The temporal convolutions: frozen in the first training step by either schedule."""
+        return frozenset(f"backbone.{k}" for k in self.groups["temporal"])
+
     def _mode_after(self, step: int, before: str) -> str:
         """DeepfakeBench's mode after the forward pass of ``step``."""
         return {0: "spatial", 1: "temporal"}.get(step % self.cycle, before)

@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 WITHIN_DOMAIN = ("FF-c23", "FF-c40", "FF-DF", "FF-F2F", "FF-FS", "FF-NT")
 CROSS_DOMAIN = ("CDFv1", "CDFv2", "DF-1.0", "DFD", "DFDC", "DFDCP", "FSh", "UADFV")
 FF_METHODS = ("FF-DF", "FF-F2F", "FF-FS", "FF-NT")
-#: Row order of paper 002, Table 1 (plus the PAD detectors of paper 001); the type of each
+#: Row order of paper 002, Table 1, DeepfakeBench v2's detectors (plus the PAD detectors of
+#: paper 001); the type of each
 #: detector is its ``family`` (``@register_detector(name, family=...)``).
 TABLE_ORDER = (
     "meso4",
@@ -56,6 +57,20 @@ TABLE_ORDER = (
     "f3net",
     "spsl",
     "srm",
+    # DeepfakeBench v2's image detectors (v2 README order), then PG-FDD (family Fairness)
+    "sbi",
+    "lsda",
+    "iid",
+    "lrl",
+    "rfm",
+    "sia",
+    "sladd",
+    "uia_vit",
+    "clip",
+    "pcl_xception",
+    "multi_attention",
+    "effort",
+    "pg_fdd",
     "tall",
     "ftcn",
     "altfreezing",
@@ -70,7 +85,7 @@ TABLE_ORDER = (
     "deeppixbis",
     "lmfd_pad",
 )
-TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "PAD", "Other")
+TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Other")
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
 
 

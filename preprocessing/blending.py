@@ -16,6 +16,11 @@ Three generators share one mask pipeline (landmark convex hull -> random deforma
   and blended with a randomly deformed convex-hull mask ``M``; the X-ray target is
   ``B = 4 * M * (1 - M)``.
 
+* ``sbi_paper``: SBI as its authors' code makes it (:mod:`preprocessing.self_blending`; the ``sbi``
+  detector's training data): four hull types, the augmentation on the source or the target,
+  affine + elastic mask deformation, and one colour/JPEG transform shared by the pair, whose real
+  image (the possibly transformed target) comes back as ``"real"``.
+
 The trainer calls :func:`generate` (and :func:`needs_partner` to know whether to load a partner).
 """
 
@@ -39,7 +44,7 @@ from fairforensics.preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
 
-GENERATORS = ("sbi", "fwa", "xray")
+GENERATORS = ("sbi", "fwa", "xray", "sbi_paper")
 SBI_BLEND_RATIOS = (0.25, 0.5, 0.75, 1.0, 1.0, 1.0)
 FWA_SCALES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 _LEFT_EYE = slice(36, 42)
@@ -287,7 +292,12 @@ def generate(
     rng: np.random.Generator,
     partner: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
-    """One blended fake: ``{"image": uint8, "mask": float32 HxW}`` plus ``"xray"`` for ``xray``."""
+    """One blended fake: ``{"image": uint8, "mask": float32 HxW}`` plus ``"xray"`` for ``xray``
+    and ``"real"`` (the real image of the pair, to use instead of ``image``) for ``sbi_paper``."""
+    if name == "sbi_paper":
+        from fairforensics.preprocessing.self_blending import self_blend_pair
+
+        return self_blend_pair(image, landmarks, rng)
     if needs_partner(name):
         blended, mask, xray = xray_blend(image, landmarks, partner, rng)  # type: ignore[arg-type]
         return {"image": blended, "mask": mask, "xray": xray}

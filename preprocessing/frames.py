@@ -33,7 +33,12 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from fairforensics.preprocessing.blending import NearestLandmarks, generate, needs_partner
+from fairforensics.preprocessing.blending import (
+    BlendingError,
+    NearestLandmarks,
+    generate,
+    needs_partner,
+)
 from fairforensics.preprocessing.clips import clip_windows, has_gaps, video_runs
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 
@@ -398,7 +403,24 @@ class FrameDataset(Dataset):
         partner = self._blend_partner(vid, pos, rng) if needs_partner(self.blend[0]) else None
         if needs_partner(self.blend[0]) and partner is None:
             return None
-        result = generate(self.blend[0], image, landmarks, rng, partner=partner)
+        try:
+            result = generate(self.blend[0], image, landmarks, rng, partner=partner)
+        except BlendingError as exc:
+            index, video = self.videos[vid]
+            log.warning(
+                "%s/%s: no %s blend of frame %d: %s",
+                index.dataset,
+                video.id,
+                self.blend[0],
+                pos,
+                exc,
+            )
+            return None
+        if "real" in result:  # the generator's real image of the pair (SBI's transformed target)
+            r_img, _, _ = apply_augment(
+                self.augment, sample_seed(seed, 0), result["real"], landmarks
+            )
+            real["image"] = _to_chw([r_img])
         b_img, b_mask, xray = result["image"], result["mask"], result.get("xray")
         b_img, b_lm, b_mask = apply_augment(
             self.augment, sample_seed(seed, 0), b_img, landmarks, b_mask

@@ -102,7 +102,7 @@ def test_families_read_from_the_source_match_the_classes() -> None:
     builtin = registry._builtin_decorators()
     assert len(builtin) >= 21
     for name, (_, family) in builtin.items():
-        assert family in ("Naive", "Spatial", "Frequency", "PAD"), name
+        assert family in ("Naive", "Spatial", "Frequency", "PAD", "Video", "Fairness"), name
         assert detector_family(name) == family
         assert get_detector_class(name).family == family
     assert detector_family("not_a_detector") == "Other"

@@ -320,6 +320,7 @@ class Trainer:
         )
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
+        self.detector.set_schedule(self.steps_per_epoch, t.epochs)
 
     def _setup_optimisation(self) -> None:
         """DDP wrapper, optimiser, scheduler, the train step and checkpoint selection."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -111,17 +111,24 @@ def _names(keys: list[str]) -> str:
     return ", ".join(keys[:_LIST]) + more
 
 
-def load_state_dict_file(module: nn.Module, path: str | Path, strict: bool | None = None) -> None:
+def load_state_dict_file(
+    module: nn.Module,
+    path: str | Path,
+    strict: bool | None = None,
+    rename: Callable[[dict[str, torch.Tensor]], dict[str, torch.Tensor]] | None = None,
+) -> None:
     """Load a local state-dict file (``weights_only``) onto ``module``.
 
     ``strict`` (default: the config's ``pretrained_strict``, see :data:`PRETRAINED_STRICT`):
     every tensor of ``module`` must come from the file, and every tensor of the file must fit,
     except a classifier (:data:`CLASSIFIER_NAMES`) the module lacks or has in another shape.
+    ``rename`` maps the file's tensors onto the module's names first (another library's layout).
     """
     strict = PRETRAINED_STRICT.get() if strict is None else strict
     path = Path(path).expanduser()
     own = module.state_dict()
-    state = _adapt_layout(_read_state_file(path), own)
+    state = _read_state_file(path)
+    state = _adapt_layout(rename(state) if rename is not None else state, own)
 
     def is_classifier(key: str) -> bool:
         return key.split(".", 1)[0] in CLASSIFIER_NAMES

@@ -1,0 +1,200 @@
+"""Local foundation-weight files for the transformer backbones (CLIP, ViT), read and loaded strictly.
+
+:func:`read_weight_files` reads what users have on disk into one ``{name: float32 tensor}`` dict:
+
+* a Hugging Face ``save_pretrained`` folder (``model.safetensors``, ``pytorch_model.bin`` or their
+  sharded ``*.index.json`` forms; ``config.json`` is returned beside the tensors), or an
+  open_clip hub folder (``open_clip_model.safetensors`` / ``open_clip_pytorch_model.bin``);
+* a ``.safetensors`` file;
+* a torch file (``torch.load(..., weights_only=True)``; a ``state_dict`` / ``model`` entry and
+  DDP's ``module.`` prefix are unwrapped);
+* a TorchScript archive (the ``ViT-B-16.pt`` / ``ViT-L-14.pt`` files OpenAI's ``clip`` package
+  downloads), read with ``torch.jit.load``; only its tensors are used.
+
+Half-precision tensors (OpenAI's files are fp16) become float32. :func:`load_matching` then copies a
+converted dict onto a module: with ``strict`` (the detector config's ``pretrained_strict``,
+default true) every tensor of the module must come from the file and every tensor of the file must
+fit, else one :class:`~detectors.backbones.PretrainedWeightsError` names the missing, unexpected
+and mis-shaped keys.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from fairforensics.detectors.backbones import (
+    PRETRAINED_STRICT,
+    PretrainedWeightsError,
+    read_torch_file,
+    strip_module_prefix,
+)
+
+log = logging.getLogger(__name__)
+
+_LIST = 8
+#: ``pretrained:`` values that mean random initialisation.
+NO_WEIGHTS = (False, None, "", "false", "none")
+#: Weight files of a folder, in the order they are looked for.
+FOLDER_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "open_clip_model.safetensors",
+    "open_clip_pytorch_model.bin",
+)
+_HOW = "pass a local weights file or folder (see docs/detectors.md), or set 'pretrained: false'"
+
+
+def _names(keys: list[str]) -> str:
+    more = f" (+{len(keys) - _LIST} more)" if len(keys) > _LIST else ""
+    return ", ".join(keys[:_LIST]) + more
+
+
+def _is_torchscript(path: Path) -> bool:
+    if not zipfile.is_zipfile(path):
+        return False
+    with zipfile.ZipFile(path) as zf:
+        return any(n.endswith("/constants.pkl") or "/code/" in n for n in zf.namelist())
+
+
+def _read_safetensors(path: Path) -> dict[str, torch.Tensor]:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise PretrainedWeightsError(f"{path}: cannot read safetensors file: {exc}") from None
+
+
+def _read_torchscript(path: Path) -> dict[str, torch.Tensor]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.jit.load's deprecation notice
+        try:
+            module = torch.jit.load(str(path), map_location="cpu")
+        except Exception as exc:  # noqa: BLE001 - broken archives fail in many ways
+            raise PretrainedWeightsError(
+                f"{path}: cannot read TorchScript archive: {exc}"
+            ) from None
+    return dict(module.state_dict())
+
+
+def _read_torch(path: Path) -> dict[str, torch.Tensor]:
+    data = read_torch_file(path, PretrainedWeightsError, _HOW)
+    for key in ("state_dict", "model"):
+        if isinstance(data, dict) and isinstance(data.get(key), dict):
+            data = data[key]
+    if not isinstance(data, dict) or not all(isinstance(v, torch.Tensor) for v in data.values()):
+        raise PretrainedWeightsError(f"{path}: expected a state dict of tensors")
+    return strip_module_prefix(data)
+
+
+def _read_file(path: Path) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        return _read_safetensors(path)
+    if path.name.endswith(".index.json"):
+        index = json.loads(path.read_text(encoding="utf-8"))
+        out: dict[str, torch.Tensor] = {}
+        for shard in sorted(set(index.get("weight_map", {}).values())):
+            out.update(_read_file(path.parent / shard))
+        return out
+    if path.is_file() and path.stat().st_size and _is_torchscript(path):
+        return _read_torchscript(path)
+    return _read_torch(path)
+
+
+def local_weights(pretrained: bool | str | None, what: str) -> str | None:
+    """The path ``pretrained:`` names, None for random initialisation; hub weights (``true``,
+    ``timm``) are refused, naming ``what`` to pass instead."""
+    if pretrained in NO_WEIGHTS:
+        return None
+    if pretrained is True or pretrained == "timm":
+        raise PretrainedWeightsError(
+            f"{what} weights load from a local file or folder only (nothing is downloaded): set "
+            f"'pretrained: /path/to/file' or 'pretrained: false'"
+        )
+    return str(pretrained)
+
+
+def read_weight_files(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[str, Any] | None]:
+    """(float32 tensors, the folder's ``config.json`` or None) of a weights file or folder."""
+    path = Path(path).expanduser()
+    config = None
+    if path.is_dir():
+        found = next((path / n for n in FOLDER_FILES if (path / n).is_file()), None)
+        if found is None:
+            raise PretrainedWeightsError(
+                f"{path}: folder holds no weights file (looked for {', '.join(FOLDER_FILES)})"
+            )
+        if (path / "config.json").is_file():
+            config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        path = found
+    elif not path.exists():
+        raise PretrainedWeightsError(f"{path}: weights file or folder not found; {_HOW}")
+    state = _read_file(path)
+    return {k: v.float() if v.is_floating_point() else v for k, v in state.items()}, config
+
+
+def load_matching(
+    module: nn.Module,
+    state: Mapping[str, torch.Tensor],
+    source: str,
+    *,
+    strict: bool | None = None,
+    not_in_file: Iterable[str] = (),
+    hint: str = "",
+) -> None:
+    """Copy ``state`` (already in ``module``'s key names) onto ``module``.
+
+    ``not_in_file``: prefixes of ``module`` keys a foundation file does not have (a new head, a
+    new normalisation layer); they keep their initial values. ``strict`` (default: the config's
+    ``pretrained_strict``): anything else missing, unexpected or mis-shaped is one error naming
+    the keys, followed by ``hint``.
+    """
+    strict = PRETRAINED_STRICT.get() if strict is None else strict
+    not_in_file = tuple(not_in_file)
+    own = {k: v for k, v in module.state_dict().items() if not k.startswith(not_in_file or ("\0",))}
+    kept = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+    missing = sorted(set(own) - set(kept) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    shapes = sorted(
+        f"{k} {tuple(v.shape)} vs {tuple(own[k].shape)}"
+        for k, v in state.items()
+        if k in own and own[k].shape != v.shape
+    )
+    problems = [
+        f"{what} {len(keys)}: {_names(keys)}"
+        for what, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
+        if keys
+    ]
+    if strict and problems:
+        raise PretrainedWeightsError(
+            f"{source} does not cover the backbone ({len(kept)} of {len(own)} tensors fit): "
+            + "; ".join(problems)
+            + (f"; {hint}" if hint else "")
+            + "; pass a complete file, or set 'pretrained_strict: false' to load only what fits"
+        )
+    if not kept:
+        raise PretrainedWeightsError(f"{source}: no tensor in the file matches the model; {_HOW}")
+    with torch.no_grad():
+        module.load_state_dict(kept, strict=False)
+    log.info(
+        "loaded %d of %d tensors from %s%s",
+        len(kept),
+        len(own),
+        source,
+        f" (pretrained_strict: false; {'; '.join(problems)})" if problems else "",
+    )
+
+
+__all__ = ["FOLDER_FILES", "NO_WEIGHTS", "load_matching", "local_weights", "read_weight_files"]
