@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fairforensics.detectors import build_detector, load_detector_yaml
+from fairforensics.detectors import build_detector, get_detector_class, load_detector_yaml
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.scnet import STIL_ONLY
 from fairforensics.evaluation.predictions import read_predictions
@@ -400,13 +400,26 @@ def clip_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize("name", list(TINY))
+def _tiny_transformer(name: str) -> dict:
+    """The video transformers at their contract-test width, on the fixture's 4-frame clips."""
+    cls = get_detector_class(name)
+    return {**cls.test_config, "clip_size": 4, "input_size": cls.test_input_size}
+
+
+#: every video detector of DeepfakeBench v2 at a tiny width (the CNNs above, the transformers)
+TRAINER_TINY = {
+    **TINY,
+    **{n: _tiny_transformer(n) for n in ("timesformer", "videomae", "xclip", "sta_clip")},
+}
+
+
+@pytest.mark.parametrize("name", list(TRAINER_TINY))
 def test_trainer_runs_its_recipe_on_clips(name: str, clip_root: Path, tmp_path: Path, caplog):
     """The detector's YAML recipe (DeepfakeBench's optimiser, learning rate and loss) through the
     trainer on clips of real faces, tiny widths, no augmentation: the mean training loss falls
     over four epochs and the predictions are per clip."""
-    tiny = {f"model.{k}": v for k, v in TINY[name].items()}
-    clip = TINY[name]["clip_size"] if "clip_size" in TINY[name] else 4
+    tiny = {f"model.{k}": v for k, v in TRAINER_TINY[name].items()}
+    clip = TRAINER_TINY[name].get("clip_size", 4)
     sets = {
         **tiny,
         "data.data_root": str(clip_root),
@@ -417,7 +430,7 @@ def test_trainer_runs_its_recipe_on_clips(name: str, clip_root: Path, tmp_path: 
         "train.batch_size": 4,
         "train.frame_num": 2 * clip,
         "train.test_frame_num": 2 * clip,
-        "train.resolution": TINY[name]["input_size"],
+        "train.resolution": TRAINER_TINY[name]["input_size"],
         "train.augment.enabled": False,
         "output_dir": str(tmp_path),
     }
