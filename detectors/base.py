@@ -27,13 +27,15 @@ normalised with the detector's ``mean``/``std`` (config); ``label`` long [B]. A 
                    fakes without a mask (``has_mask`` bool [B] tells which are real masks)
 ``landmarks``      float [B, 68, 2], dlib points in pixel coordinates of ``image`` (after augmentation)
 ``method_label``   long [B]: 0 for real, 1..K for the dataset's manipulation methods (sorted names)
+``identity``       long [B]: each face's subject (the index's ``identity``, else the video id) as a
+                   class among the training split's subjects (sorted ``dataset/identity``; IID)
 ``views``          float [B, 2, 3, H, W]: two independent augmentations of each image (CORE)
 ``pairs``          each batch is half real, half fake, where possible from the same source video;
                    ``pair_index`` long [B] gives each sample's partner (UCF)
 ``random_pairs``   with ``pairs``: each fake's real partner drawn at random (PG-FDD)
 ``blend:<name>``   online self-blended fakes made from real faces by ``preprocessing.blending``
-                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``sbi_paper``); their targets
-                   come as ``xray`` float [B, 1, H, W] where the generator makes one
+                   generator ``<name>`` (``fwa``, ``xray``, ``sbi``, ``sbi_paper``, ``i2g``); their
+                   targets come as ``xray`` float [B, 1, H, W] where the generator makes one
 ``pixel_map``      float [B, 1, h, w] pixel-wise target map (DeepPixBis, LMFD-PAD; FairSWAP may edit it)
 =================  =================================================================================
 
@@ -91,7 +93,8 @@ class Detector(nn.Module):
       ``@register_detector(name, family=...)``.
     - ``test_input_size``: the input size the shared contract tests build the detector at;
       ``test_config``: other model config values they build it with (small widths for the
-      large transformers, so that the suite stays fast; the contract does not depend on width).
+      large transformers and for LSDA's five EfficientNets, so that the suite stays fast; the
+      contract does not depend on width).
     - ``input_kind``: ``frame`` (``image`` [B, 3, H, W]) or ``clip`` (a video detector: ``image``
       [B, T, 3, H, W], T = its config's ``clip_size``; ``test_clip_size`` in the contract tests).
     - :meth:`configure_from_data`: data-dependent config values (e.g. UCF's number of methods).
@@ -102,6 +105,8 @@ class Detector(nn.Module):
       epoch and the number of epochs (losses on a step schedule, e.g. UIA-ViT's).
     - ``late_params``: parameters the loss reaches only after a warm-up phase (UIA-ViT's
       ``c_*`` from its second epoch); the contract tests do not expect their gradient at step 1.
+    - :meth:`optimizer_groups`: the optimiser's parameter groups (a part trained with its own
+      learning rate or betas, e.g. SLADD's adversarial synthesiser).
     """
 
     Config: ClassVar[type[DetectorConfig]] = DetectorConfig
@@ -151,6 +156,14 @@ class Detector(nn.Module):
     def set_schedule(self, steps_per_epoch: int, epochs: int) -> None:
         """Called by the trainer before training: optimiser steps per epoch (per rank) and
         epochs; a no-op by default."""
+
+    def optimizer_groups(self, lr: float, betas: tuple[float, float]) -> list[dict[str, Any]]:
+        """The optimiser's parameter groups for base learning rate ``lr`` and Adam ``betas``.
+
+        Default: one group of every trainable parameter. A group may set its own ``lr`` and
+        ``betas``; the learning-rate schedule scales every group alike.
+        """
+        return [{"params": [p for p in self.parameters() if p.requires_grad]}]
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:  # pragma: no cover
         raise NotImplementedError

@@ -63,16 +63,21 @@ def _timm_names(state: dict[str, torch.Tensor], in_chans: int) -> dict[str, torc
 
 
 def build_efficientnet_b4(
-    pretrained: bool | str = False, in_chans: int = 3, drop_connect: float = DROP_CONNECT
+    pretrained: bool | str = False,
+    in_chans: int = 3,
+    drop_connect: float = DROP_CONNECT,
+    same_stem: bool = False,
 ) -> nn.Module:
-    """timm's ``efficientnet_b4`` (no classifier) with efficientnet_pytorch's numerics."""
+    """timm's ``efficientnet_b4`` (no classifier) with efficientnet_pytorch's numerics;
+    ``same_stem``: efficientnet_pytorch's own "same"-padded stem (LSDA builds the model with
+    ``EfficientNet.from_pretrained``) instead of DeepfakeBench's unpadded one."""
     kwargs = {"num_classes": 0, "in_chans": in_chans, "drop_path_rate": drop_connect}
     if isinstance(pretrained, str) and pretrained.lower() not in _NOT_A_FILE:
         model = create_timm_backbone(ARCH, False, **kwargs)
         load_state_dict_file(model, pretrained, rename=partial(_timm_names, in_chans=in_chans))
     else:
         model = create_timm_backbone(ARCH, pretrained, **kwargs)
-    return efficientnet_pytorch_numerics(model)
+    return efficientnet_pytorch_numerics(model, same_stem=same_stem)
 
 
 def flat_blocks(net: nn.Module) -> list[nn.Module]:

@@ -71,11 +71,19 @@ def _same_pad(size: int, kernel: int, stride: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def efficientnet_pytorch_numerics(model: nn.Module) -> nn.Module:
+def efficientnet_pytorch_numerics(
+    model: nn.Module, image_size: int = B4_IMAGE_SIZE, same_stem: bool = False
+) -> nn.Module:
     """Turn timm's ``efficientnet_b4`` into efficientnet_pytorch's function, as DeepfakeBench runs
-    it (see the module docstring); weights are kept."""
-    model.conv_stem.padding = (0, 0)
-    size = math.ceil(B4_IMAGE_SIZE / 2)  # efficientnet_pytorch's stem output size at 380
+    it (see the module docstring); weights are kept. ``image_size``: the size efficientnet_pytorch
+    computes its static padding for (B4: 380; B0: 224). ``same_stem``: keep efficientnet_pytorch's
+    own stem (static "same" padding) instead of DeepfakeBench's unpadded replacement."""
+    if same_stem:
+        before, after = _same_pad(image_size, 3, 2)
+        model.conv_stem = StaticPadConv2d(model.conv_stem, (before, after, before, after))
+    else:
+        model.conv_stem.padding = (0, 0)
+    size = math.ceil(image_size / 2)  # efficientnet_pytorch's stem output size
     for stage in model.blocks:
         for block in stage:
             conv = block.conv_dw

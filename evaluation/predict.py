@@ -30,7 +30,7 @@ from fairforensics.preprocessing.resolve import resolve_index
 
 log = logging.getLogger(__name__)
 
-TRAIN_ONLY_KEYS = ("pairs", "random_pairs", "blend_all")
+TRAIN_ONLY_KEYS = ("pairs", "random_pairs", "blend_all", "identity", "method_groups")
 
 
 def eval_requires(requires: frozenset[str]) -> frozenset[str]:

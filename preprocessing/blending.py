@@ -15,6 +15,9 @@ Three generators share one mask pipeline (landmark convex hull -> random deforma
   landmarks (:class:`NearestLandmarks`) is warped onto this one, colour corrected inside the mask
   and blended with a randomly deformed convex-hull mask ``M``; the X-ray target is
   ``B = 4 * M * (1 - M)``.
+* ``i2g``: PCL-I2G's inconsistency image (:mod:`preprocessing.i2g`, with DeepfakeBench's own
+  masks rather than the pipeline above): the nearest-landmark real face of another video pasted,
+  unaligned, into a random face-region hull; its soft mask is the consistency target.
 
 * ``sbi_paper``: SBI as its authors' code makes it (:mod:`preprocessing.self_blending`; the ``sbi``
   detector's training data): four hull types, the augmentation on the source or the target,
@@ -44,7 +47,7 @@ from fairforensics.preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
 
-GENERATORS = ("sbi", "fwa", "xray", "sbi_paper")
+GENERATORS = ("sbi", "fwa", "xray", "sbi_paper", "i2g")
 SBI_BLEND_RATIOS = (0.25, 0.5, 0.75, 1.0, 1.0, 1.0)
 FWA_SCALES = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 _LEFT_EYE = slice(36, 42)
@@ -282,7 +285,7 @@ def needs_partner(name: str) -> bool:
     """Whether generator ``name`` needs a second real face (``partner``)."""
     if name not in GENERATORS:
         raise BlendingError(f"unknown blending generator {name!r}; known: {', '.join(GENERATORS)}")
-    return name == "xray"
+    return name in ("xray", "i2g")
 
 
 def generate(
@@ -293,11 +296,18 @@ def generate(
     partner: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """One blended fake: ``{"image": uint8, "mask": float32 HxW}`` plus ``"xray"`` for ``xray``
-    and ``"real"`` (the real image of the pair, to use instead of ``image``) for ``sbi_paper``."""
+    and ``"real"`` (the real image of the pair, to use instead of ``image``) for ``sbi_paper`` and
+    ``i2g``."""
     if name == "sbi_paper":
         from fairforensics.preprocessing.self_blending import self_blend_pair
 
         return self_blend_pair(image, landmarks, rng)
+    if name == "i2g":
+        from fairforensics.preprocessing.i2g import i2g_pair  # it imports this module
+
+        if partner is None or len(partner) != 2:
+            raise BlendingError("i2g: needs partner=(image, landmarks) of a different real face")
+        return i2g_pair(image, landmarks, partner, rng)
     if needs_partner(name):
         blended, mask, xray = xray_blend(image, landmarks, partner, rng)  # type: ignore[arg-type]
         return {"image": blended, "mask": mask, "xray": xray}

@@ -11,8 +11,10 @@ tensors ([3, H, W], or [T, 3, H, W] for clips); :func:`to_device` moves a batch 
 and normalises it with the detector's mean/std there, which keeps workers cheap.
 
 The keys a detector lists in ``requires`` (see :mod:`detectors.base`) are produced here:
-``mask``/``has_mask``, ``landmarks``, ``method_label``, ``views``, ``pairs``/``pair_index``
+``mask``/``has_mask``, ``landmarks``, ``method_label``, ``identity``, ``views``, ``pairs``/``pair_index``
 (with ``random_pairs``: the real partner drawn at random instead of from the same source),
+``method_groups`` (a real frame followed by the same frame of one fake of every training method of
+the same identity: LSDA's domain groups),
 ``blend:<name>`` (with ``xray`` when the generator makes one; blends are made from real frames
 only, or from every frame, real or fake, when ``blend_all`` is also required: DeepfakeBench's
 FWA) and ``pixel_map``. A frame that
@@ -49,11 +51,13 @@ SAMPLE_KEYS = frozenset(
         "mask",
         "landmarks",
         "method_label",
+        "identity",
         "views",
         "pairs",
         "random_pairs",
         "pixel_map",
         "blend_all",
+        "method_groups",
     }
 )
 
@@ -67,6 +71,11 @@ def sample_positions(n_frames: int, frame_num: int) -> list[int]:
     if frame_num >= n_frames:
         return list(range(n_frames))
     return sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, frame_num)})
+
+
+def identity_of(index: DatasetIndex, video: VideoEntry) -> str:
+    """``dataset/identity`` of a video: the index's subject id, else the video id."""
+    return f"{index.dataset}/{video.identity or video.id}"
 
 
 def sample_seed(*parts: int) -> int:
@@ -138,6 +147,7 @@ class FrameDataset(Dataset):
         self.cache = cache
         self.blend = sorted(k.split(":", 1)[1] for k in self.requires if k.startswith("blend:"))
         self.pairs = train and "pairs" in self.requires
+        self.groups = train and "method_groups" in self.requires
         unknown = sorted(k for k in self.requires - SAMPLE_KEYS if not k.startswith("blend:"))
         if unknown:
             raise TrainDataError(
@@ -146,7 +156,7 @@ class FrameDataset(Dataset):
             )
         if len(self.blend) > 1:
             raise TrainDataError(f"a detector may ask for one blend generator, got {self.blend}")
-        if clip_size is not None and (self.blend or self.pairs) and train:
+        if clip_size is not None and (self.blend or self.pairs or self.groups) and train:
             raise TrainDataError(
                 "online blends and pairs are made from single frames; a video detector "
                 f"(clip_size {clip_size}) cannot require {sorted(self.requires)}"
@@ -165,6 +175,15 @@ class FrameDataset(Dataset):
             keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
         elif self.pairs:
             keep = [i for i in keep if self.videos[i][1].label == 1]  # each fake brings its real
+        elif self.groups:
+            self._fakes_by_method = self._fakes_by_identity()
+            keep = [i for i in keep if self._group_of(i) is not None]  # reals with every method
+            if not keep:
+                raise TrainDataError(
+                    f"requires 'method_groups' but no real video of split {split!r} has a fake of "
+                    f"every training method ({', '.join(self.method_names)}) with its identity "
+                    "(FaceForensics++-like data: fakes XXX_YYY of real XXX)"
+                )
         self.short_videos: list[str] = []
         if clip_size is None:
             self.items = [
@@ -188,6 +207,9 @@ class FrameDataset(Dataset):
         self._reals_by_identity = self._real_partners() if self.pairs else {}
         self._all_reals = sorted({i for c in self._reals_by_identity.values() for i in c})
         self._partner_tables: dict[str, Any] = {}
+        #: identity classes (``identity`` key): ``dataset/identity`` of the split's videos, sorted
+        self.identities = sorted({identity_of(ix, v) for ix, v in self.videos})
+        self._identity_class = {name: i for i, name in enumerate(self.identities)}
 
     def _clip_items(self, keep: Any, frame_num: int, clip_size: int, split: str) -> list[_Item]:
         """``frame_num // clip_size`` clips per video (at least one); short videos are listed."""
@@ -246,6 +268,24 @@ class FrameDataset(Dataset):
         return sorted(
             {(it.video, it.pos + k) for it in self.items for k in range(it.span + self.clip - 1)}
         )
+
+    def _fakes_by_identity(self) -> dict[tuple[str, str], list[int]]:
+        """(``dataset/identity``, method) -> positions of the fake videos."""
+        fakes: dict[tuple[str, str], list[int]] = {}
+        for i, (index, v) in enumerate(self.videos):
+            if v.label == 1 and v.method in self.method_names:
+                fakes.setdefault((identity_of(index, v), v.method), []).append(i)
+        return fakes
+
+    def _group_of(self, vid: int) -> list[list[int]] | None:
+        """The fake videos of every training method sharing real video ``vid``'s identity."""
+        index, video = self.videos[vid]
+        if video.label != 0:
+            return None
+        group = [
+            self._fakes_by_method.get((identity_of(index, video), m)) for m in self.method_names
+        ]
+        return None if not all(group) else group  # type: ignore[return-value]
 
     # ---------------------------------------------------------------- reading
     def _real_partners(self) -> dict[str, list[int]]:
@@ -358,6 +398,8 @@ class FrameDataset(Dataset):
             out["has_mask"] = has
         if "method_label" in self.requires:
             out["method_label"] = self._method_label(video)
+        if "identity" in self.requires:
+            out["identity"] = self._identity_class[identity_of(index, video)]
         if "pixel_map" in self.requires:
             out["pixel_map"] = torch.full(
                 (1, self.pixel_map_size, self.pixel_map_size), float(video.label)
@@ -469,6 +511,19 @@ class FrameDataset(Dataset):
         if self.blend and self.train:
             fake = self._blended(sample, item.video, item.pos, seed)
             return [sample, fake] if fake is not None else [sample]
+        if self.groups:
+            group = [sample]
+            for m, fakes in enumerate(self._group_of(item.video) or []):
+                fake = fakes[sample_seed(seed, m) % len(fakes)]
+                pos = min(item.pos, len(self.videos[fake][1].frames) - 1)
+                got = self._sample(fake, pos, sample_seed(seed, m + 1), replaced)
+                if got is None:
+                    return {
+                        "_skipped": f"{index.dataset}/{video.id}: a fake of its group is unreadable",
+                        "_replaced": replaced,
+                    }
+                group.append(dict(got, _replaced=[]))
+            return group
         if self.pairs:
             partner = self._partner(video, index, seed, sample_seed(self.seed, epoch, i, 2))
             real = self._sample(
@@ -584,7 +639,7 @@ def collate(samples: list[Any]) -> dict[str, Any]:
     tensor_keys = [k for k, v in flat[0].items() if isinstance(v, torch.Tensor)]
     for key in tensor_keys:
         batch[key] = torch.stack([s[key] for s in flat])
-    for key in ("label", "method_label"):
+    for key in ("label", "method_label", "identity"):
         if key in flat[0]:
             batch[key] = torch.tensor([s[key] for s in flat], dtype=torch.long)
     if "has_mask" in flat[0]:

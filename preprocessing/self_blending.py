@@ -177,6 +177,23 @@ def blend_mask(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return cv2.resize(m, (w, h)).astype(np.float32)
 
 
+def deform_source(
+    source: np.ndarray, mask: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3: one random affine of the source and the mask, then an elastic warp of the mask."""
+    moved = _seeded(_affine(), rng)(image=source, mask=mask)
+    source = moved["image"]
+    return source, _seeded(_elastic(), rng)(image=source, mask=moved["mask"])["mask"]
+
+
+def pair_transform(
+    fake: np.ndarray, real: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Step 5's transform, shared by the fake and its real image: (fake, real)."""
+    pair = _seeded(_pair_transform(), rng)(image=fake, real=real)
+    return pair["image"], pair["real"]
+
+
 def self_blend_pair(
     image: np.ndarray, landmarks: np.ndarray, rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
@@ -189,10 +206,8 @@ def self_blend_pair(
         source = source_target_augment(source, rng)
     else:
         target = source_target_augment(target, rng)
-    moved = _seeded(_affine(), rng)(image=source, mask=mask)
-    source = moved["image"]
-    mask = _seeded(_elastic(), rng)(image=source, mask=moved["mask"])["mask"]
+    source, mask = deform_source(source, mask, rng)
     m = blend_mask(mask, rng) * float(rng.choice(BLEND_RATIOS))
     blended = m[..., None] * source.astype(np.float64) + (1 - m[..., None]) * target
-    pair = _seeded(_pair_transform(), rng)(image=blended.astype(np.uint8), real=target)
-    return {"image": pair["image"], "mask": m, "real": pair["real"]}
+    fake, real = pair_transform(blended.astype(np.uint8), target, rng)
+    return {"image": fake, "mask": m, "real": real}

@@ -16,12 +16,20 @@ def make_batch(
 
     Half the samples are real (label 0), half fake. Detectors that train on online blends
     (``blend:<name>``) get the pipeline's layout: the first half real, the second half fakes.
+    Detectors that train on domain groups (``method_groups``) get whole groups: a real and one fake
+    per method (``method_label`` 0..K), as many groups as fit in ``batch_size`` (at least one).
     Video detectors (``input_kind == "clip"``) get clips [B, T, 3, H, W] of ``test_clip_size`` frames.
     """
     gen = torch.Generator().manual_seed(seed)
     requires = set(detector.requires)
     n = batch_size
-    if any(r.startswith("blend:") for r in requires):
+    group_label = None
+    if "method_groups" in requires:  # LSDA: groups of a real and one fake per method
+        group = len(detector.cfg.methods) + 1
+        n = group * max(1, n // group)
+        group_label = torch.arange(group).repeat(n // group)
+        label = (group_label > 0).long()
+    elif any(r.startswith("blend:") for r in requires):
         label = torch.tensor([0] * (n // 2) + [1] * (n - n // 2))
     else:
         label = torch.tensor([i % 2 for i in range(n)])
@@ -52,6 +60,10 @@ def make_batch(
         batch["method_label"] = torch.where(
             label == 1, 1 + torch.arange(n) % 2, torch.zeros(n, dtype=torch.long)
         )
+    if group_label is not None:
+        batch["method_label"] = group_label
+    if "identity" in requires:
+        batch["identity"] = torch.arange(n) % 3
     if "views" in requires:
         noise = 0.05 * torch.randn(n, 2, 3, size, size, generator=gen)
         batch["views"] = image.unsqueeze(1) + noise

@@ -334,7 +334,7 @@ class Trainer:
                 find_unused_parameters=t.ddp_find_unused,
             )
         self.optimizer = build_optimizer(
-            [p for p in self.detector.parameters() if p.requires_grad], t.optimizer
+            self.detector.optimizer_groups(t.optimizer.lr, t.optimizer.betas), t.optimizer
         )
         base_lr = t.optimizer.lr
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
