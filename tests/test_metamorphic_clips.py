@@ -64,7 +64,7 @@ def test_makeup_on_every_frame_of_each_clip() -> None:
             np.testing.assert_array_equal(clip[k], expected)
             assert (mask > 0).any()
     assert (result.changed["TC1"] > 0).all()
-    shown = result.examples[0][1]
+    shown = result.examples[0].images  # a clip shows its first frame
     assert shown[BENCHMARK].shape == (128, 128, 3) and shown["TC1"].shape == (128, 128, 3)
 
 
