@@ -147,7 +147,7 @@ class FrameDataset(Dataset):
         self.cache = cache
         self.blend = sorted(k.split(":", 1)[1] for k in self.requires if k.startswith("blend:"))
         self.pairs = train and "pairs" in self.requires
-        self.groups = train and "method_groups" in self.requires
+        self.method_groups = train and "method_groups" in self.requires
         unknown = sorted(k for k in self.requires - SAMPLE_KEYS if not k.startswith("blend:"))
         if unknown:
             raise TrainDataError(
@@ -156,7 +156,7 @@ class FrameDataset(Dataset):
             )
         if len(self.blend) > 1:
             raise TrainDataError(f"a detector may ask for one blend generator, got {self.blend}")
-        if clip_size is not None and (self.blend or self.pairs or self.groups) and train:
+        if clip_size is not None and (self.blend or self.pairs or self.method_groups) and train:
             raise TrainDataError(
                 "online blends and pairs are made from single frames; a video detector "
                 f"(clip_size {clip_size}) cannot require {sorted(self.requires)}"
@@ -175,7 +175,7 @@ class FrameDataset(Dataset):
             keep = [i for i in keep if self.videos[i][1].label == 0]  # blends are made from reals
         elif self.pairs:
             keep = [i for i in keep if self.videos[i][1].label == 1]  # each fake brings its real
-        elif self.groups:
+        elif self.method_groups:
             self._fakes_by_method = self._fakes_by_identity()
             keep = [i for i in keep if self._group_of(i) is not None]  # reals with every method
             if not keep:
@@ -511,7 +511,7 @@ class FrameDataset(Dataset):
         if self.blend and self.train:
             fake = self._blended(sample, item.video, item.pos, seed)
             return [sample, fake] if fake is not None else [sample]
-        if self.groups:
+        if self.method_groups:
             group = [sample]
             for m, fakes in enumerate(self._group_of(item.video) or []):
                 fake = fakes[sample_seed(seed, m) % len(fakes)]
