@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -85,57 +84,3 @@ def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
             assert cmd[-2:] == ["--import", "tests.clip_detectors"]
     same = sw.Sweep(["_tiny_clip"], tmp_path, data_root="frames")  # no clip root: the same data
     assert "frames" in sw.train_command(same, "_tiny_clip")
-
-
-def _run(*args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=900
-    )
-    assert done.returncode == 0, f"{args[0]} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-
-
-@pytest.mark.slow
-def test_sweep_on_demo_data_end_to_end_and_resume(tmp_path: Path) -> None:
-    """2 detectors trained and tested on a tiny demo; a killed run is redone, finished ones not."""
-    raw, processed, out = tmp_path / "raw", tmp_path / "processed", tmp_path / "sweep"
-    _run("scripts/make_demo_data.py", "--out", str(raw), "--videos", "10", "--frames", "4")
-    _run(
-        "scripts/preprocess.py",
-        "--config",
-        "configs/preprocess/demo.yaml",
-        "--set",
-        f"dataset.root={raw}",
-        "--set",
-        f"dataset.attributes.csv={raw / 'attributes.csv'}",
-        "--set",
-        f"output.root={processed}",
-        "--set",
-        "sampling.num_frames=3",
-        "--workers",
-        "1",
-        "--no-progress",
-    )
-    tiny = [
-        "train.epochs=1",
-        "train.batch_size=8",
-        "train.frame_num=2",
-        "train.test_frame_num=2",
-        "train.resolution=64",
-        "data.num_workers=0",
-        "device=cpu",
-    ]
-    args = ["scripts/benchmark.py", "--detectors", "meso4", "meso_inception4"]
-    args += ["--train-data", "demo", "--val-data", "demo", "--test-data", "demo"]
-    args += ["--data-root", str(processed), "--out", str(out)]
-    args += [x for item in tiny for x in ("--set", item)]
-    _run(*args)
-    board = (out / "leaderboard" / "leaderboard_frame_auc.md").read_text()
-    for name in ("meso4", "meso_inception4"):
-        assert name in board and (out / name / sw.DONE).is_file()
-    assert "top" in board.lower()
-    finished = {n: (out / n / sw.DONE).stat().st_mtime_ns for n in ("meso_inception4",)}
-    (out / "meso4" / sw.DONE).unlink()  # simulated kill of meso4 before its record was written
-    _run(*args)
-    assert (out / "meso4" / sw.DONE).is_file()
-    for name, mtime in finished.items():
-        assert (out / name / sw.DONE).stat().st_mtime_ns == mtime  # skipped, not redone

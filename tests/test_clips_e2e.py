@@ -1,6 +1,7 @@
 """`make demo`'s data in clip mode through a (tiny) video detector, end to end, by the commands:
 preprocess (sampling.mode: clips) -> train -> test -> fairness -> metamorphic, then one sweep
-with an image detector on per-frame data and the video detector on clips: one leaderboard."""
+with an image detector on per-frame data and the video detector on clips: one leaderboard, and a
+killed sweep run redone while the finished one is not (the sweep's end-to-end test)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fairforensics.benchmarks import sweep as sw
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.preprocessing.index import read_index
 
@@ -97,12 +99,13 @@ def test_demo_clips_end_to_end(tmp_path: Path) -> None:
     tiny = ["train.epochs=1", "train.batch_size=4", "train.frame_num=6", "train.test_frame_num=6"]
     tiny += ["train.resolution=32", "data.num_workers=0", "device=cpu"]
     sweep = tmp_path / "sweep"
-    run(
+    bench = (
         "scripts/benchmark.py", "--detectors", "meso4", "_tiny_clip", "--train-data", "demo",
         "--val-data", "demo", "--test-data", "demo", "--data-root", str(frames),
         "--clip-data-root", str(clips), "--out", str(sweep), *IMPORT,
         *(x for s in tiny for x in ("--set", s)),
     )  # fmt: skip
+    run(*bench)
     board = (sweep / "leaderboard" / "leaderboard_frame_auc.md").read_text()
     assert "| Naive | meso4 |" in board.replace("  ", " ") or "meso4" in board
     assert "Video" in board and "_tiny_clip" in board
@@ -110,3 +113,11 @@ def test_demo_clips_end_to_end(tmp_path: Path) -> None:
     assert set(meso.unit) == {"frame"} and len(meso) == 3 * 4
     html = (sweep / "leaderboard" / "report.html").read_text()
     assert "frame/clip level" in html
+    assert "top" in board.lower()
+
+    # resume: a run killed before its completion record is redone, a finished one is skipped
+    finished = (sweep / "_tiny_clip" / sw.DONE).stat().st_mtime_ns
+    (sweep / "meso4" / sw.DONE).unlink()
+    run(*bench)
+    assert (sweep / "meso4" / sw.DONE).is_file()
+    assert (sweep / "_tiny_clip" / sw.DONE).stat().st_mtime_ns == finished
