@@ -94,6 +94,7 @@ def blocked(tmp_path) -> Path:
     return tmp_path / "file" / "out"
 
 
+@pytest.mark.slow
 def test_unwritable_output_folder_is_one_line(blocked, tmp_path) -> None:
     py = sys.executable
     preprocess = [py, str(REPO / "scripts" / "preprocess.py")]
@@ -109,12 +110,14 @@ def test_unwritable_output_folder_is_one_line(blocked, tmp_path) -> None:
         _one_line_error(_run(cmd, cwd=tmp_path), str(blocked))
 
 
+@pytest.mark.slow
 def test_unknown_detector_is_one_line(tmp_path) -> None:
     cmd = [sys.executable, str(REPO / "scripts" / "test.py"), "--detector", "nope"]
     cmd += ["--weights", "w.pt", "--test-data", "x"]
     _one_line_error(_run(cmd, cwd=tmp_path), "--detector 'nope'", "meso4")
 
 
+@pytest.mark.slow
 def test_bad_config_value_is_one_line(tmp_path) -> None:
     cmd = [sys.executable, str(REPO / "scripts" / "test.py"), "--detector", "meso4"]
     cmd += ["--weights", "w.pt", "--test-data", "x", "--set", "metrics=[bogus]"]
@@ -134,6 +137,7 @@ def test_fairforensics_dispatches_verbs(capsys) -> None:
     assert info.value.code == 2 and "not a registered detector" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_wheel_installs_the_commands(tmp_path) -> None:
     """``pip wheel .`` holds the CLI package and one entry point per verb (ff-<verb>)."""
     src = tmp_path / "src"  # a copy, so the build leaves no build/ or egg-info in the checkout

@@ -82,6 +82,7 @@ def test_names_from_resolve_datasets(tmp_path: Path) -> None:
     assert index.dataset == "FF-c23"
 
 
+@pytest.mark.slow
 def test_cli_name_and_attributes(tmp_path: Path) -> None:
     path, root = make_dfb_tree(tmp_path)
     attrs = _csv(tmp_path / "a.csv", "video,gender\nFF-real/000,female\n")

@@ -44,6 +44,7 @@ def _doc_example() -> tuple[str, list[list[str]]]:
     return module, commands
 
 
+@pytest.mark.slow
 def test_the_documented_detector_trains_and_tests_from_the_command_line(tmp_path: Path) -> None:
     if not JOHNS:
         pytest.skip("needs ../shared/data/faces/dlib/johns (the face crops of the tiny index)")

@@ -230,6 +230,7 @@ def test_makefile_demo_recipe_is_read() -> None:
     assert any(line.startswith("python scripts/fairness.py") for line in recipe)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", EXAMPLES, ids=str)
 def test_example_commands_name_real_scripts_flags_and_configs(block: Block) -> None:
     for command in block.commands:

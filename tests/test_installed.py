@@ -80,6 +80,7 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_wheel_in_a_fresh_venv_preprocesses_ff_from_another_folder(tmp_path: Path) -> None:
     bin_dir = fresh_venv(tmp_path, build_wheel(tmp_path))
     site = str(next((tmp_path / "venv").glob("lib/python*/site-packages")))

@@ -62,6 +62,7 @@ def _no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["train", "test"])
 def test_device_cuda_without_cuda_is_one_line_exit_2(run: Path, command: str) -> None:
     data = run.parents[1] / "data"

@@ -255,6 +255,7 @@ def test_nets_output_shapes():
     assert ((prob >= 0) & (prob <= 1)).all()
 
 
+@pytest.mark.slow
 def test_preprocess_cli_casia_layout_with_mtcnn(tmp_path):
     """scripts/preprocess.py on a tiny CASIA-FASD tree made of the PAD photos, offline."""
     photos = {"1": "image_T1.jpg", "3": "image_F1.jpg", "7": "image_F2.jpg"}  # bona fide, attacks

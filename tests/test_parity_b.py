@@ -12,7 +12,7 @@ import torch
 from torch.nn import functional as F
 
 from fairforensics.detectors import build_detector
-from tests.parity import fingerprint, load_fixture
+from tests.parity import assert_fingerprint_close, load_fixture
 
 ATOL = 1e-4
 #: our name -> (DeepfakeBench name, our output key for each extra DFB output)
@@ -24,13 +24,6 @@ CASES = {
     "ucf": ("ucf", {}),
     "xray": ("facexray", {"mask_pred": "mask_pred"}),
 }
-
-
-def _close_fingerprint(ours: torch.Tensor, expected: dict) -> None:
-    fp = fingerprint(ours)
-    assert fp["shape"] == expected["shape"]
-    for key in ("l2", "sum", "proj"):
-        assert fp[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-4), key
 
 
 def _dfb_model(name: str):
@@ -56,9 +49,9 @@ def test_fixture_parity(name: str) -> None:
     assert torch.allclose(margin, ref[:, 1] - ref[:, 0], atol=ATOL, rtol=0)
     assert torch.allclose(out["prob"].double(), torch.tensor(exp["prob"]).double(), atol=ATOL)
     if list(out["feat"].shape) == exp["feat"]["shape"]:
-        _close_fingerprint(out["feat"], exp["feat"])
+        assert_fingerprint_close(out["feat"], exp["feat"])
     for dfb_key, our_key in CASES[name][1].items():
-        _close_fingerprint(out[our_key], exp[dfb_key])
+        assert_fingerprint_close(out[our_key], exp[dfb_key])
 
 
 @pytest.mark.extended
@@ -134,6 +127,7 @@ def test_ucf_half_batch_contrastive_hand_computed() -> None:
     assert got.item() == pytest.approx(expected, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_ucf_deepfakebench_loss_falls_on_a_tiny_pair_batch() -> None:
     torch.manual_seed(0)
     model = build_detector("ucf", pretrained=False, input_size=64, num_methods=2).train()

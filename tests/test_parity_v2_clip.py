@@ -14,17 +14,10 @@ import torch
 
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.deepfakebench import load_weights
-from tests.parity import fingerprint_v2, load_fixture_v2
+from tests.parity import assert_fingerprint_close, load_fixture_v2
 
 ATOL = 1e-4
 LABEL = torch.tensor([0, 1, 0, 1])  # the fixtures' labels (UIA-ViT's attention maps use them)
-
-
-def _close(ours: torch.Tensor, expected: dict) -> None:
-    fp = fingerprint_v2(ours)
-    assert fp["shape"] == expected["shape"]
-    for key in ("l2", "sum", "proj"):
-        assert fp[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-4), key
 
 
 def _run(name: str) -> tuple[dict, dict[str, torch.Tensor]]:
@@ -54,19 +47,21 @@ def _run(name: str) -> tuple[dict, dict[str, torch.Tensor]]:
 @pytest.mark.extended
 def test_clip_parity() -> None:
     exp, out = _run("clip")
-    _close(out["feat"], exp["feat"])  # pooler_output
+    assert_fingerprint_close(out["feat"], exp["feat"])  # pooler_output
 
 
 @pytest.mark.extended
 @pytest.mark.slow
 def test_effort_parity() -> None:
     exp, out = _run("effort")
-    _close(out["feat"], exp["feat"])
+    assert_fingerprint_close(out["feat"], exp["feat"])
 
 
 @pytest.mark.extended
 def test_uia_vit_parity() -> None:
     exp, out = _run("uia_vit")
-    _close(out["patch_feat"], exp["feat"])  # DeepfakeBench's feat: norm_middle patch tokens
-    _close(out["attn_map"][LABEL == 0], exp["attention_map_real"])
-    _close(out["attn_map"][LABEL == 1], exp["attention_map_fake"])
+    assert_fingerprint_close(
+        out["patch_feat"], exp["feat"]
+    )  # DeepfakeBench's feat: norm_middle patch tokens
+    assert_fingerprint_close(out["attn_map"][LABEL == 0], exp["attention_map_real"])
+    assert_fingerprint_close(out["attn_map"][LABEL == 1], exp["attention_map_fake"])

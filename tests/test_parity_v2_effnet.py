@@ -19,21 +19,10 @@ import torch
 
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.deepfakebench import WeightsError, load_weights
-from tests.parity import fingerprint_v2, load_fixture_v2
+from tests.parity import assert_fingerprint_close, load_fixture_v2
 
 ATOL = 1e-4
 LABEL = torch.tensor([0, 1, 0, 1])
-
-
-def _close(ours: torch.Tensor, expected: dict) -> None:
-    """Fingerprints within float32 noise: l2 and sum to 1e-4 relative, the random projection to
-    1e-4 of the sample's norm (an error e moves it by at most |e|)."""
-    fp = fingerprint_v2(ours)
-    assert fp["shape"] == expected["shape"]
-    assert fp["l2"] == pytest.approx(expected["l2"], rel=1e-4)
-    assert fp["sum"] == pytest.approx(expected["sum"], rel=1e-4, abs=1e-4)
-    for got, want, norm in zip(fp["proj"], expected["proj"], expected["l2"], strict=True):
-        assert abs(got - want) <= 1e-4 * max(norm, 1.0)
 
 
 def _check_scores(
@@ -82,14 +71,14 @@ def test_sbi_parity(tmp_path: Path) -> None:
     _check_scores("sbi", out, exp, "class_logits")
     two_way = torch.softmax(out["logits"].double(), dim=1)[:, 1]  # our [B, 2] logits, same prob
     assert torch.allclose(two_way, torch.tensor(exp["prob"]).double(), atol=ATOL)
-    _close(out["feature_map"], exp["feat"])
+    assert_fingerprint_close(out["feature_map"], exp["feat"])
 
 
 @pytest.mark.extended
 def test_sia_parity_and_its_constant_kernels(tmp_path: Path) -> None:
     manifest, out, _ = _run("sia", tmp_path)
     _check_scores("sia", out, manifest["expected"])
-    _close(out["feature_map"], manifest["expected"]["feat"])
+    assert_fingerprint_close(out["feature_map"], manifest["expected"]["feat"])
     fixed = manifest["fixed"]
     for key, ref in fixed.items():  # DeepfakeBench's frozen kernels: ones and 9s
         const = 1.0 if key.endswith(".weight") else 9.0
@@ -110,9 +99,9 @@ def test_multi_attention_parity_both_phases(tmp_path: Path) -> None:
     manifest, out, model = _run("multi_attention", tmp_path)
     exp = manifest["expected"]
     _check_scores("multi_attention", out, exp)  # DeepfakeBench's multi-attention path
-    _close(out["feature_map"], exp["feat"])
-    _close(out["attentions"], exp["attentions"])
-    _close(out["feature_maps_d"], exp["feature_maps_d"])
+    assert_fingerprint_close(out["feature_map"], exp["feat"])
+    assert_fingerprint_close(out["attentions"], exp["attentions"])
+    assert_fingerprint_close(out["feature_maps_d"], exp["feature_maps_d"])
     assert _same_bits(
         model.attention_generation.mask, manifest["fixed"]["attention_generation.mask"]
     )
@@ -123,7 +112,7 @@ def test_multi_attention_parity_both_phases(tmp_path: Path) -> None:
     with torch.no_grad():
         out = fresh.eval()({"image": x, "label": LABEL})
     _check_scores("multi_attention, first phase", out, first)  # a freshly loaded DFB model
-    _close(out["feature_map"], first["feat"])
+    assert_fingerprint_close(out["feature_map"], first["feat"])
 
 
 @pytest.mark.extended
@@ -131,6 +120,6 @@ def test_lrl_parity(tmp_path: Path) -> None:
     manifest, out, _ = _run("lrl", tmp_path)
     exp = manifest["expected"]
     _check_scores("lrl", out, exp)
-    _close(out["feature_map"], exp["feat"])
-    _close(out["mask_pred"], exp["mask_pred"])
-    _close(out["sim"], exp["sim"])
+    assert_fingerprint_close(out["feature_map"], exp["feat"])
+    assert_fingerprint_close(out["mask_pred"], exp["mask_pred"])
+    assert_fingerprint_close(out["sim"], exp["sim"])

@@ -15,18 +15,11 @@ import torch
 
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.deepfakebench import check_fits, load_deepfakebench_state_dict
-from tests.parity import fingerprint_v2, load_fixture_v2
+from tests.parity import assert_fingerprint_close, load_fixture_v2
 from tests.testdata import shared
 
 ATOL = 1e-4
 NAMES = ["timesformer", "videomae", "xclip", "sta_clip"]
-
-
-def _close_fingerprint(ours: torch.Tensor, expected: dict) -> None:
-    fp = fingerprint_v2(ours)
-    assert fp["shape"] == expected["shape"]
-    for key in ("l2", "sum", "proj"):
-        assert fp[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-4), key
 
 
 @pytest.mark.extended
@@ -52,9 +45,9 @@ def test_fixture_parity(name: str) -> None:
         out["prob"].double(), torch.tensor(exp["prob"]).double(), atol=ATOL, rtol=0
     )
     if name == "sta_clip":  # DeepfakeBench's feat: per-frame CLS as [B, D, T, 1, 1]
-        _close_fingerprint(out["frame_feat"].transpose(1, 2)[..., None, None], exp["feat"])
+        assert_fingerprint_close(out["frame_feat"].transpose(1, 2)[..., None, None], exp["feat"])
     else:
-        _close_fingerprint(out["feat"], exp["feat"])
+        assert_fingerprint_close(out["feat"], exp["feat"])
 
 
 def _manifest_state(name: str) -> dict[str, torch.Tensor]:

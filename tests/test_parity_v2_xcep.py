@@ -14,7 +14,7 @@ import torch
 
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.deepfakebench import WeightsError, load_deepfakebench_state_dict
-from tests.parity import fingerprint_v2, load_fixture_v2
+from tests.parity import assert_fingerprint_close, load_fixture_v2
 
 pytestmark = pytest.mark.extended
 ATOL = 1e-4
@@ -54,13 +54,6 @@ def _run(name: str):
     return manifest, model, out, hooked
 
 
-def _close(got: torch.Tensor, expected: dict) -> None:
-    fp = fingerprint_v2(got)
-    assert fp["shape"] == expected["shape"]
-    for key in ("l2", "sum", "proj"):
-        assert fp[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-4), key
-
-
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.slow) if n == "lsda" else n for n in CASES]
 )
@@ -74,9 +67,9 @@ def test_fixture_parity(name: str) -> None:
         out["prob"].double(), torch.tensor(exp["prob"]).double(), atol=ATOL, rtol=0
     )
     if "feat" in hooked:
-        _close(hooked["feat"], exp["feat"])
+        assert_fingerprint_close(hooked["feat"], exp["feat"])
     for key, ours in CASES[name][1].items():
-        _close(hooked[key] if "." in ours else out[ours], exp[key])
+        assert_fingerprint_close(hooked[key] if "." in ours else out[ours], exp[key])
 
 
 def test_whole_checkpoint_file_with_ddp_prefix_loads_through_pretrained(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import torch
 
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.deepfakebench import load_deepfakebench_state_dict
-from tests.parity import fingerprint_v2, load_fixture_v2
+from tests.parity import assert_fingerprint_close, load_fixture_v2
 
 ATOL = 1e-4
 pytestmark = [pytest.mark.extended, pytest.mark.slow]
@@ -40,13 +40,6 @@ def _check_close(got: torch.Tensor, expected: list) -> None:
     assert torch.allclose(got.double(), ref, atol=ATOL, rtol=0), (got, ref)
 
 
-def _check_fingerprint(got: torch.Tensor, expected: dict) -> None:
-    fp = fingerprint_v2(got)
-    assert fp["shape"] == expected["shape"]
-    for key in ("l2", "sum", "proj"):
-        assert fp[key] == pytest.approx(expected[key], rel=1e-4, abs=1e-4), key
-
-
 @pytest.mark.parametrize("name", ["i3d", "altfreezing", "ftcn"])
 def test_single_logit_detectors_match(name: str) -> None:
     """DeepfakeBench returns sigmoid(z) as cls; ours is logits [0, z] with the same prob."""
@@ -57,9 +50,9 @@ def test_single_logit_detectors_match(name: str) -> None:
     _check_close(out["prob"], exp["prob"])
     _check_close(torch.sigmoid(out["logits"][:, 1:].double()), exp["cls"])
     if name == "ftcn":  # DFB's feat: the time tokens, pooled over space
-        _check_fingerprint(hooked["backbone"].mean(dim=(3, 4), keepdim=True), exp["feat"])
+        assert_fingerprint_close(hooked["backbone"].mean(dim=(3, 4), keepdim=True), exp["feat"])
     else:
-        _check_fingerprint(hooked["backbone"], exp["s5_feat"])
+        assert_fingerprint_close(hooked["backbone"], exp["s5_feat"])
     assert sum(p.numel() for p in model.parameters()) == manifest["counts"]["params"]
 
 
@@ -70,7 +63,7 @@ def test_stil_matches() -> None:
     _check_close(out["prob"], exp["prob"])
     _check_close(out["frame_logits"], exp["frame_logits"]["full"])
     frame_feat = hooked["base"].reshape(4, 8, -1)
-    _check_fingerprint(frame_feat, exp["frame_feat"])
+    assert_fingerprint_close(frame_feat, exp["frame_feat"])
     assert torch.allclose(out["feat"], frame_feat.mean(dim=1))
     assert sum(p.numel() for p in model.parameters()) == manifest["counts"]["params"]
 
@@ -80,7 +73,7 @@ def test_tall_matches_and_its_constants_are_deepfakebench_s() -> None:
     exp = manifest["expected"]
     _check_close(out["logits"][:, 1] - out["logits"][:, 0], [a[1] - a[0] for a in exp["cls"]])
     _check_close(out["prob"], exp["prob"])
-    _check_fingerprint(out["feat"], exp["pooled_feat"])
+    assert_fingerprint_close(out["feat"], exp["pooled_feat"])
     assert sum(p.numel() for p in model.parameters()) == manifest["counts"]["params"]
     # DeepfakeBench's relative_position_index (int64) and shifted-window masks are timm's buffers
     ours = dict(model.backbone.named_buffers())

@@ -94,6 +94,7 @@ def test_logits_are_read_through_the_sigmoid(tmp_path) -> None:
         read_predictions(path, scores="probs")  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_fairness_cli_names_the_file_and_offers_scores_logits(tmp_path) -> None:
     import subprocess
     import sys

@@ -426,6 +426,7 @@ def test_import_deepfakebench_json(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_import_cli_writes_a_valid_index(tmp_path):
     path, root = make_dfb_tree(tmp_path)
     out = tmp_path / "FF-c23.json"
@@ -482,6 +483,7 @@ def test_import_deepfakebench_json_checks_that_frames_exist(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_import_cli_refuses_a_wrong_data_root(tmp_path):
     path, root = make_dfb_tree(tmp_path)
     out = tmp_path / "FF-c23.json"

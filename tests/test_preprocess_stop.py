@@ -49,6 +49,7 @@ def command(raw: Path, out: Path, workers: int) -> list[str]:
             "--workers", str(workers), "--no-progress"] + [a for s in sets for a in ("--set", s)]  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "workers", "code"), [(signal.SIGINT, 2, 130), (signal.SIGTERM, 1, 143)]
 )
@@ -119,6 +120,7 @@ def signal_when_started(flag_dir: Path, count: int, signals: int) -> threading.T
     return thread
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signals", [1, 2])
 def test_the_pool_finishes_running_videos_then_stops_or_abandons_them(tmp_path, signals):
     """One signal: started videos finish, queued ones never start. Two: running ones abandoned."""

@@ -65,6 +65,7 @@ def test_boundary_values_are_accepted():
     assert cfg.data.num_workers == 0 and cfg.train.augment.hflip.p == 0.0
 
 
+@pytest.mark.slow
 def test_train_cli_exits_2_with_one_line(tmp_path):
     cmd = [sys.executable, str(REPO / "scripts" / "train.py"), "--detector", "meso4",
            "--set", "data.num_workers=-1", "--output-dir", str(tmp_path)]  # fmt: skip

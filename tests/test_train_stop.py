@@ -18,6 +18,7 @@ from tests.test_train_utils import make_index
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_signal_during_training_exits_with_a_resume_line(tmp_path: Path, signum: int) -> None:
     data = tmp_path / "data"

@@ -64,6 +64,7 @@ def _adam(name: str, model: nn.Module) -> torch.optim.Adam:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(TINY))
 def test_trains_on_tiny_clips_with_its_recipe(name: str) -> None:
     model = _tiny(name).train()
@@ -413,6 +414,7 @@ TRAINER_TINY = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(TRAINER_TINY))
 def test_trainer_runs_its_recipe_on_clips(name: str, clip_root: Path, tmp_path: Path, caplog):
     """The detector's YAML recipe (DeepfakeBench's optimiser, learning rate and loss) through the
