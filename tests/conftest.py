@@ -1,10 +1,14 @@
-"""Test session set-up: the test data must be there; the report header says where it comes from."""
+"""Test session set-up: the test data must be there; the report header says where it comes from;
+the wheel is built once for the tests that install it."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from tests.testdata import CELEBRITIES, DATA, SHARED
+from tests.wheel import build_wheel
 
 
 def pytest_configure(config) -> None:
@@ -18,3 +22,9 @@ def pytest_configure(config) -> None:
 def pytest_report_header(config) -> list[str]:
     shared = "present" if SHARED.is_dir() else "absent: tests marked 'extended' skip"
     return [f"test data: {DATA} (in the repository); ../shared: {shared}"]
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The project's wheel (``pip wheel`` of a copy of the sources)."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))

@@ -16,6 +16,7 @@ and training configs sample 3 frames and train one epoch, and the demo data gene
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shlex
@@ -27,6 +28,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.index import read_index
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -235,6 +239,36 @@ def test_makefile_demo_recipe_is_read() -> None:
 def test_example_commands_name_real_scripts_flags_and_configs(block: Block) -> None:
     for command in block.commands:
         check_example(command, str(block))
+
+
+@pytest.mark.slow
+def test_make_demo_writes_every_output(workspace: Path) -> None:
+    """``make demo`` (tiny settings): every stage's output is there and says what it should."""
+    demo = workspace / "demo_data"
+    videos = list((demo / "raw/original_sequences/youtube/c23/videos").glob("*.mp4"))
+    assert len(videos) == 10
+    assert (
+        len(list((demo / "raw/manipulated_sequences/SelfBlended/c23/videos").glob("*.mp4"))) == 10
+    )
+    index = read_index(demo / "processed" / "demo.json", check_files=True)
+    assert len(index.videos) == 20 and {v.split for v in index.videos} == {"train", "val", "test"}
+    assert all(
+        len(v.frames) == 3 and v.attributes["lighting"] in ("bright", "dim") for v in index.videos
+    )
+    run_dir = demo / "runs" / "meso4-demo"
+    for name in ("config.yaml", "meta.json", "checkpoints/best.pt", "checkpoints/last.pt"):
+        assert (run_dir / name).is_file(), name
+    assert any((run_dir / "tensorboard").iterdir())
+    pred = read_predictions(demo / "eval" / "predictions" / "demo.csv")
+    n_test = sum(v.split == "test" for v in index.videos)
+    assert len(pred) == 3 * n_test and set(pred.label) == {0, 1}
+    assert set(pred.attributes["lighting"]) == {"bright", "dim"}
+    metrics = json.loads((demo / "eval" / "metrics" / "demo.json").read_text())
+    assert {"auc", "ap", "eer", "acc"} <= set(metrics["frame"]["metrics"])
+    assert metrics["video"]["n_videos"] == n_test
+    report = (demo / "eval" / "report.html").read_text()
+    assert "lighting" in report and "threshold" in report  # the fairness section, the threshold
+    assert any((demo / "fairness").iterdir())
 
 
 @pytest.mark.slow

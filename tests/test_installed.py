@@ -22,27 +22,8 @@ import pytest
 from fairforensics.preprocessing.demo_dataset import make_demo_dataset
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = ("configs", "preprocessing", "detectors", "evaluation", "training", "fairness")
-SOURCES += ("benchmarks", "fairforensics", "docs", "pyproject.toml", "setup.py", "README.md")
 #: demo real video -> FF++ id: an official test pair (000, 003) and a train pair (870, 001)
 IDS = {"000": "000", "001": "003", "002": "870", "003": "001"}
-
-
-def build_wheel(tmp_path: Path) -> Path:
-    """``pip wheel`` of a copy of the sources (the build leaves nothing in the checkout)."""
-    src = tmp_path / "src"
-    for name in SOURCES:
-        if (REPO / name).is_dir():
-            shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(REPO / name, src / name)
-    done = _run([sys.executable, "-m", "pip", "wheel", str(src), "-w", str(tmp_path)]
-                + ["--no-deps", "--no-build-isolation", "-q"], tmp_path)  # fmt: skip
-    if done.returncode != 0 and "No module named pip" in done.stderr:
-        pytest.skip("needs pip in this interpreter")
-    assert done.returncode == 0, done.stderr[-2000:]
-    (wheel,) = tmp_path.glob("fairforensics-*.whl")
-    return wheel
 
 
 def fresh_venv(tmp_path: Path, wheel: Path) -> Path:
@@ -81,8 +62,10 @@ def _run(cmd: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_wheel_in_a_fresh_venv_preprocesses_ff_from_another_folder(tmp_path: Path) -> None:
-    bin_dir = fresh_venv(tmp_path, build_wheel(tmp_path))
+def test_wheel_in_a_fresh_venv_preprocesses_ff_from_another_folder(
+    tmp_path: Path, wheel: Path
+) -> None:
+    bin_dir = fresh_venv(tmp_path, wheel)
     site = str(next((tmp_path / "venv").glob("lib/python*/site-packages")))
     work = ff_download(tmp_path)
 

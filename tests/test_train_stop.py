@@ -25,7 +25,8 @@ def test_signal_during_training_exits_with_a_resume_line(tmp_path: Path, signum:
     make_index(data, "tiny", n_real=3, n_fake=3, frames=2, size=32)
     cmd = [sys.executable, str(REPO / "scripts" / "train.py"), "--detector", "meso4"]
     cmd += ["--data-root", str(data), "--train-data", "tiny", "--output-dir", str(tmp_path)]
-    sets = ["train.epochs=200", "train.batch_size=4", "train.resolution=32", "train.frame_num=2"]
+    # far more epochs than it can run before the signal (an epoch here takes ~10 ms)
+    sets = ["train.epochs=100000", "train.batch_size=4", "train.resolution=32", "train.frame_num=2"]
     sets += ["data.num_workers=0", "run_name=r", "train.log_every_steps=1000"]
     cmd += [a for s in sets for a in ("--set", s)]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
