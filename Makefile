@@ -20,22 +20,28 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# Test processes of `make test` and `make test-fast` (pytest-xdist, one torch thread each; each
+# test file stays in one process). TEST_WORKERS=0: one process, as plain pytest.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS) --dist loadfile
+
 # The whole suite; tests that need ../shared (marker `extended`) skip without it.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
 
-# Development tier: no slow tests and nothing that needs ../shared (under 2 minutes on 2 cores).
+# Development tier: no slow tests and nothing that needs ../shared.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -m "not slow and not extended"
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not extended"
 
-# Only the tests that use ../shared (the parity fixtures, the full photo and video sets).
+# Only the tests that use ../shared (the parity fixtures, the full photo and video sets), in one
+# process: full-size models that use every core.
 test-extended: $(STAMP)
 	$(PY) -m pytest -q -m extended
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-# The main job on the demo data, end to end (about 3 minutes on 2 CPU cores after the install).
+# The main job on the demo data, end to end (94 s measured on 2 CPU cores after the install).
 demo: $(STAMP)
 	$(PY) scripts/make_demo_data.py --out $(DEMO)/raw
 	$(PY) scripts/preprocess.py --config configs/preprocess/demo.yaml --no-progress

@@ -1,14 +1,22 @@
 """Test session set-up: the test data must be there; the report header says where it comes from;
-the wheel is built once for the tests that install it."""
+the wheel is built once for the tests that install it; a pytest-xdist worker (``make test`` runs
+two) uses one thread, and so do the commands it starts, so that two workers share two cores
+without oversubscribing them."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.testdata import CELEBRITIES, DATA, SHARED
 from tests.wheel import build_wheel
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
 
 
 def pytest_configure(config) -> None:
