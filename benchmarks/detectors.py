@@ -4,7 +4,10 @@ Used by ``scripts/bench_detectors.py``. The step is the trainer's own
 (:class:`training.step.TrainStep`: normalisation on the device, forward, the detector's loss,
 backward, the optimiser of its YAML) on a synthetic uint8 batch that carries every key the
 detector ``requires``, at the detector's resolution (and ``clip_size`` for a video detector) and
-the batch size of its YAML (DeepfakeBench's) unless given, with random weights. Memory: on CUDA the peak of
+the batch size of its YAML (DeepfakeBench's) unless given, with random weights. The synthetic
+training data is FF++'s: its four manipulation methods (method labels, LSDA's domain groups of a
+real face and one fake per method, UCF's and PG-FDD's method heads) and the eight gender x race
+groups PG-FDD's fairness losses use. Memory: on CUDA the peak of
 ``torch.cuda.max_memory_allocated`` during the first step above what was allocated before it;
 on the CPU the peak resident set size (``VmHWM``, reset through ``/proc/self/clear_refs``)
 during the first step above the resident size before it. The first step includes the
@@ -30,20 +33,40 @@ from fairforensics.training.step import TrainStep
 from fairforensics.training.trainer import build_optimizer
 
 MB = 1024 * 1024
+#: the training methods of the synthetic data: FaceForensics++'s (DeepfakeBench's training set)
+FF_METHODS = ("Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures")
+GENDERS = ("male", "female")
+RACES = ("Asian", "White", "Black", "others")
+
+
+def _attributes(i: int) -> dict[str, str]:
+    """Sample ``i``'s demographic attributes: the 8 gender x race groups in turn."""
+    return {"gender": GENDERS[i % 2], "race": RACES[(i // 2) % 4]}
 
 
 def step_batch(
     detector: Any, batch_size: int, pixel_map_size: int = 14, seed: int = 0
 ) -> dict[str, Any]:
-    """A uint8 batch as the data pipeline gives it, with every key ``detector`` requires."""
+    """A uint8 batch as the data pipeline gives it for ``batch_size`` dataset items, with every key
+    ``detector`` requires: an item is one image, a fake and its real partner (``pairs``), a real
+    frame and its blend (``blend:*``) or a real face and one fake of each method
+    (``method_groups``)."""
     g = torch.Generator().manual_seed(seed)
     n, size = batch_size, int(detector.cfg.input_size)
     time_axis = (int(detector.cfg.clip_size),) if detector.input_kind == "clip" else ()
     req = detector.requires
-    if "pairs" in req:  # [fakes..., reals...], each with its partner in the other half
-        label = torch.tensor([1] * (n // 2) + [0] * (n - n // 2))
-    else:
-        label = torch.arange(n) % 2
+    n_methods = len(FF_METHODS)
+    # images per dataset item as the pipeline collates them (preprocessing.frames.collate)
+    if "method_groups" in req:  # a real face, then one fake of each method
+        method_label = torch.arange(n_methods + 1).repeat(n)
+    elif "pairs" in req:  # [fakes..., reals...], each with its partner in the other half
+        method_label = torch.tensor([i % n_methods + 1 for i in range(n)] + [0] * n)
+    else:  # real, fake, real, fake, ...: a frame and its blend, or frames of both classes
+        m = 2 * n if any(k.startswith("blend:") for k in req) else n
+        method_label = torch.tensor([(i // 2) % n_methods + 1 if i % 2 else 0 for i in range(m)])
+    pairs = n if "pairs" in req else 0
+    n = len(method_label)
+    label = (method_label > 0).long()
     fake = (label == 1).view(-1, *[1] * (len(time_axis) + 3))
     batch: dict[str, Any] = {
         "image": torch.randint(
@@ -51,10 +74,10 @@ def step_batch(
         ),
         "label": label,
         "video_id": [f"v{i}" for i in range(n)],
-        "method": ["fake" if y else "real" for y in label.tolist()],
+        "method": [FF_METHODS[m - 1] if m else "real" for m in method_label.tolist()],
         "dataset": ["bench"] * n,
         "frame": torch.zeros(n, dtype=torch.long),
-        "attributes": {"gender": ["female" if i % 2 else "male" for i in range(n)]},
+        "attributes": {key: [_attributes(i)[key] for i in range(n)] for key in ("gender", "race")},
     }
     blend = any(k.startswith("blend:") for k in req)
     if "mask" in req or blend:
@@ -66,11 +89,11 @@ def step_batch(
     if "landmarks" in req:
         batch["landmarks"] = size * (0.2 + 0.6 * torch.rand(n, *time_axis, 68, 2, generator=g))
     if "method_label" in req:
-        batch["method_label"] = label.clone()
+        batch["method_label"] = method_label
     if "views" in req:
         batch["views"] = torch.stack([batch["image"], batch["image"].flip(-1)], dim=1)
-    if "pairs" in req:
-        batch["pair_index"] = (torch.arange(n) + n // 2) % n
+    if pairs:
+        batch["pair_index"] = (torch.arange(n) + pairs) % n
     if "pixel_map" in req:
         batch["pixel_map"] = (
             label.float().view(-1, 1, 1, 1).expand(n, 1, pixel_map_size, pixel_map_size).clone()
@@ -114,7 +137,9 @@ def bench_detector(
         if cls.input_kind != "clip":
             raise ValueError(f"{name} is an image detector; --clip-size is for video detectors")
         model_cfg["clip_size"] = clip_size
-    model_cfg = cls.configure_from_data(model_cfg, ["fake"])
+    model_cfg = cls.configure_from_data(model_cfg, list(FF_METHODS))
+    videos = [(f"v{i}", _attributes(i), 32) for i in range(2 * len(GENDERS) * len(RACES))]
+    model_cfg = cls.configure_from_attributes(model_cfg, videos)
     dev = torch.device(device)
     cuda = dev.type == "cuda"
     if not cuda and not Path("/proc/self/clear_refs").exists():
@@ -131,6 +156,7 @@ def bench_detector(
     dtype = amp_dtype(precision, dev)
     step = TrainStep(detector, optimizer, device=dev, amp_dtype=dtype, channels_last=channels_last)
     batch = step_batch(detector, n, cfg.train.pixel_map_size)
+    images = len(batch["label"])  # n, 2n (pairs, a frame and its blend) or 5n (LSDA's groups)
     detector.train()
     if cuda:
         torch.cuda.synchronize(dev)
@@ -161,6 +187,7 @@ def bench_detector(
         "family": detector_family(name),
         "input_kind": cls.input_kind,
         "batch_size": n,
+        "images_per_step": images,
         "clip_size": int(detector.cfg.clip_size) if cls.input_kind == "clip" else None,
         "resolution": int(detector.cfg.input_size),
         "device": str(dev),
@@ -172,7 +199,7 @@ def bench_detector(
         "first_step_s": round(first, 3),
         "step_s": round(median, 4),
         "step_s_all": [round(t, 4) for t in times],
-        "samples_per_s": round(n / median, 2),
+        "samples_per_s": round(images / median, 2),
         "threads": torch.get_num_threads(),
         "load_average_1min": os.getloadavg()[0],
     }
