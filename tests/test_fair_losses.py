@@ -162,19 +162,19 @@ def test_fair_loss_wraps_a_detector_loss() -> None:
     sample = F.cross_entropy(out["logits"], batch["label"], reduction="none")
     torch.testing.assert_close(det.sample_loss(batch, out), sample)
     dag = FairLoss(FairLossConfig(name="dag_fdd", alpha=0.5))(det, batch, out, losses)
-    assert float(dag["total"]) == pytest.approx(float(cvar(sample, 0.5)), rel=1e-5)
-    assert float(dag["dag_fdd"]) == pytest.approx(float(dag["total"]))
+    assert dag["total"].item() == pytest.approx(cvar(sample, 0.5).item(), rel=1e-5)
+    assert dag["dag_fdd"].item() == pytest.approx(dag["total"].item())
     daw = FairLoss(FairLossConfig(name="daw_fdd", alpha=0.5, eta=0.9))(det, batch, out, losses)
     expected = daw_fdd(sample, batch["label"], batch["attributes"]["gender"], 0.5, 0.9)
-    assert float(daw["total"]) == pytest.approx(float(expected), rel=1e-5)
+    assert daw["total"].item() == pytest.approx(expected.item(), rel=1e-5)
     daw["total"].backward()
     assert all(p.grad is not None for p in det.parameters() if p.requires_grad)
     balanced = FairLoss(FairLossConfig(name="daw_fdd", inner="class_balanced"))
     expected = daw_fdd(
         sample, batch["label"], batch["attributes"]["gender"], 0.5, 0.9, "class_balanced"
     )
-    assert float(balanced(det, batch, out, losses)["total"]) == pytest.approx(
-        float(expected), rel=1e-5
+    assert balanced(det, batch, out, losses)["total"].item() == pytest.approx(
+        expected.item(), rel=1e-5
     )
     # group_key "gender,race": the reference's intersectional groups, values joined by "/"
     race = ["Asian", "White", "Asian", "Asian", "", "White"]
@@ -183,13 +183,13 @@ def test_fair_loss_wraps_a_detector_loss() -> None:
     joined = ["female/Asian", "female/White", "male/Asian", "male/Asian", "male/", "female/White"]
     assert inter._groups(crossed) == joined
     expected = daw_fdd(sample, batch["label"], joined, 0.5, 0.9)
-    assert float(inter(det, crossed, out, losses)["total"]) == pytest.approx(
-        float(expected), rel=1e-5
+    assert inter(det, crossed, out, losses)["total"].item() == pytest.approx(
+        expected.item(), rel=1e-5
     )
     # other loss terms stay: total = total - ce + fair
     extra = {**losses, "total": losses["total"] + 1.0, "aux": torch.tensor(1.0)}
     kept = FairLoss(FairLossConfig(name="dag_fdd"))(det, batch, out, extra)
-    assert float(kept["total"]) == pytest.approx(float(cvar(sample, 0.5)) + 1.0, rel=1e-5)
+    assert kept["total"].item() == pytest.approx(cvar(sample, 0.5).item() + 1.0, rel=1e-5)
 
 
 def test_fair_loss_bad_input() -> None:
@@ -248,7 +248,7 @@ def test_tiny_training_run_with_a_fair_loss(tmp_path: Path, name: str, monkeypat
 
     def spy(self, detector, batch, out, losses):  # record what each training step minimised
         result = original(self, detector, batch, out, losses)
-        seen.append({k: float(v) for k, v in result.items()} | {"plain": float(losses["total"])})
+        seen.append({k: v.item() for k, v in result.items()} | {"plain": losses["total"].item()})
         return result
 
     monkeypatch.setattr(FairLoss, "__call__", spy)

@@ -160,8 +160,8 @@ class FairLoss:
             )
         if not torch.allclose(sample.mean().detach(), losses["ce"].detach().float(), atol=1e-3):
             raise ValueError(
-                f"train.fair_loss {self.cfg.name}: {name}'s 'ce' term ({float(losses['ce']):.4f}) "
-                f"is not the mean of sample_loss ({float(sample.mean()):.4f}); override "
+                f"train.fair_loss {self.cfg.name}: {name}'s 'ce' term ({losses['ce'].item():.4f}) "
+                f"is not the mean of sample_loss ({sample.mean().item():.4f}); override "
                 "sample_loss in the detector to use a fair loss with it"
             )
         self._checked = True
