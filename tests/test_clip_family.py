@@ -159,8 +159,8 @@ def test_effort_constraints_equal_their_direct_formulas(rank: int) -> None:
         m.S_residual.mul_(1.5)
     for form in ("basis", "residual"):
         direct = _direct_orthogonality(m, u_r, v_r, form)
-        assert float(m.orthogonal_loss(form).detach()) == pytest.approx(float(direct), rel=1e-4)
-    weight = linear.weight.double()
+        assert float(m.orthogonal_loss(form).detach()) == pytest.approx(direct.item(), rel=1e-4)
+    weight = linear.weight.detach().double()
     sv_direct = abs(float(m.weight().detach().double().square().sum() - weight.square().sum()))
     assert float(m.sv_loss().detach()) == pytest.approx(sv_direct, rel=1e-4)
     total = m.orthogonal_loss("basis") + m.sv_loss()
