@@ -27,14 +27,13 @@ import torch
 from torch import nn
 
 from fairforensics.detectors.backbones.clip_openai import openai_visual_state
-from fairforensics.detectors.backbones.hf_video import (
-    HFLayout,
-    check_config,
-    check_pretrained,
-    load_matching,
-    read_weights,
-)
+from fairforensics.detectors.backbones.hf_video import HFLayout, check_config
 from fairforensics.detectors.backbones.sta_vit import StaViT
+from fairforensics.detectors.backbones.vit_weights import (
+    load_matching,
+    local_weights,
+    read_weight_files,
+)
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
 from fairforensics.detectors.clip_input import check_clip
 from fairforensics.detectors.dfb_keys import remap
@@ -77,10 +76,10 @@ class StaClipConfig(ClipDetectorConfig):
 
 def load_clip_tower(backbone: StaViT, pretrained: bool | str, cfg: StaClipConfig) -> None:
     """Load a local CLIP file or folder onto ``backbone`` (module docstring), or nothing."""
-    path = check_pretrained(pretrained, "CLIP ViT-L/14")
+    path = local_weights(pretrained, "CLIP ViT-L/14")
     if path is None:
         return
-    state, config = read_weights(path)
+    state, config = read_weight_files(path)
     if config is not None:  # a Hugging Face folder: the same tower (at least `layers` blocks)
         from transformers import CLIPVisionConfig
 
@@ -100,7 +99,7 @@ def load_clip_tower(backbone: StaViT, pretrained: bool | str, cfg: StaClipConfig
                 config_section="vision_config",
                 config_class=CLIPVisionConfig,
             ),
-            str(path),
+            path,
         )
     visual = openai_visual_state(state)
     deeper = {k for k in visual if (m := _BLOCK.match(k)) and int(m.group(1)) >= cfg.layers}
@@ -108,7 +107,7 @@ def load_clip_tower(backbone: StaViT, pretrained: bool | str, cfg: StaClipConfig
         log.info("%s: using the first %d blocks of the CLIP tower", path, cfg.layers)
     visual = {k: v for k, v in visual.items() if k not in deeper and k != "proj"}
     adapters = [f"transformer.resblocks.{i}.Adapter." for i in range(cfg.layers)]
-    load_matching(backbone, visual, str(path), allowed_missing=["temporal_embedding", *adapters])
+    load_matching(backbone, visual, path, not_in_file=["temporal_embedding", *adapters])
     with torch.no_grad():
         backbone.temporal_embedding.zero_()
         for block in backbone.transformer.resblocks:

@@ -111,6 +111,48 @@ def _names(keys: list[str]) -> str:
     return ", ".join(keys[:_LIST]) + more
 
 
+def load_fitting(
+    module: nn.Module,
+    kept: Mapping[str, torch.Tensor],
+    n_own: int,
+    source: str | Path,
+    *,
+    missing: list[str],
+    unexpected: list[str],
+    shapes: list[str],
+    strict: bool,
+    hint: str = "",
+) -> None:
+    """Load ``kept`` (the file's tensors that fit, in ``module``'s names) onto ``module``.
+
+    With ``strict``, anything ``missing``, ``unexpected`` or mis-shaped (``shapes``) is one error
+    naming the keys (followed by ``hint``); otherwise it is logged. No fitting tensor is an error.
+    """
+    problems = [
+        f"{what} {len(keys)}: {_names(keys)}"
+        for what, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
+        if keys
+    ]
+    if strict and problems:
+        raise PretrainedWeightsError(
+            f"{source} does not cover the backbone ({len(kept)} of {n_own} tensors fit): "
+            + "; ".join(problems)
+            + (f"; {hint}" if hint else "")
+            + "; pass a complete file, or set 'pretrained_strict: false' to load only what fits"
+        )
+    if not kept:
+        raise PretrainedWeightsError(f"{source}: no tensor in the file matches the model; {_HOW}")
+    with torch.no_grad():
+        module.load_state_dict(kept, strict=False)
+    log.info(
+        "loaded %d of %d tensors from %s%s",
+        len(kept),
+        n_own,
+        source,
+        f" (pretrained_strict: false; {'; '.join(problems)})" if problems else "",
+    )
+
+
 def load_state_dict_file(
     module: nn.Module,
     path: str | Path,
@@ -141,27 +183,10 @@ def load_state_dict_file(
         if k in own and own[k].shape != v.shape and not is_classifier(k)
     )
     missing = sorted(set(own) - set(kept))
-    problems = [
-        f"{what} {len(keys)}: {_names(keys)}"
-        for what, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
-        if keys
-    ]
-    if strict and problems:
-        raise PretrainedWeightsError(
-            f"{path} does not cover the backbone ({len(kept)} of {len(own)} tensors fit): "
-            + "; ".join(problems)
-            + "; pass a complete file, or set 'pretrained_strict: false' to load only what fits"
-        )
-    if not kept:
-        raise PretrainedWeightsError(f"{path}: no tensor in the file matches the model; {_HOW}")
-    module.load_state_dict(kept, strict=False)
-    log.info(
-        "loaded %d of %d tensors from %s%s",
-        len(kept),
-        len(own),
-        path,
-        f" (pretrained_strict: false; {'; '.join(problems)})" if problems else "",
-    )
+    load_fitting(
+        module, kept, len(own), path, missing=missing, unexpected=unexpected, shapes=shapes,
+        strict=strict,
+    )  # fmt: skip
 
 
 def create_timm_backbone(name: str, pretrained: bool | str = False, **kwargs) -> nn.Module:

@@ -34,13 +34,13 @@ from torch import nn
 from fairforensics.detectors.backbones import (
     PRETRAINED_STRICT,
     PretrainedWeightsError,
+    load_fitting,
     read_torch_file,
     strip_module_prefix,
 )
 
 log = logging.getLogger(__name__)
 
-_LIST = 8
 #: ``pretrained:`` values that mean random initialisation.
 NO_WEIGHTS = (False, None, "", "false", "none")
 #: Weight files of a folder, in the order they are looked for.
@@ -53,11 +53,6 @@ FOLDER_FILES = (
     "open_clip_pytorch_model.bin",
 )
 _HOW = "pass a local weights file or folder (see docs/detectors.md), or set 'pretrained: false'"
-
-
-def _names(keys: list[str]) -> str:
-    more = f" (+{len(keys) - _LIST} more)" if len(keys) > _LIST else ""
-    return ", ".join(keys[:_LIST]) + more
 
 
 def _is_torchscript(path: Path) -> bool:
@@ -103,12 +98,19 @@ def _read_file(path: Path) -> dict[str, torch.Tensor]:
     if path.suffix == ".safetensors":
         return _read_safetensors(path)
     if path.name.endswith(".index.json"):
-        index = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            shards = sorted(
+                set(json.loads(path.read_text(encoding="utf-8"))["weight_map"].values())
+            )
+        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            raise PretrainedWeightsError(f"{path}: not a shard index ({exc})") from None
         out: dict[str, torch.Tensor] = {}
-        for shard in sorted(set(index.get("weight_map", {}).values())):
+        for shard in shards:
             out.update(_read_file(path.parent / shard))
         return out
-    if path.is_file() and path.stat().st_size and _is_torchscript(path):
+    if not path.is_file():
+        raise PretrainedWeightsError(f"{path}: weights file not found")
+    if path.stat().st_size and _is_torchscript(path):
         return _read_torchscript(path)
     return _read_torch(path)
 
@@ -118,7 +120,7 @@ def local_weights(pretrained: bool | str | None, what: str) -> str | None:
     ``timm``) are refused, naming ``what`` to pass instead."""
     if pretrained in NO_WEIGHTS:
         return None
-    if pretrained is True or pretrained == "timm":
+    if pretrained is True or str(pretrained).lower() in ("true", "timm"):
         raise PretrainedWeightsError(
             f"{what} weights load from a local file or folder only (nothing is downloaded): set "
             f"'pretrained: /path/to/file' or 'pretrained: false'"
@@ -137,7 +139,10 @@ def read_weight_files(path: str | Path) -> tuple[dict[str, torch.Tensor], dict[s
                 f"{path}: folder holds no weights file (looked for {', '.join(FOLDER_FILES)})"
             )
         if (path / "config.json").is_file():
-            config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+            try:
+                config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise PretrainedWeightsError(f"{path / 'config.json'}: not JSON ({exc})") from None
         path = found
     elif not path.exists():
         raise PretrainedWeightsError(f"{path}: weights file or folder not found; {_HOW}")
@@ -172,29 +177,10 @@ def load_matching(
         for k, v in state.items()
         if k in own and own[k].shape != v.shape
     )
-    problems = [
-        f"{what} {len(keys)}: {_names(keys)}"
-        for what, keys in (("missing", missing), ("unexpected", unexpected), ("shape", shapes))
-        if keys
-    ]
-    if strict and problems:
-        raise PretrainedWeightsError(
-            f"{source} does not cover the backbone ({len(kept)} of {len(own)} tensors fit): "
-            + "; ".join(problems)
-            + (f"; {hint}" if hint else "")
-            + "; pass a complete file, or set 'pretrained_strict: false' to load only what fits"
-        )
-    if not kept:
-        raise PretrainedWeightsError(f"{source}: no tensor in the file matches the model; {_HOW}")
-    with torch.no_grad():
-        module.load_state_dict(kept, strict=False)
-    log.info(
-        "loaded %d of %d tensors from %s%s",
-        len(kept),
-        len(own),
-        source,
-        f" (pretrained_strict: false; {'; '.join(problems)})" if problems else "",
-    )
+    load_fitting(
+        module, kept, len(own), source, missing=missing, unexpected=unexpected, shapes=shapes,
+        strict=strict, hint=hint,
+    )  # fmt: skip
 
 
 __all__ = ["FOLDER_FILES", "NO_WEIGHTS", "load_matching", "local_weights", "read_weight_files"]
