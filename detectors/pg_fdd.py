@@ -79,6 +79,9 @@ from fairforensics.detectors.ucf import (
     _Head,
     adain,
     half_batch_contrastive,
+    pair_reconstructions,
+    specific_and_reconstruction,
+    training_method_labels,
 )
 
 log = logging.getLogger(__name__)
@@ -339,12 +342,9 @@ class PGFDD(Detector):
             content = adain(demographic, content)
         f_all = torch.cat([f_spe, f_sha], dim=1)
         pair = pair.to(image.device)
-        recon_self = self.decoder(f_all, content)
-        recon_cross = self.decoder(f_all[pair], content)
-        if recon_self.shape[-2:] != image.shape[-2:]:
-            size = image.shape[-2:]
-            recon_self = F.interpolate(recon_self, size=size, mode="bilinear", align_corners=True)
-            recon_cross = F.interpolate(recon_cross, size=size, mode="bilinear", align_corners=True)
+        recon_self, recon_cross = pair_reconstructions(
+            self.decoder, f_all, content, pair, image.shape[-2:]
+        )
         logits_sha, feat_sha = self.head_sha(f_sha)
         logits_spe, feat_spe = self.head_spe(f_spe)
         logits_fair, _ = self.head_fair(f_fair)
@@ -367,27 +367,10 @@ class PGFDD(Detector):
             ce = F.cross_entropy(out["logits"].float(), label)
             return {"total": ce, "ce": ce}
         c = self.cfg
-        method = batch.get("method_label")
-        if method is None:
-            raise KeyError("PG-FDD training needs batch key 'method_label' (0 real, 1..K methods)")
-        method = method.to(label.device)
-        if int(method.max()) > c.num_methods:
-            raise ValueError(
-                f"method_label {int(method.max())} exceeds model.num_methods={c.num_methods}"
-            )
+        method = training_method_labels(batch, label, c.num_methods, "PG-FDD")
         groups = self.group_labels(batch)
         common = F.cross_entropy(out["logits_sha"].float(), label)
-        known = method >= 0  # -100: a method unseen in training, ignored
-        spe = (
-            F.cross_entropy(out["logits_spe"].float(), method)
-            if known.any()
-            else out["logits_spe"].sum() * 0.0
-        )
-        image = batch["image"].float()
-        rec = 2.0 * (
-            (out["recon_self"].float() - image).abs().mean()
-            + (out["recon_cross"].float() - image).abs().mean()
-        )
+        spe, rec = specific_and_reconstruction(out, batch, method)
         con = half_batch_contrastive(out["feat_sha"], out["feat_spe"], method, c.margin)
         fair = ldam_loss(out["logits_fair"].float(), groups, self.ldam_margins, c.ldam_s)
         per_sample = F.cross_entropy(out["logits"].float(), label, reduction="none")

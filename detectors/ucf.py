@@ -206,6 +206,56 @@ def half_batch_contrastive(
     return loss + _margin_loss(specific[n : 2 * n], spe_anchor[n : 2 * n], spe_anchor[:n], margin)
 
 
+def pair_reconstructions(
+    decoder: ConditionalDecoder,
+    f_all: torch.Tensor,
+    content: torch.Tensor,
+    pair: torch.Tensor,
+    size: torch.Size,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """UCF's self and cross reconstructions: each image's features with its own content and its
+    pair partner's features with that content, resized to ``size`` (the input's)."""
+    recon_self = decoder(f_all, content)
+    recon_cross = decoder(f_all[pair], content)
+    if recon_self.shape[-2:] != size:
+        recon_self = F.interpolate(recon_self, size=size, mode="bilinear", align_corners=True)
+        recon_cross = F.interpolate(recon_cross, size=size, mode="bilinear", align_corners=True)
+    return recon_self, recon_cross
+
+
+def training_method_labels(
+    batch: dict[str, Any], label: torch.Tensor, num_methods: int, who: str
+) -> torch.Tensor:
+    """The batch's ``method_label`` (0 real, 1..K methods, -100 unseen), checked against K."""
+    method = batch.get("method_label")
+    if method is None:
+        raise KeyError(f"{who} training needs batch key 'method_label' (0 real, 1..K methods)")
+    method = method.to(label.device)
+    if int(method.max()) > num_methods:
+        raise ValueError(
+            f"method_label {int(method.max())} exceeds model.num_methods={num_methods}"
+        )
+    return method
+
+
+def specific_and_reconstruction(
+    out: dict[str, torch.Tensor], batch: dict[str, Any], method: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """UCF's method-specific CE (0 when every method is unseen) and its L1 reconstruction loss
+    (self + cross, each a mean, times 2)."""
+    spe = (
+        F.cross_entropy(out["logits_spe"].float(), method)
+        if (method >= 0).any()
+        else out["logits_spe"].sum() * 0.0
+    )
+    image = batch["image"].float()
+    rec = 2.0 * (
+        (out["recon_self"].float() - image).abs().mean()
+        + (out["recon_cross"].float() - image).abs().mean()
+    )
+    return spe, rec
+
+
 @register_detector("ucf", family="Spatial")
 class UCF(Detector):
     """Forgery/content encoders, common/specific heads and the conditional decoder."""
@@ -249,15 +299,9 @@ class UCF(Detector):
         content = self.encoder_c(image)
         f_all = torch.cat([f_spe, f_sha], dim=1)
         pair = pair.to(image.device)
-        recon_self = self.decoder(f_all, content)
-        recon_cross = self.decoder(f_all[pair], content)
-        if recon_self.shape[-2:] != image.shape[-2:]:
-            recon_self = F.interpolate(
-                recon_self, size=image.shape[-2:], mode="bilinear", align_corners=True
-            )
-            recon_cross = F.interpolate(
-                recon_cross, size=image.shape[-2:], mode="bilinear", align_corners=True
-            )
+        recon_self, recon_cross = pair_reconstructions(
+            self.decoder, f_all, content, pair, image.shape[-2:]
+        )
         logits, feat = self.head_sha(f_sha)
         logits_spe, feat_spe = self.head_spe(f_spe)
         return self.outputs(
@@ -275,25 +319,8 @@ class UCF(Detector):
         ce = F.cross_entropy(out["logits"], label)
         if "recon_self" not in out:
             return {"total": ce, "ce": ce}
-        method = batch.get("method_label")
-        if method is None:
-            raise KeyError("UCF training needs batch key 'method_label' (0 real, 1..K methods)")
-        method = method.to(label.device)
-        if int(method.max()) > self.cfg.num_methods:
-            raise ValueError(
-                f"method_label {int(method.max())} exceeds model.num_methods={self.cfg.num_methods}"
-            )
-        image = batch["image"].float()
-        known = method >= 0  # -100: a method unseen in training, ignored
-        spe = (
-            F.cross_entropy(out["logits_spe"], method)
-            if known.any()
-            else out["logits_spe"].sum() * 0.0
-        )
-        rec = 2.0 * (
-            (out["recon_self"].float() - image).abs().mean()
-            + (out["recon_cross"].float() - image).abs().mean()
-        )
+        method = training_method_labels(batch, label, self.cfg.num_methods, "UCF")
+        spe, rec = specific_and_reconstruction(out, batch, method)
         if self.cfg.variant == "deepfakebench":
             con = half_batch_contrastive(out["feat"], out["feat_spe"], method, self.cfg.margin)
         else:
