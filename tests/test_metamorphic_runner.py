@@ -22,6 +22,7 @@ from sklearn.metrics import (
 from fairforensics.configs import ConfigError
 from fairforensics.detectors import build_detector
 from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.evaluation.thresholds import DecisionThreshold
 from fairforensics.fairness.metamorphic import (
     BENCHMARK,
     FaceSample,
@@ -84,7 +85,7 @@ def test_paper_relations_file() -> None:
     assert [r.id for r in cfg.relations] == ["MR1", "MR2", "MR3"]
     assert [c.id for c in cfg.cases] == [f"TC{i}" for i in range(1, 8)]
     assert all(r.oracle == "same_decision" for r in cfg.relations)
-    assert (cfg.group_key, cfg.groups, cfg.threshold) == ("gender", ["female", "male"], 0.5)
+    assert (cfg.group_key, cfg.groups) == ("gender", ["female", "male"])
     t = {k: v.cfg for k, v in transforms.items()}
     all4 = ["eyeliner", "eyeshadow", "blush", "lipstick"]
     assert t["TC1"].colour == "adaptive" and t["TC1"].components == all4
@@ -95,7 +96,10 @@ def test_paper_relations_file() -> None:
     assert t["TC7"].components == ["lipstick"]
     assert all(t[c].intensity == "light" for c in ("TC5", "TC6", "TC7"))
     assert load_relations(None)[0] == cfg  # the default file
-    assert load_relations(CONFIG, ["threshold=0.3"])[0].threshold == 0.3
+    assert load_relations(CONFIG, ["max_yaw=45"])[0].max_yaw == 45
+    # the decision threshold is the command's (the run's validation threshold by default)
+    with pytest.raises(ConfigError, match="not a relations key.*--threshold"):
+        load_relations(CONFIG, ["threshold=0.3"])
 
 
 @pytest.mark.parametrize(
@@ -177,15 +181,16 @@ def test_table_matches_hand_computed_metrics() -> None:
     result = run_metamorphic(samples, cfg, transforms, _red_scorer, progress=False)
     # red lipstick raises the red-level score of face 0: put the threshold in between
     assert result.scores["TC4"][0] > result.scores[BENCHMARK][0]
-    cfg.threshold = float(result.scores["TC4"][0] + result.scores[BENCHMARK][0]) / 2
+    threshold = float(result.scores["TC4"][0] + result.scores[BENCHMARK][0]) / 2
+    result.threshold = DecisionThreshold(threshold, "test")
     rows = case_table(result)
     assert len(rows) == 8 * 3 and list(rows[0]) == list(COLUMNS)
     y = np.array([s.label for s in samples])
     gender = np.array([s.attributes["gender"] for s in samples])
     for row in rows:
         sel = np.ones(4, bool) if row["group"] == "all" else gender == row["group"]
-        pred = (result.scores[row["case"]] >= cfg.threshold).astype(int)
-        base = (result.scores[BENCHMARK] >= cfg.threshold).astype(int)
+        pred = (result.scores[row["case"]] >= threshold).astype(int)
+        base = (result.scores[BENCHMARK] >= threshold).astype(int)
         tn, fp, fn, tp = confusion_matrix(y[sel], pred[sel], labels=[0, 1]).ravel()
         assert (row["tn"], row["fp"], row["fn"], row["tp"]) == (tn, fp, fn, tp)
         assert row["accuracy"] == pytest.approx(accuracy_score(y[sel], pred[sel]))
@@ -251,7 +256,7 @@ def test_tiny_detector_gives_complete_table_and_identity_never_violates(tmp_path
         chunk_size=3,
         progress=False,
     )
-    cfg.threshold = float(np.median(result.scores[BENCHMARK]))
+    result.threshold = DecisionThreshold(float(np.median(result.scores[BENCHMARK])), "median")
     rows = case_table(result)
     assert [(r["case"], r["group"]) for r in rows] == [
         (c, g)
@@ -372,7 +377,7 @@ def test_accuracy_plot_has_intervals_and_no_label_on_a_bar() -> None:
 
     cfg, transforms = load_relations(CONFIG)
     result = run_metamorphic(_samples(), cfg, transforms, _red_scorer, progress=False)
-    cfg.threshold = 0.45  # some right, some wrong: intervals of non-zero width
+    result.threshold = DecisionThreshold(0.45, "test")  # some right, some wrong: wide intervals
     rows = [r for r in case_table(result, n_boot=200, n_perm=0) if r["group"] != "all"]
     fig = accuracy_figure(rows, ["female", "male"])
     renderer = FigureCanvasAgg(fig).get_renderer()

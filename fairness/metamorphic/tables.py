@@ -147,7 +147,8 @@ def case_table(
         dtype=object,
     )
     stats = {"n_boot": n_boot, "n_perm": n_perm, "confidence": confidence, "seed": seed}
-    decisions = {k: (v >= cfg.threshold).astype(np.int64) for k, v in result.scores.items()}
+    threshold = result.threshold.value
+    decisions = {k: (v >= threshold).astype(np.int64) for k, v in result.scores.items()}
     rows: list[dict[str, Any]] = []
     benchmark: dict[str, dict[str, Any]] = {}
     for case_id in [BENCHMARK, *result.case_ids]:
@@ -158,10 +159,10 @@ def case_table(
             case = next(c for c in rel.cases if c.id == case_id)
             relation, source, oracle, tolerance = rel.id, case.source, rel.oracle, rel.tolerance
         pred = decisions[case_id]
-        bias = _bias(labels, result.scores[case_id], groups, units, names, cfg.threshold, stats)
+        bias = _bias(labels, result.scores[case_id], groups, units, names, threshold, stats)
         if source:
             holds = relation_holds(
-                oracle, result.scores[source], result.scores[case_id], cfg.threshold, tolerance
+                oracle, result.scores[source], result.scores[case_id], threshold, tolerance
             )
             flip_fr = (decisions[source] == 1) & (pred == 0)
             flip_rf = (decisions[source] == 0) & (pred == 1)
@@ -317,8 +318,9 @@ def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None 
     if result is not None:
         lines += [
             f"{len(result.rows)} faces tested ({len(result.skipped)} skipped, see "
-            f"manifest.json); groups by `{cfg.group_key}`; a score >= {cfg.threshold:g} is a "
-            "fake decision; positive class = fake.",
+            f"manifest.json); groups by `{cfg.group_key}`; a score >= "
+            f"{result.threshold.value:.4g} is a fake decision (decision threshold: "
+            f"{result.threshold.source}); positive class = fake.",
             "",
         ]
     lines += [
