@@ -17,6 +17,7 @@ text that ``scripts/fairness.py`` prints.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -237,79 +238,94 @@ def _attempt(errors: list[str], what: str, fn, *args, **kwargs):
         return None
 
 
-def attribute_report(
-    pred: Predictions, attribute: str, cfg: ReportConfig
-) -> AttributeReport | None:
-    """All fairness figures of one attribute; None (logged) when it has fewer than two groups."""
+@dataclass
+class _Rows:
+    """One attribute's rows (at the report's level) that have a group."""
+
+    y_true: np.ndarray
+    y_score: np.ndarray
+    groups: np.ndarray
+    species: np.ndarray  # attack species = method
+    units: np.ndarray  # resampling unit of each row
+
+    def subset(self, keep: np.ndarray) -> _Rows:
+        return _Rows(*(getattr(self, f.name)[keep] for f in dataclasses.fields(self)))
+
+
+def _attribute_rows(pred: Predictions, attribute: str, cfg: ReportConfig) -> _Rows:
+    """The rows of ``attribute`` at ``cfg.level``, without those lacking a value (logged)."""
     y_true, y_score, groups, ids = attribute_arrays(pred, attribute, cfg.level, cfg.video_reduce)
     keep = groups != ""
     if (~keep).any():
         log.warning(
             "%s: %d of %d rows have no value and are left out", attribute, (~keep).sum(), len(keep)
         )
-    y_true, y_score, groups, ids = y_true[keep], y_score[keep], groups[keep], ids[keep]
+    ids = ids[keep]
     method_of = dict(zip(pred.video_key, pred.method, strict=True))
-    species = np.array([method_of[k] for k in ids], dtype=object)  # attack species = method
+    species = np.array([method_of[k] for k in ids], dtype=object)
     units = _units_of(pred, ids, cfg.unit)
-    names = sorted(set(groups))
-    size = {g: int(np.sum(groups == g)) for g in names}
-    ranked = [g for g in names if size[g] >= cfg.min_group_size]
+    return _Rows(y_true[keep], y_score[keep], groups[keep], species, units)
+
+
+def _ranked_groups(rows: _Rows, attribute: str, min_size: int) -> list[str]:
+    """The groups of at least ``min_size`` rows (fewer than two: logged)."""
+    names = sorted(set(rows.groups))
+    size = {g: int(np.sum(rows.groups == g)) for g in names}
+    ranked = [g for g in names if size[g] >= min_size]
     if len(ranked) < 2:
         log.warning(
             "attribute %r has %d group(s) of >= %d rows (sizes %s): no fairness metrics",
             attribute,
             len(ranked),
-            cfg.min_group_size,
+            min_size,
             size,
         )
-        return None
-    errors: list[str] = []
-    unit_name = "videos" if cfg.unit is None else f"{cfg.unit} units"
-    per_group = group_metrics(y_true, y_score, groups, cfg.decision_threshold)
-    for g in names:
-        rows = groups == g
+    return ranked
+
+
+def _per_group(
+    rows: _Rows, ranked: list[str], cfg: ReportConfig, errors: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Detection metrics and ISO/IEC 30107-3 metrics (groups holding both classes) per group."""
+    threshold = cfg.decision_threshold
+    per_group = group_metrics(rows.y_true, rows.y_score, rows.groups, threshold)
+    for g in sorted(set(rows.groups)):
+        sel = rows.groups == g
         iso = None
-        if len(set(y_true[rows].tolist())) == 2:
+        if len(set(rows.y_true[sel].tolist())) == 2:
             iso = _attempt(
                 errors,
                 f"ISO metrics of {g}",
                 iso_metrics,
-                y_true[rows],
-                y_score[rows],
-                cfg.decision_threshold,
-                species[rows],
+                rows.y_true[sel],
+                rows.y_score[sel],
+                threshold,
+                rows.species[sel],
                 cfg.iso_points,
                 cfg.species_rule,
             )
         per_group[g]["iso"] = iso
         per_group[g]["ranked"] = g in ranked
-    gaps = group_gaps(
-        y_true,
-        y_score,
-        groups,
-        units,
-        threshold=cfg.decision_threshold,
-        n_boot=cfg.bootstrap,
-        n_perm=cfg.permutations,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        min_group_size=cfg.min_group_size,
-        min_units=cfg.min_interval_units,
-        unit_name=unit_name,
-    )
-    for g in names:
+    return per_group
+
+
+def _attach_intervals(
+    per_group: dict[str, dict[str, Any]], gaps: GapAnalysis, rows: _Rows, cfg: ReportConfig
+) -> None:
+    """Each group's ``ci``: the intervals of :func:`group_gaps`, and of its ISO figures under
+    the species rule (``pooled``: the FNR, FPR and EER intervals)."""
+    for g, metrics in per_group.items():
         ci = {m: list(v) for m, v in gaps.group_ci[g].items()}
-        iso = per_group[g]["iso"]
-        if iso is not None and cfg.bootstrap:  # ISO figures under the species rule
+        if metrics["iso"] is not None and cfg.bootstrap:
             if cfg.species_rule == "pooled":
                 iso_ci = {"apcer": ci["fnr"], "bpcer": ci["fpr"], "eer": ci["eer"]}
             else:
-                rows = groups == g
+                sel = rows.groups == g
                 iso_ci = iso_group_intervals(
-                    y_true[rows],
-                    y_score[rows],
-                    species[rows],
-                    units[rows],
+                    rows.y_true[sel],
+                    rows.y_score[sel],
+                    rows.species[sel],
+                    rows.units[sel],
                     cfg.decision_threshold,
                     cfg.species_rule,
                     cfg.bootstrap,
@@ -318,101 +334,145 @@ def attribute_report(
                     cfg.min_interval_units,
                 )
             ci.update({f"iso_{k}": list(v) for k, v in iso_ci.items()})
-        per_group[g]["ci"] = ci
-    # everything below ranks groups: only groups of >= min_group_size rows take part
-    r = np.isin(groups, ranked)
-    y_true, y_score, groups, units, species = (
-        y_true[r],
-        y_score[r],
-        groups[r],
-        units[r],
-        species[r],
-    )
-    y_pred = (y_score >= cfg.decision_threshold).astype(np.int64)
-    bias, low, high = bias_factor_pair(y_true, y_pred, groups)
-    lin = lin_metrics(y_true, y_score, groups, cfg.decision_threshold)
-    xs = np.asarray(cfg.xs if cfg.xs is not None else DEFAULT_XS, dtype=np.float64)
+        metrics["ci"] = ci
+
+
+@dataclass
+class _Curves:
+    """FDR/ABF curves and their areas per threshold group, with why an area is undefined."""
+
+    curves: dict[str, FairnessCurves] = field(default_factory=dict)
+    aucs: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _fairness_curves(
+    rows: _Rows, ranked: list[str], xs: np.ndarray, cfg: ReportConfig, errors: list[str]
+) -> _Curves:
+    """FDR/ABF with tau from the fused scores and from every ranked group with attacks (or the
+    configured threshold groups); a threshold group that fails is an error line, not a stop."""
     threshold_groups = [str(t) for t in cfg.threshold_groups or []] or [POOLED] + [
-        g for g in ranked if np.any((groups == g) & (y_true == 1))
+        g for g in ranked if np.any((rows.groups == g) & (rows.y_true == 1))
     ]
-    curves: dict[str, FairnessCurves] = {}
-    aucs: dict[str, dict[str, float]] = {}
-    auc_notes: dict[str, dict[str, str]] = {}
+    out = _Curves()
     for tg in threshold_groups:
         c = _attempt(
             errors,
             f"FDR/ABF with tau from {tg}",
             fairness_curves,
-            y_true,
-            y_score,
-            groups,
+            rows.y_true,
+            rows.y_score,
+            rows.groups,
             xs,
             cfg.alpha,
             tg,
             cfg.min_denominator,
-            species=species,
+            species=rows.species,
             species_rule=cfg.species_rule,
         )
         if c is not None:
-            curves[tg] = c
-            aucs[tg], auc_notes[tg] = curve_areas(c)
-    valid_tg = [tg for tg in threshold_groups if tg in curves]
-    odta = (
-        _attempt(
-            errors,
-            "ODTA",
-            odta_curves,
-            y_true,
-            y_score,
-            groups,
-            cfg.iso_points,
-            valid_tg,
-            species=species,
-            species_rule=cfg.species_rule,
-        )
-        or {}
+            out.curves[tg] = c
+            out.aucs[tg], out.notes[tg] = curve_areas(c)
+    return out
+
+
+def _curve_intervals(
+    rows: _Rows, xs: np.ndarray, curves: _Curves, cfg: ReportConfig
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """Bootstrap intervals of FDR-AUC and ABF-AUC per threshold group; their notes go into
+    ``curves.notes`` (after the point's own reason)."""
+    if not (cfg.curve_bootstrap and curves.curves):
+        return {}
+    boot = curve_auc_intervals(
+        rows.y_true,
+        rows.y_score,
+        rows.groups,
+        rows.units,
+        xs,
+        cfg.alpha,
+        list(curves.curves),
+        cfg.min_denominator,
+        rows.species,
+        cfg.species_rule,
+        n_boot=cfg.curve_bootstrap,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        min_units=cfg.min_interval_units,
+        unit_name=_unit_name(cfg),
     )
-    auc_ci: dict[str, dict[str, tuple[float, float]]] = {}
-    if cfg.curve_bootstrap and valid_tg:
-        boot = curve_auc_intervals(
-            y_true,
-            y_score,
-            groups,
-            units,
-            xs,
-            cfg.alpha,
-            valid_tg,
-            cfg.min_denominator,
-            species,
-            cfg.species_rule,
-            n_boot=cfg.curve_bootstrap,
-            confidence=cfg.confidence,
-            seed=cfg.seed,
-            min_units=cfg.min_interval_units,
-            unit_name=unit_name,
-        )
-        for tg, per in boot.items():
-            auc_ci[tg] = {k: per[k] for k in ("fdr_auc", "abf_auc")}
-            for k, note in per["notes"].items():  # the point's own reason comes first
-                auc_notes[tg].setdefault(k, f"interval: {note}")
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for tg, per in boot.items():
+        out[tg] = {k: per[k] for k in ("fdr_auc", "abf_auc")}
+        for k, note in per["notes"].items():  # the point's own reason comes first
+            curves.notes[tg].setdefault(k, f"interval: {note}")
+    return out
+
+
+def _unit_name(cfg: ReportConfig) -> str:
+    return "videos" if cfg.unit is None else f"{cfg.unit} units"
+
+
+def attribute_report(
+    pred: Predictions, attribute: str, cfg: ReportConfig
+) -> AttributeReport | None:
+    """All fairness figures of one attribute; None (logged) when it has fewer than two groups."""
+    rows = _attribute_rows(pred, attribute, cfg)
+    ranked = _ranked_groups(rows, attribute, cfg.min_group_size)
+    if len(ranked) < 2:
+        return None
+    errors: list[str] = []
+    per_group = _per_group(rows, ranked, cfg, errors)
+    gaps = group_gaps(
+        rows.y_true,
+        rows.y_score,
+        rows.groups,
+        rows.units,
+        threshold=cfg.decision_threshold,
+        n_boot=cfg.bootstrap,
+        n_perm=cfg.permutations,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        min_group_size=cfg.min_group_size,
+        min_units=cfg.min_interval_units,
+        unit_name=_unit_name(cfg),
+    )
+    _attach_intervals(per_group, gaps, rows, cfg)
+    # everything below ranks groups: only groups of >= min_group_size rows take part
+    rows = rows.subset(np.isin(rows.groups, ranked))
+    y_pred = (rows.y_score >= cfg.decision_threshold).astype(np.int64)
+    bias, low, high = bias_factor_pair(rows.y_true, y_pred, rows.groups)
+    xs = np.asarray(cfg.xs if cfg.xs is not None else DEFAULT_XS, dtype=np.float64)
+    curves = _fairness_curves(rows, ranked, xs, cfg, errors)
+    odta = _attempt(
+        errors,
+        "ODTA",
+        odta_curves,
+        rows.y_true,
+        rows.y_score,
+        rows.groups,
+        cfg.iso_points,
+        list(curves.curves),
+        species=rows.species,
+        species_rule=cfg.species_rule,
+    )
     return AttributeReport(
         attribute=attribute,
         level=pred.row_unit if cfg.level == "frame" else cfg.level,  # frame rows, or clips
         groups=per_group,
         bias_factor=bias,
         bias_pair=(low, high),
-        lin=lin,
-        curves=curves,
-        curve_aucs=aucs,
-        odta=odta,
+        lin=lin_metrics(rows.y_true, rows.y_score, rows.groups, cfg.decision_threshold),
+        curves=curves.curves,
+        curve_aucs=curves.aucs,
+        odta=odta or {},
         odta_xs=list(cfg.iso_points),
         gaps=gaps,
-        curve_auc_ci=auc_ci,
-        curve_auc_notes=auc_notes,
+        curve_auc_ci=_curve_intervals(rows, xs, curves, cfg),
+        curve_auc_notes=curves.notes,
         ranked=ranked,
-        y_true=y_true,
-        y_score=y_score,
-        group_of=groups,
+        y_true=rows.y_true,
+        y_score=rows.y_score,
+        group_of=rows.groups,
         errors=errors,
         threshold=cfg.decision_threshold,
     )

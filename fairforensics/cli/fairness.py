@@ -1,4 +1,4 @@
-"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
+r"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
 
     python scripts/fairness.py --predictions runs/x/predictions/test.csv --attributes gender \
         --out runs/x/fairness

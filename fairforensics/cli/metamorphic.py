@@ -1,4 +1,4 @@
-"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, per-gender tables.
+r"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, per-gender tables.
 
   scripts/metamorphic.py --run RUN_DIR [--weights best|last|FILE] --test-data DATASET
   scripts/metamorphic.py --detector NAME --weights FILE [--variant paper | --model-config YAML]
@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
-from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import (
     ConfigError,
@@ -63,24 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="output folder (default: RUN/metamorphic/<dataset>, or "
         "metamorphic/<detector>_<weights name>/<dataset> with --detector)",
     )
-    p.add_argument(
-        "--weights",
-        default="best",
-        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
-        "meso4/meso_inception4, the authors' Keras .h5",
-    )
-    p.add_argument(
-        "--model-config",
-        type=Path,
-        help="detector YAML for --detector (default: the checkpoint's, else "
-        "configs/detectors/NAME.yaml; for a Keras file configs/detectors/paper/NAME.yaml)",
-    )
-    p.add_argument(
-        "--variant",
-        choices=["deepfakebench", "paper"],
-        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
-        "or configs/detectors/paper/NAME.yaml (paper)",
-    )
+    add_weights_arguments(p)
     p.add_argument("--split", default="test", choices=("train", "val", "test"))
     p.add_argument("--frame-num", type=int, default=None, help="frames per video (default: all)")
     p.add_argument("--batch-size", type=int, default=32)

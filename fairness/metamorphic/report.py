@@ -34,6 +34,7 @@ from fairforensics.fairness.metamorphic.relations import BENCHMARK
 from fairforensics.fairness.metamorphic.runner import MetamorphicResult
 from fairforensics.fairness.metamorphic.tables import (
     ALL,
+    SUMMARY_COLUMNS,
     case_table,
     result_groups,
     table_csv,
@@ -41,31 +42,6 @@ from fairforensics.fairness.metamorphic.tables import (
     table_markdown,
 )
 from fairforensics.preprocessing.files import atomic_write_text, write_json
-
-SUMMARY_COLUMNS = (
-    "case",
-    "group",
-    "n",
-    "accuracy",
-    "accuracy_low",
-    "accuracy_high",
-    "precision",
-    "recall",
-    "f1",
-    "bias_factor",
-    "bias_diff",
-    "bias_diff_low",
-    "bias_diff_high",
-    "bias_p",
-    "favoured",
-    "accuracy_change",
-    "violation_rate",
-    "violation_low",
-    "violation_high",
-    "fake_to_real",
-    "real_to_fake",
-    "mcnemar_p",
-)
 
 
 def accuracy_figure(rows: list[dict[str, Any]], groups: list[str]) -> Figure:

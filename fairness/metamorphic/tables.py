@@ -85,6 +85,12 @@ COLUMNS = (
     "changed_pixels",
 )
 _CHANGED = ("accuracy", "precision", "recall", "f1", "bias_factor")
+#: The columns of the HTML summary (``metamorphic.html``): all but the details.
+_DETAILS = frozenset(
+    ("relation", "source", "tn", "fp", "fn", "tp", "class_ratio", "precision_change")
+    + ("recall_change", "f1_change", "bias_factor_change", "n_worse", "n_better", "changed_pixels")
+)
+SUMMARY_COLUMNS = tuple(c for c in COLUMNS if c not in _DETAILS)
 
 
 def result_groups(result: MetamorphicResult) -> list[str]:
