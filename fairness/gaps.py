@@ -664,9 +664,10 @@ def class_ratio_check(
 
 
 def _pct(v: float, signed: bool = False) -> str:
+    """A share in percent with one decimal, as every table shows it."""
     if v is None or not np.isfinite(v):
-        return "n/a"
-    return f"{100 * v:+.2f}%" if signed else f"{100 * v:.2f}%"
+        return "undefined"
+    return f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%"
 
 
 def curve_auc_intervals(

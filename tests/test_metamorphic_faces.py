@@ -181,6 +181,7 @@ def test_script_on_a_run_dir(tmp_path: Path, capsys, caplog) -> None:
     out = run / "metamorphic" / "celebtest"
     summary = json.loads((out / "metamorphic.json").read_text())
     assert summary["threshold"] == 0.0 and summary["threshold_from"].startswith(used)
+    assert summary["model"]["input_size"] == 64  # the config the detector was built with
     assert (
         f"a score >= 0 is a fake decision (decision threshold: {used}"
         in (out / "metamorphic.md").read_text()
