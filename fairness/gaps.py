@@ -522,9 +522,13 @@ def _pair_gap(
     pair_conf = 1.0 - (1.0 - confidence) / (len(defined) * (len(defined) - 1) / 2)
     if n_boot and m in _COUNT_METRICS:
         ia, ib = d.names.index(a), d.names.index(b)
-        low, high, note = _rate_interval(m, d.rates, pair_conf, ia, ib)
+        own = {a: _rate_interval(m, d.rates, confidence, ia)[2]}
+        own[b] = _rate_interval(m, d.rates, confidence, ib)[2]
+        note = _named_notes(own)
+        if not note:
+            low, high, note = _rate_interval(m, d.rates, pair_conf, ia, ib)
     elif n_boot:
-        note = "; ".join(n for n in (figures.notes[a].get(m), figures.notes[b].get(m)) if n)
+        note = _named_notes({g: figures.notes[g].get(m, "") for g in (a, b)})
         if not note and m == "auc":
             var = figures.auc_var[a] + figures.auc_var[b]
             low, high = _normal_interval(diff, var, pair_conf)
@@ -554,6 +558,12 @@ def _pair_gap(
         n_perm_valid=n_perm_valid,
         note=note,
     )
+
+
+def _named_notes(notes: dict[str, str]) -> str:
+    """Why an interval is undefined: each group's own reason, named (``"bright: fewer than 5 real
+    videos (4)"``); "" when none has one."""
+    return "; ".join(f"{g}: {note}" for g, note in notes.items() if note)
 
 
 def group_gaps(
@@ -710,14 +720,15 @@ def curve_auc_intervals(
     names = sorted(set(grp))
     c = _cells(y, (s >= 0.5).astype(np.int64), grp, np.array([str(i) for i in ids]), names)
     strata = 2 * c.group + c.label
-    too_few = [
-        f"{names[h // 2]}: {few_units_note(n, f'{_CLASS_NAME[h % 2]} {unit_name}', min_units)}"
-        for h, n in enumerate(np.bincount(strata, minlength=2 * len(names)))
-        if n > 0 and too_few_units(n, min_units)
-    ]
+    too_few: dict[str, str] = {}
+    for h, n in enumerate(np.bincount(strata, minlength=2 * len(names))):
+        if n > 0 and too_few_units(n, min_units):
+            why = few_units_note(n, f"{_CLASS_NAME[h % 2]} {unit_name}", min_units)
+            name = names[h // 2]
+            too_few[name] = f"{too_few[name]}, {why}" if name in too_few else why
     keys = ("fdr_auc", "abf_auc")
     if too_few:
-        note = "; ".join(too_few)
+        note = _named_notes(too_few)
         nan = (float("nan"), float("nan"))
         return {
             tg: {**dict.fromkeys(keys, nan), "notes": dict.fromkeys(keys, note)}

@@ -28,7 +28,12 @@ import numpy as np
 from fairforensics.configs import load_config
 from fairforensics.evaluation.metrics import SingleClassError, video_scores
 from fairforensics.evaluation.predictions import Predictions
-from fairforensics.evaluation.table_writer import UNDEFINED, format_number, html_text
+from fairforensics.evaluation.table_writer import (
+    UNDEFINED,
+    format_number,
+    html_text,
+    write_table_files,
+)
 from fairforensics.evaluation.thresholds import DEFAULT_THRESHOLD, DecisionThreshold
 from fairforensics.fairness import plots
 from fairforensics.fairness.abf import (
@@ -49,7 +54,7 @@ from fairforensics.fairness.gaps import (
 )
 from fairforensics.fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
 from fairforensics.fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
-from fairforensics.fairness.tables import columns_of, write_table
+from fairforensics.fairness.tables import columns_of, to_csv, to_markdown, write_table
 from fairforensics.preprocessing.files import atomic_write_text, jsonable, write_json
 
 log = logging.getLogger(__name__)
@@ -517,14 +522,18 @@ _GROUP_COLUMNS = (
     "fn",
     "tp",
 )
+#: What the counts of a report's level count (``n``, ``n_real``, ``n_fake``).
+_COUNTED = {"frame": "frames", "clip": "clips", "video": "videos"}
 
 
 def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
-    """One row per (attribute, group) with detection and ISO metrics."""
+    """One row per (attribute, group) with detection and ISO metrics; every row has the same
+    columns (APCER per species of every species found), ``notes`` last."""
     rows = []
     for a, rep in reports.items():
         for g, m in rep.groups.items():
-            row: dict[str, Any] = {"attribute": a, "group": g, **{k: m[k] for k in _GROUP_COLUMNS}}
+            row: dict[str, Any] = {"attribute": a, "group": g, "counted": _COUNTED[rep.level]}
+            row |= {k: m[k] for k in _GROUP_COLUMNS}
             iso = m.get("iso") or {}
             row["ranked"] = m["ranked"]
             for metric, (low, high) in m["ci"].items():
@@ -542,19 +551,70 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
                 row[f"apcer[{species}]"] = v
             for key, v in (iso.get("bpcer_at_apcer") or {}).items():
                 row[f"bpcer@apcer={key}"] = v
-            row["notes"] = notes_text(rep.gaps.notes.get(g, {}), "interval")
+            row["notes"] = notes_text(rep.gaps.notes.get(g, {}), "interval", g)
             rows.append(row)
-    return rows
+    columns = [c for c in columns_of(rows) if c != "notes"] + ["notes"]
+    return [{c: row.get(c) for c in columns} for row in rows]
 
 
-def notes_text(notes: dict[str, str], what: str = "") -> str:
-    """``{key: reason}`` as one line, keys sharing a reason joined: ``"fpr, acc interval:
-    fewer than 5 real videos (3)"``; "" when there is none."""
+#: The families of ``group_metrics.md``: one table each, after the attribute and group.
+GROUP_FAMILIES = {
+    "Detection metrics": ("counted", "n", "n_real", "n_fake", "ranked", "acc", "auc", "eer")
+    + ("precision", "recall", "f1", "fpr", "fnr", "tn", "fp", "fn", "tp"),
+    "Intervals": (),  # every [low, high] pair
+    "ISO/IEC 30107-3": ("species_rule", "apcer", "bpcer", "acer", "iso_eer"),  # + per species
+    "Notes": ("notes",),
+}
+
+
+def group_markdown(rows: list[dict[str, Any]], digits: int = 4) -> str:
+    """``group_metrics.md``: the rows of :func:`group_rows` as one table per metric family
+    (:data:`GROUP_FAMILIES`), intervals as ``[low, high]`` cells, the notes last."""
+    if not rows:
+        return ""
+    key = ("attribute", "group")
+    columns = list(rows[0])
+    lows = [c[: -len("_low")] for c in columns if c.endswith("_low")]
+    sections = []
+    for title, family in GROUP_FAMILIES.items():
+        if title == "Intervals":
+            table = [
+                {**{k: r[k] for k in key}, **{m: _interval_cell(r, m, digits) for m in lows}}
+                for r in rows
+            ]
+        else:
+            wanted = list(family)
+            if title.startswith("ISO"):
+                wanted += [c for c in columns if c.startswith(("apcer[", "bpcer@"))]
+            table = [{k: r.get(k) for k in (*key, *wanted)} for r in rows]
+        if title == "Notes":
+            table = [r for r in table if r["notes"]]
+        if table and len(table[0]) > len(key):
+            sections.append(f"## {title}\n\n{to_markdown(table, digits=digits)}")
+    return "\n".join(sections)
+
+
+def _interval_cell(row: dict[str, Any], metric: str, digits: int) -> str:
+    low, high = row[f"{metric}_low"], row[f"{metric}_high"]
+    if is_missing(low) or is_missing(high):
+        return UNDEFINED
+    return f"[{format_number(low, digits)}, {format_number(high, digits)}]"
+
+
+def notes_text(notes: dict[str, str], what: str = "", group: str = "") -> str:
+    """``{key: reason}`` as one line, each reason once with the keys it holds for (a reason of
+    several parts, joined by ``; ``, counts for each part): with ``what`` and ``group``
+    ``"female: fewer than 5 real videos (3): no interval of acc, fpr"``, else
+    ``"acc, fpr: fewer than 5 real videos (3)"``; "" when there is none."""
     by_reason: dict[str, list[str]] = {}
     for key, reason in notes.items():
-        by_reason.setdefault(reason, []).append(key)
-    head = f" {what}" if what else ""
-    return "; ".join(f"{', '.join(keys)}{head}: {reason}" for reason, keys in by_reason.items())
+        for part in dict.fromkeys(reason.split("; ")):
+            by_reason.setdefault(part, []).append(key)
+    text = "; ".join(
+        f"{reason}: no {what} of {', '.join(keys)}" if what else f"{', '.join(keys)}: {reason}"
+        for reason, keys in by_reason.items()
+    )
+    return f"{group}: {text}" if group and text else text
 
 
 def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
@@ -607,7 +667,10 @@ def write_report(
     write_json(out / "fairness.json", {a: {**r.to_json(), **decided} for a, r in reports.items()})
     atomic_write_text(out / "section.html", f"<html><body>{html_section(reports)}</body></html>\n")
     write_table(summary_rows(reports), out / "summary")
-    write_table(group_rows(reports), out / "group_metrics")
+    rows = group_rows(reports)
+    write_table_files(
+        out / "group_metrics", to_csv(rows), group_markdown(rows), [dict(r) for r in rows]
+    )
     auc_rows, curve_rows, odta_rows, gap_rows = [], [], [], []
     for a, rep in reports.items():
         for tg, v in rep.curve_aucs.items():
@@ -705,7 +768,7 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
             lines.append(f"{g:<16}{m['n']:>7}{cells}{mark}")
         for g in rep.groups:
             if gaps.notes.get(g):
-                lines.append(f"  {g}: {notes_text(gaps.notes[g], 'interval ' + UNDEFINED)}")
+                lines.append(f"  {notes_text(gaps.notes[g], 'interval', g)}")
         acc = gaps.gaps["acc"]
         favoured = f"{acc.favoured} favoured" if acc.favoured else "no group favoured"
         lines.append(

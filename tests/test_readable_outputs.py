@@ -78,3 +78,46 @@ def test_copies_became_one() -> None:
     assert pg_fdd.training_outputs is ucf.training_outputs
     assert "training_outputs(self" in inspect.getsource(pg_fdd.PGFDD.forward)
     assert "training_outputs(self" in inspect.getsource(ucf.UCF.forward)
+
+
+def test_group_metrics_tables_by_family_with_named_notes(tmp_path) -> None:
+    """Issue 31, item 6: group_metrics.md split by metric family, notes last (also after the
+    per-species APCER columns of the CSV), each reason once and named with its group, and the
+    counts say what they count."""
+    import csv
+
+    import numpy as np
+
+    from fairforensics.evaluation.predictions import Predictions
+    from fairforensics.fairness.report import ReportConfig, fairness_report, write_report
+
+    rng = np.random.default_rng(0)
+    videos = [("f", 0, "real")] * 3 + [("f", 1, "A")] * 8 + [("m", 0, "real")] * 8
+    videos += [("m", 1, "B")] * 8  # species A only in group f, B only in m
+    rows = [(i, g, y, meth) for i, (g, y, meth) in enumerate(videos) for _ in range(2)]
+    pred = Predictions(
+        dataset=["d"] * len(rows),
+        video_id=[f"v{i}" for i, *_ in rows],
+        frame=np.tile([0, 1], len(videos)),
+        label=np.array([y for _, _, y, _ in rows]),
+        score=np.clip(
+            np.array([y for _, _, y, _ in rows]) * 0.5 + rng.uniform(0, 0.5, len(rows)), 0, 1
+        ),
+        method=[m for *_, m in rows],
+        attributes={"gender": [g for _, g, _, _ in rows]},
+    )
+    cfg = ReportConfig(bootstrap=100, permutations=0, curve_bootstrap=0, figures=False)
+    write_report(fairness_report(pred, ["gender"], cfg), tmp_path)
+    with (tmp_path / "group_metrics.csv").open(newline="") as fh:
+        table = list(csv.DictReader(fh))
+    header = list(table[0])
+    assert header[-1] == "notes" and {"apcer[A]", "apcer[B]"} <= set(header)
+    f = next(r for r in table if r["group"] == "f")
+    assert f["counted"] == "frames" and f["n_real"] == "6"  # 3 videos of 2 frames
+    assert f["notes"].startswith("f: fewer than 5 real videos (3): no interval of ")
+    assert f["notes"].count("fewer than 5 real videos (3)") == 1
+    assert next(r for r in table if r["group"] == "m")["notes"] == ""
+    md = (tmp_path / "group_metrics.md").read_text()
+    titles = [line for line in md.splitlines() if line.startswith("## ")]
+    assert titles == ["## Detection metrics", "## Intervals", "## ISO/IEC 30107-3", "## Notes"]
+    assert max(len(line.split("|")) for line in md.splitlines()) < 22  # no 50-column table
