@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             args.leaderboard,
             out,
             cfg.metrics,
-            cfg.levels[0],
+            cfg.levels,
             reduce=cfg.reduce,
             threshold=cfg.threshold,
             within=args.within,
@@ -187,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         if summary.is_file():
             print(summary.read_text(encoding="utf-8"))
     print(f"report: {(out / 'report.html').resolve()}")
-    print(f"predictions: {(out / 'predictions').resolve()}")
+    if not args.leaderboard:  # a leaderboard reads the evaluations' predictions, writes none
+        print(f"predictions: {(out / 'predictions').resolve()}")
     return 0
 
 
