@@ -34,8 +34,9 @@ class Example:
 
     @property
     def caption(self) -> str:
-        """``group, real|fake`` and the end of the face's key."""
-        return f"{self.group or '?'}, {'fake' if self.label else 'real'}\n{self.key[-20:]}"
+        """``group, real|fake`` and the last two parts of the face's key (video and frame)."""
+        tail = "/".join(self.key.split("/")[-2:])
+        return f"{self.group or '?'}, {'fake' if self.label else 'real'}\n{tail}"
 
 
 class ExamplePicker:
