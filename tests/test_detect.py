@@ -1,0 +1,220 @@
+"""``fairforensics detect`` and ``fairforensics.detect``: a file's score equals what
+``preprocess`` + ``test.py`` give it with a trained run, bad files are one line each, and the
+report opens offline."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fairforensics
+from fairforensics.cli.detect import main as detect_main
+from fairforensics.cli.test import main as run_test_py
+from fairforensics.evaluation.metrics import video_scores
+from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.preprocessing.config import load_preprocess_config
+from fairforensics.preprocessing.index import read_index
+from fairforensics.preprocessing.pipeline import run_preprocess
+from tests.test_preprocess_pipeline import config, make_ff_tree
+from tests.testdata import CELEBRITIES, FACE_RECOGNITION
+
+FACES = {"sampling.num_frames": 4, "align.size": 64}  # what both indexes are made with
+
+
+@pytest.fixture(scope="module")
+def ff(tmp_path_factory):
+    """A tiny FF++ tree (004: no face, 005: corrupt), its index and a Meso4 trained on it."""
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.trainer import Trainer
+
+    root = tmp_path_factory.mktemp("detect")
+    raw = make_ff_tree(root / "raw")
+    run_preprocess(config(raw, root / "processed", **FACES), workers=1, progress=False)
+    sets = {
+        "data.data_root": root / "processed",
+        "data.train_data": "[demo]",
+        "data.val_data": "[demo]",
+        "data.num_workers": 0,
+        "train.epochs": 1,
+        "train.batch_size": 4,
+        "train.resolution": 32,
+        "train.frame_num": 4,
+        "train.test_frame_num": 3,  # fewer than the 4 crops: the same 3 must be picked
+        "output_dir": root / "runs",
+        "run_name": "meso4",
+        "device": "cpu",
+    }
+    run = Trainer(load_train_config("meso4", overrides=[f"{k}={v}" for k, v in sets.items()])).fit()
+    return raw, root / "processed", run
+
+
+def scores_of_test_py(run: Path, data_root: Path, name: str, split: str, out: Path):
+    """Per-video scores of ``test.py`` on ``split`` of index ``name``: {source path: score}."""
+    sets = ["n_boot=0", "plots=false", "report=false", f"split={split}", "device=cpu"]
+    args = ["--run", str(run), "--test-data", name, "--data-root", str(data_root)]
+    assert run_test_py([*args, "--out", str(out), *(a for s in sets for a in ("--set", s))]) == 0
+    pred = read_predictions(out / "predictions" / f"{name}.csv")
+    _, scores, keys = video_scores(pred.label, pred.score, pred.video_key)
+    index = read_index(data_root / f"{name}.json")
+    source = {f"{name}/{v.method}/{v.id}": v.source for v in index.videos}
+    return {source[k]: s for k, s in zip(keys, scores, strict=True)}, pred
+
+
+def test_detect_equals_preprocess_and_test_on_videos(ff, tmp_path):
+    raw, processed, run = ff
+    want, _ = scores_of_test_py(run, processed, "demo", "train", tmp_path / "eval")
+    assert len(want) == 4  # 000, 001 and their fakes
+    result = fairforensics.detect([raw / src for src in want], run=run, device="cpu")
+    assert (
+        "recorded in" in result.face_settings_source and result.face_settings["align"]["size"] == 64
+    )
+    for f in result.files:
+        assert f.status == "scored" and len(f.faces) == 3, (f.path, f.reason)
+        assert f.score == pytest.approx(want[f.path.relative_to(raw).as_posix()], abs=1e-6)
+        assert f.score == pytest.approx(np.mean([x.score for x in f.faces]), abs=1e-9)
+        assert f.verdict == ("fake" if f.score >= result.threshold else "real")
+
+
+def test_detect_equals_preprocess_and_test_on_images(ff, tmp_path):
+    """Photos preprocessed with the run's face settings and tested, against detect on them."""
+    _, _, run = ff
+    photos = tmp_path / "photos"
+    for k, name in enumerate(("img1.jpg", "img13.jpg", "img22.jpg")):
+        (photos / "test" / ("real" if k < 2 else "fake")).mkdir(parents=True, exist_ok=True)
+        shutil.copy(CELEBRITIES / name, photos / "test" / ("real" if k < 2 else "fake") / name)
+    overrides = ["dataset.name=photos", "dataset.type=generic", f"dataset.root={photos}",
+                 f"output.root={tmp_path / 'idx'}"] + [f"{k}={v}" for k, v in FACES.items()]  # fmt: skip
+    run_preprocess(load_preprocess_config(overrides=overrides), workers=1, progress=False)
+    want, _ = scores_of_test_py(run, tmp_path / "idx", "photos", "test", tmp_path / "eval")
+    result = fairforensics.detect(photos, run=run, device="cpu")
+    assert [f.status for f in result.files] == ["scored"] * 3
+    for f in result.files:
+        assert f.kind == "image" and f.score == pytest.approx(
+            want[f.path.relative_to(photos).as_posix()], abs=1e-6
+        )
+
+
+def test_crops_are_scored_as_test_py_scores_stored_crops(ff, tmp_path):
+    """--crops on preprocessed crops with --detector/--weights: each crop's score is test.py's
+    score of that frame."""
+    _, processed, run = ff
+    _, pred = scores_of_test_py(run, processed, "demo", "val", tmp_path / "eval")
+    index = read_index(processed / "demo.json")
+    video = next(v for v in index.videos if v.id == "002" and v.method == "real")
+    crops = [index.resolve(p) for p in video.frames]
+    out = tmp_path / "out"
+    args = [*map(str, crops), "--crops", "--detector", "meso4", "--out", str(out)]
+    with pytest.raises(SystemExit) as info:
+        detect_main_exit([*args, "--weights", str(run / "checkpoints" / "best.pt")])
+    assert info.value.code == 0
+    rows = {r["path"]: float(r["score"]) for r in csv.DictReader(open(out / "detections.csv"))}
+    frames = dict(zip(video.frames, video.frame_indices, strict=True))
+    got = 0
+    for rel, path in zip(video.frames, crops, strict=True):
+        match = (pred.video_id == "002") & (pred.method == "real") & (pred.frame == frames[rel])
+        if match.any():  # test.py scores 3 of the 4 crops
+            assert rows[str(path)] == pytest.approx(float(pred.score[match][0]), abs=1e-6)
+            got += 1
+    assert got == 3
+
+
+def detect_main_exit(argv: list[str]) -> None:
+    """The command as run from a shell: exit code through SystemExit."""
+    from fairforensics.cli.errors import run_cli
+
+    run_cli(detect_main, argv)
+
+
+def test_a_folder_with_bad_files(ff, tmp_path, capsys):
+    """A video without a face, a corrupt file and a text file: the good files are scored, each
+    bad one is one line, exit 1, and the report opens offline with its images."""
+    raw, _, run = ff
+    folder = tmp_path / "inbox"
+    shutil.copytree(raw / "original_sequences" / "youtube" / "c23" / "videos", folder)
+    (folder / "notes.txt").write_text("not a video")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as info:
+        detect_main_exit([str(folder), "--run", str(run), "--out", str(out), "--device", "cpu"])
+    assert info.value.code == 1
+    stdout = capsys.readouterr().out
+    status = {Path(r["path"]).name: r for r in csv.DictReader(open(out / "detections.csv"))}
+    assert {k: r["status"] for k, r in status.items()} == {
+        "000.mp4": "scored", "001.mp4": "scored", "002.mp4": "scored", "003.mp4": "scored",
+        "004.mp4": "no_face", "005.mp4": "failed", "notes.txt": "failed",
+    }  # fmt: skip
+    assert "no face in any of the 4 sampled frames" in status["004.mp4"]["reason"]
+    assert (
+        status["005.mp4"]["score"] == ""
+        and "unsupported file type" in status["notes.txt"]["reason"]
+    )
+    for name in ("004.mp4", "005.mp4", "notes.txt"):
+        (line,) = [x for x in stdout.splitlines() if name in x]
+        assert status[name]["status"] in line
+    assert "4 scored, 1 without a face, 2 failed" in stdout
+    frames = list(csv.DictReader(open(out / "frames.csv")))
+    assert len(frames) == 4 * 3 and {r["track"] for r in frames} == {"0"}
+    data = json.loads((out / "detections.json").read_text())
+    assert data["counts"] == {"scored": 4, "no_face": 1, "failed": 2}
+    check_offline(out / "report.html", n_images=4 * 3)
+
+
+def check_offline(report: Path, n_images: int) -> None:
+    """Every image of the report is embedded or a file beside it; nothing is fetched."""
+    text = report.read_text(encoding="utf-8")
+    sources = re.findall(r"<img src=['\"]([^'\"]+)['\"]", text)
+    embedded = [s for s in sources if s.startswith("data:image/")]
+    assert len(embedded) >= n_images
+    for src in sources:
+        if not src.startswith("data:"):
+            assert not re.match(r"[a-z]+://|/", src) and (report.parent / src).is_file(), src
+    assert "http://" not in text and "https://" not in text
+
+
+def test_all_faces_tracks_and_explain(ff, tmp_path):
+    _, _, run = ff
+    two = FACE_RECOGNITION / "two_people.jpg"
+    result = fairforensics.detect(two, run=run, device="cpu", all_faces=True, explain=True)
+    (f,) = result.files
+    assert f.status == "scored" and sorted(f.track_scores) == [0, 1]
+    assert f.score == max(f.track_scores.values()) and len(f.faces) == 2
+    assert all(cam is not None and cam.shape == thumb.shape for _, thumb, cam in f.strip)
+    assert result.explain is None  # Grad-CAM ran
+    largest = fairforensics.detect(two, run=run, device="cpu")
+    assert largest.files[0].n_faces == 1
+    assert largest.files[0].score == pytest.approx(f.track_scores[0], abs=1e-6)
+
+
+def test_thresholds(ff, tmp_path):
+    _, processed, run = ff
+    photo = CELEBRITIES / "img1.jpg"
+    assert fairforensics.detect(photo, run=run, device="cpu").threshold == 0.5
+    given = fairforensics.detect(photo, run=run, device="cpu", threshold=0.25)
+    assert given.threshold == 0.25 and "given" in given.threshold_source
+    eval_json = tmp_path / "eval.json"
+    eval_json.write_text(
+        json.dumps({"threshold": 0.61, "threshold_from": "EER rule, on the val split of demo"})
+    )
+    read = fairforensics.detect(photo, run=run, device="cpu", threshold_from=eval_json)
+    assert read.threshold == 0.61 and str(eval_json) in read.threshold_source
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--detector", "meso4"], "--detector needs --weights FILE"),
+        (["--detector", "nope", "--weights", "x.pt"], "not a registered detector"),
+        (["--run", "/nonexistent/run"], "not a run directory"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        detect_main_exit([str(CELEBRITIES / "img1.jpg"), *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("error: ") and message in err
+    assert len(err.strip().splitlines()) == 1
