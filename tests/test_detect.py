@@ -191,17 +191,21 @@ def test_all_faces_tracks_and_explain(ff, tmp_path):
 
 
 def test_thresholds(ff, tmp_path):
-    _, processed, run = ff
+    """The run's validation threshold by default; --threshold and --threshold-from win."""
+    _, _, run = ff
     photo = CELEBRITIES / "img1.jpg"
-    assert fairforensics.detect(photo, run=run, device="cpu").threshold == 0.5
+    default = fairforensics.detect(photo, run=run, device="cpu")
+    recorded = json.loads((run / "validation_threshold.json").read_text())
+    assert default.threshold == recorded["checkpoints"]["best"]["threshold"]
+    assert "validation threshold of run" in default.threshold_source
     given = fairforensics.detect(photo, run=run, device="cpu", threshold=0.25)
-    assert given.threshold == 0.25 and "given" in given.threshold_source
+    assert given.threshold == 0.25 and "--threshold 0.25" in given.threshold_source
     eval_json = tmp_path / "eval.json"
-    eval_json.write_text(
-        json.dumps({"threshold": 0.61, "threshold_from": "EER rule, on the val split of demo"})
-    )
+    eval_json.write_text(json.dumps({"settings": {"threshold": 0.61}, "threshold_from": "EER"}))
     read = fairforensics.detect(photo, run=run, device="cpu", threshold_from=eval_json)
     assert read.threshold == 0.61 and str(eval_json) in read.threshold_source
+    f = read.files[0]
+    assert f.verdict == ("fake" if f.score >= 0.61 else "real")
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,8 @@ from fairforensics.evaluation.detection.inputs import InputFile, expand_inputs
 from fairforensics.evaluation.detection.results import DetectResult, FaceScore, FileResult
 from fairforensics.evaluation.detection.scoring import Unit, score_units, short_for_clips
 from fairforensics.evaluation.detection.source import Scorer, load_scorer
-from fairforensics.evaluation.detection.threshold import verdict_threshold
 from fairforensics.evaluation.metrics import video_scores
+from fairforensics.evaluation.thresholds import decision_threshold, warn_if_one_class
 from fairforensics.preprocessing.config import FaceSettings
 from fairforensics.preprocessing.device import resolve_device
 from fairforensics.preprocessing.face_path import (
@@ -88,8 +88,9 @@ def detect(
     are (resized to the detector's input). ``all_faces``: every face, grouped into tracks
     across frames (image detectors; a file's score is its highest track's), instead of the
     largest. ``explain``: Grad-CAM overlays of the faces the report shows. ``threshold`` /
-    ``threshold_from`` (an ``eval.json``): the verdicts' threshold (default: the run's validation
-    threshold, else 0.5). ``face_overrides``: ``KEY=VALUE`` changes of the face-crop settings
+    ``threshold_from`` (an ``eval.json`` of ``test.py`` or a run directory): the verdicts'
+    threshold (default: the validation threshold the run recorded, else 0.5;
+    :func:`evaluation.thresholds.decision_threshold`). ``face_overrides``: ``KEY=VALUE`` changes of the face-crop settings
     (``sampling.num_frames=8``). ``keep_crops``: keep every scored crop in the results.
     """
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
@@ -99,7 +100,13 @@ def detect(
         raise ConfigError("batch_size and files_per_batch must be >= 1")
     dev = str(resolve_device(device))  # an unusable device: one error before any work
     scorer = load_scorer(run, detector, weights, model_config, variant, face_overrides)
-    value, source = verdict_threshold(run, scorer.weights, threshold, threshold_from)
+    chosen = decision_threshold(
+        run=None if run is None else Path(run),
+        threshold=threshold,
+        threshold_from=None if threshold_from is None else Path(threshold_from),
+        weights=scorer.weights,
+    )
+    value = chosen.value
     settings = scorer.settings
     if all_faces:
         if scorer.clip_size is not None:
@@ -134,12 +141,15 @@ def detect(
     for f in files:
         if f.status != "scored":
             log.warning("%s: %s", f.path, f.reason)
+    scores = [f.score for f in files if f.score is not None]
+    if len(scores) > 1:
+        warn_if_one_class(scores, chosen, f"detect with {scorer.name}")
     return DetectResult(
         files=files,
         detector=scorer.name,
         weights=scorer.weights,
         threshold=value,
-        threshold_source=source,
+        threshold_source=str(chosen),
         face_settings=None if crops else settings.to_json(),
         face_settings_source="none: --crops (the inputs are face crops)"
         if crops

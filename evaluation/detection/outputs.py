@@ -70,7 +70,7 @@ def terminal_table(result: DetectResult) -> str:
     counts = result.counts()
     text.append(
         f"{counts['scored']} scored, {counts['no_face']} without a face, {counts['failed']} "
-        f"failed; threshold {result.threshold:.4g} ({result.threshold_source})"
+        f"failed; decision threshold: {result.threshold_source}"
     )
     return "\n".join(text)
 
@@ -176,7 +176,7 @@ def write_detect_report(result: DetectResult, out: Path) -> Path:
     meta = {
         "detector": result.detector,
         "weights": result.weights,
-        "decision threshold": f"{result.threshold:.6g} ({result.threshold_source})",
+        "decision threshold": result.threshold_source,
         "face crops": result.face_settings_source,
         "files": f"{counts['scored']} scored, {counts['no_face']} without a face, "
         f"{counts['failed']} failed",

@@ -105,7 +105,7 @@ class DetectResult:
     detector: str
     weights: str
     threshold: float
-    threshold_source: str
+    threshold_source: str  # the value and where it comes from (DecisionThreshold's str)
     face_settings: dict[str, Any] | None  # FaceSettings.to_json(); None with crops=True
     face_settings_source: str
     frame_num: int | None  # faces (frames or clips' frames) scored per track; None: all

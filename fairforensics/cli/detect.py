@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.cli.thresholds import add_threshold_arguments
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -55,14 +56,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="score every face (grouped into tracks across frames), not only the largest",
     )
     p.add_argument("--explain", action="store_true", help="Grad-CAM overlays in the report")
-    thr = p.add_mutually_exclusive_group()
-    thr.add_argument("--threshold", type=float, help="decision threshold of the verdicts")
-    thr.add_argument(
-        "--threshold-from",
-        type=Path,
-        metavar="EVAL_JSON",
-        help="use the threshold recorded in an eval.json of test.py",
-    )
+    add_threshold_arguments(p)
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda[:N]")
     p.add_argument("--batch-size", type=int, default=32, help="faces per model batch")
     p.add_argument("--no-amp", action="store_true", help="no autocast on CUDA (fp32)")
