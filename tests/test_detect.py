@@ -222,3 +222,29 @@ def test_usage_errors_are_one_line_exit_2(args, message, capsys):
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.startswith("error: ") and message in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.extended
+@pytest.mark.parametrize("stem", ["Meso4_DF", "Meso4_F2F", "MesoInception_DF", "MesoInception_F2F"])
+def test_mesonet_authors_files_score_their_own_crops_through_detect_crops(stem, tmp_path):
+    """``detect --crops --detector NAME --weights X.h5`` on the authors' four test crops scores
+    as the authors' model does: the Deepfake-trained files call the two ``df`` crops fake and
+    the two ``real`` crops real, the Face2Face-trained ones call all four real (their output is
+    P(real), ours P(fake): tests/test_mesonet_released.py)."""
+    pytest.importorskip("h5py", reason="the Keras import needs h5py (pip install h5py)")
+    from tests.test_mesonet_released import FILES, _check_scores, _mesonet
+
+    mesonet = _mesonet()  # skips, naming the path, without ../shared
+    crops = sorted((mesonet / "test_images").glob("*/*.jpg"))
+    out = tmp_path / "out"
+    argv = [str(mesonet / "test_images"), "--crops", "--detector", FILES[stem][0]]
+    argv += ["--weights", str(mesonet / "weights" / f"{stem}.h5"), "--out", str(out)]
+    with pytest.raises(SystemExit) as info:
+        detect_main_exit([*argv, "--device", "cpu"])
+    assert info.value.code == 0
+    rows = {r["path"]: r for r in csv.DictReader(open(out / "detections.csv"))}
+    assert sorted(rows) == [str(p) for p in crops]
+    label = np.array([int(p.parent.name == "df") for p in crops])
+    score = np.array([float(rows[str(p)]["score"]) for p in crops])
+    _check_scores(stem, label, score)
+    assert {rows[str(p)]["faces"] for p in crops} == {"1"}
