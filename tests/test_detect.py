@@ -16,6 +16,7 @@ import pytest
 import fairforensics
 from fairforensics.cli.detect import main as detect_main
 from fairforensics.cli.test import main as run_test_py
+from fairforensics.configs import ConfigError
 from fairforensics.evaluation.metrics import video_scores
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.preprocessing.config import load_preprocess_config
@@ -248,3 +249,42 @@ def test_mesonet_authors_files_score_their_own_crops_through_detect_crops(stem, 
     score = np.array([float(rows[str(p)]["score"]) for p in crops])
     _check_scores(stem, label, score)
     assert {rows[str(p)]["faces"] for p in crops} == {"1"}
+
+
+def test_a_video_detector_equals_test_py_on_clips(ff, tmp_path):
+    """A video detector's run on an index made with sampling.mode clips: detect cuts the same
+    clips (the settings read from the training index itself, as for a run made before meta.json
+    recorded them) and gives test.py's per-video scores."""
+    import torch
+    import yaml
+
+    import tests.clip_detectors  # noqa: F401 - registers _tiny_clip
+    from fairforensics.configs.loader import config_to_dict
+    from fairforensics.detectors import build_detector, save_checkpoint
+
+    raw, _, _ = ff
+    data = tmp_path / "clips"
+    clips = {"sampling.mode": "clips", "sampling.clip_size": 3, "sampling.num_clips": 2}
+    run_preprocess(config(raw, data, **FACES, **clips), workers=1, progress=False)
+    torch.manual_seed(0)
+    model = build_detector("_tiny_clip")
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    save_checkpoint(run / "checkpoints" / "best.pt", {"model": model.state_dict(), "meta": {}})
+    cfg = {
+        "detector": "_tiny_clip",
+        "model": config_to_dict(model.cfg),
+        "train": {"test_frame_num": 6},
+        "data": {"data_root": str(data), "train_data": ["demo"]},
+    }
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+    want, _ = scores_of_test_py(run, data, "demo", "train", tmp_path / "eval")
+    result = fairforensics.detect([raw / src for src in want], run=run, device="cpu")
+    assert str(data / "demo.json") in result.face_settings_source
+    for f in result.files:
+        assert f.status == "scored" and [len(x.frames) for x in f.faces] == [3, 3], f.reason
+        assert f.score == pytest.approx(want[f.path.relative_to(raw).as_posix()], abs=1e-6)
+    photo = fairforensics.detect(CELEBRITIES / "img1.jpg", run=run, device="cpu").files[0]
+    assert photo.status == "failed" and "clips of 3 consecutive frames" in photo.reason
+    with pytest.raises(ConfigError, match="--all-faces"):
+        fairforensics.detect(CELEBRITIES / "img1.jpg", run=run, device="cpu", all_faces=True)
