@@ -7,7 +7,7 @@ dataset and batches ``test.py`` uses (:mod:`evaluation.detection.scoring`): a vi
 the mean (``test.py``'s ``reduce``) of its faces' scores over the same frames. Files are
 processed ``files_per_batch`` at a time and their faces scored in shared batches. A file that
 cannot be read, or is not an image or video, fails alone; one without a face in any sampled
-frame is ``no_face``.
+frame is ``no_face``; each says why in its result (the command prints one line per file).
 """
 
 from __future__ import annotations
@@ -118,29 +118,10 @@ def detect(
     inputs = expand_inputs(paths)
     if not inputs:
         raise ConfigError(f"no files found in {', '.join(map(str, paths))}")
-    analyzer = None if crops else face_analyzer(settings.face)
-    timing = dict.fromkeys((*STAGES[:-1], "model", "explain"), 0.0)
-    files: list[FileResult] = []
-    explain_note = _explain_note(scorer) if explain else None
-    bar = tqdm(total=len(inputs), desc="detect", unit="file", disable=None if progress else True)
-    for start in range(0, len(inputs), files_per_batch):
-        pending = []
-        for n, entry in enumerate(inputs[start : start + files_per_batch], start):
-            item = _prepare(n, entry, scorer, settings, analyzer, crops, timing)
-            files.append(item.result if isinstance(item, _Pending) else item)
-            if isinstance(item, _Pending):
-                pending.append(item)
-        if pending:
-            _score(pending, scorer, value, dev, batch_size, amp, keep_crops, timing)
-            if explain and explain_note is None:
-                t0 = time.process_time()
-                _explain(pending, scorer, dev)
-                timing["explain"] += time.process_time() - t0
-        bar.update(len(inputs[start : start + files_per_batch]))
-    bar.close()
-    for f in files:
-        if f.status != "scored":
-            log.warning("%s: %s", f.path, f.reason)
+    if settings.face.device != "cpu" and not crops:
+        resolve_device(settings.face.device)  # MTCNN on a device this machine lacks: an error
+    files, timing = _run(inputs, scorer, settings, crops, value, dev, batch_size, amp,
+                         keep_crops, explain, files_per_batch, progress)  # fmt: skip
     scores = [f.score for f in files if f.score is not None]
     if len(scores) > 1:
         warn_if_one_class(scores, chosen, f"detect with {scorer.name}")
@@ -158,9 +139,49 @@ def detect(
         reduce=scorer.reduce,
         device=dev,
         timing=timing,
-        explain=explain_note if explain else None,
+        explain=_explain_note(scorer) if explain else None,
         meta={**scorer.meta, "run": None if scorer.run is None else str(scorer.run)},
     )
+
+
+def _run(
+    inputs: list[InputFile],
+    scorer: Scorer,
+    settings: FaceSettings,
+    crops: bool,
+    threshold: float,
+    device: str,
+    batch_size: int,
+    amp: bool,
+    keep_crops: bool,
+    explain: bool,
+    files_per_batch: int,
+    progress: bool,
+) -> tuple[list[FileResult], dict[str, float]]:
+    """Every file's result, ``files_per_batch`` files at a time (cropped, then scored together),
+    and the CPU seconds per stage."""
+    analyzer = None if crops else face_analyzer(settings.face)
+    timing = dict.fromkeys((*STAGES[:-1], "model", "explain"), 0.0)
+    explain = explain and _explain_note(scorer) is None
+    files: list[FileResult] = []
+    bar = tqdm(total=len(inputs), desc="detect", unit="file", disable=None if progress else True)
+    for start in range(0, len(inputs), files_per_batch):
+        chunk = inputs[start : start + files_per_batch]
+        items = [
+            _prepare(n, entry, scorer, settings, analyzer, crops, timing)
+            for n, entry in enumerate(chunk, start)
+        ]
+        files += [item.result if isinstance(item, _Pending) else item for item in items]
+        pending = [item for item in items if isinstance(item, _Pending)]
+        if pending:
+            _score(pending, scorer, threshold, device, batch_size, amp, keep_crops, timing)
+        if pending and explain:
+            t0 = time.process_time()
+            _explain(pending, scorer, device)
+            timing["explain"] += time.process_time() - t0
+        bar.update(len(chunk))
+    bar.close()
+    return files, timing
 
 
 def _prepare(
