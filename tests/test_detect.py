@@ -73,7 +73,8 @@ def test_detect_equals_preprocess_and_test_on_videos(ff, tmp_path):
     assert len(want) == 4  # 000, 001 and their fakes
     result = fairforensics.detect([raw / src for src in want], run=run, device="cpu")
     assert (
-        "recorded in" in result.face_settings_source and result.face_settings["align"]["size"] == 64
+        str(run / "meta.json") in result.face_settings_source
+        and result.face_settings["align"]["size"] == 64
     )
     for f in result.files:
         assert f.status == "scored" and len(f.faces) == 3, (f.path, f.reason)
@@ -288,3 +289,22 @@ def test_a_video_detector_equals_test_py_on_clips(ff, tmp_path):
     assert photo.status == "failed" and "clips of 3 consecutive frames" in photo.reason
     with pytest.raises(ConfigError, match="--all-faces"):
         fairforensics.detect(CELEBRITIES / "img1.jpg", run=run, device="cpu", all_faces=True)
+
+
+def test_inputs_folders_lists_and_problems(tmp_path):
+    from fairforensics.evaluation.detection.inputs import expand_inputs
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for name in ("a/x.mp4", "a/b/y.JPG", "a/.hidden.mp4", "a/notes.md", "z.png"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / "list.txt").write_text("# my files\nz.png\n\na\nmissing.mp4\na/x.mp4\n")
+    got = expand_inputs([tmp_path / "list.txt", tmp_path / "z.png"])
+    names = [(e.path.relative_to(tmp_path).as_posix(), e.kind, e.problem) for e in got]
+    assert names == [
+        ("z.png", "image", None),
+        ("a/b/y.JPG", "image", None),
+        ("a/notes.md", "other", names[2][2]),
+        ("a/x.mp4", "video", None),
+        ("missing.mp4", "video", "file not found"),
+    ]
+    assert "unsupported file type '.md'" in names[2][2]
