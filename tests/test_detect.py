@@ -25,25 +25,32 @@ from fairforensics.preprocessing.pipeline import run_preprocess
 from tests.test_preprocess_pipeline import config, make_ff_tree
 from tests.testdata import CELEBRITIES, FACE_RECOGNITION
 
-FACES = {"sampling.num_frames": 4, "align.size": 64}  # what both indexes are made with
+FACES = {"sampling.num_frames": 4, "align.size": 64}  # what every index here is made with
+DEMO_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml"
 
 
 @pytest.fixture(scope="module")
-def ff(tmp_path_factory):
-    """A tiny FF++ tree (004: no face, 005: corrupt), its index and a Meso4 trained on it."""
+def demo(tmp_path_factory):
+    """Tiny demo data (make demo's generator: 10 real videos of 4 frames and their self-blended
+    fakes), its index and a Meso4 trained on it for one epoch."""
+    from fairforensics.preprocessing.demo_dataset import make_demo_dataset
     from fairforensics.training.config import load_train_config
     from fairforensics.training.trainer import Trainer
 
     root = tmp_path_factory.mktemp("detect")
-    raw = make_ff_tree(root / "raw")
-    run_preprocess(config(raw, root / "processed", **FACES), workers=1, progress=False)
+    raw = make_demo_dataset(root / "raw", n_videos=10, n_frames=4, size=192)
+    overrides = [f"dataset.root={raw}", f"dataset.attributes.csv={raw / 'attributes.csv'}",
+                 f"output.root={root / 'processed'}", *(f"{k}={v}" for k, v in FACES.items())]  # fmt: skip
+    run_preprocess(
+        load_preprocess_config(DEMO_CONFIG, overrides=overrides), workers=1, progress=False
+    )
     sets = {
         "data.data_root": root / "processed",
         "data.train_data": "[demo]",
         "data.val_data": "[demo]",
         "data.num_workers": 0,
         "train.epochs": 1,
-        "train.batch_size": 4,
+        "train.batch_size": 8,
         "train.resolution": 32,
         "train.frame_num": 4,
         "train.test_frame_num": 3,  # fewer than the 4 crops: the same 3 must be picked
@@ -67,10 +74,10 @@ def scores_of_test_py(run: Path, data_root: Path, name: str, split: str, out: Pa
     return {source[k]: s for k, s in zip(keys, scores, strict=True)}, pred
 
 
-def test_detect_equals_preprocess_and_test_on_videos(ff, tmp_path):
-    raw, processed, run = ff
-    want, _ = scores_of_test_py(run, processed, "demo", "train", tmp_path / "eval")
-    assert len(want) == 4  # 000, 001 and their fakes
+def test_detect_equals_preprocess_and_test_on_videos(demo, tmp_path):
+    raw, processed, run = demo
+    want, _ = scores_of_test_py(run, processed, "demo", "test", tmp_path / "eval")
+    assert len(want) == 4  # two real test videos and their fakes
     result = fairforensics.detect([raw / src for src in want], run=run, device="cpu")
     assert (
         str(run / "meta.json") in result.face_settings_source
@@ -83,9 +90,9 @@ def test_detect_equals_preprocess_and_test_on_videos(ff, tmp_path):
         assert f.verdict == ("fake" if f.score >= result.threshold else "real")
 
 
-def test_detect_equals_preprocess_and_test_on_images(ff, tmp_path):
+def test_detect_equals_preprocess_and_test_on_images(demo, tmp_path):
     """Photos preprocessed with the run's face settings and tested, against detect on them."""
-    _, _, run = ff
+    _, _, run = demo
     photos = tmp_path / "photos"
     for k, name in enumerate(("img1.jpg", "img13.jpg", "img22.jpg")):
         (photos / "test" / ("real" if k < 2 else "fake")).mkdir(parents=True, exist_ok=True)
@@ -102,13 +109,13 @@ def test_detect_equals_preprocess_and_test_on_images(ff, tmp_path):
         )
 
 
-def test_crops_are_scored_as_test_py_scores_stored_crops(ff, tmp_path):
+def test_crops_are_scored_as_test_py_scores_stored_crops(demo, tmp_path):
     """--crops on preprocessed crops with --detector/--weights: each crop's score is test.py's
     score of that frame."""
-    _, processed, run = ff
+    _, processed, run = demo
     _, pred = scores_of_test_py(run, processed, "demo", "val", tmp_path / "eval")
     index = read_index(processed / "demo.json")
-    video = next(v for v in index.videos if v.id == "002" and v.method == "real")
+    video = next(v for v in index.split("val") if v.method == "real")
     crops = [index.resolve(p) for p in video.frames]
     out = tmp_path / "out"
     args = [*map(str, crops), "--crops", "--detector", "meso4", "--out", str(out)]
@@ -119,7 +126,7 @@ def test_crops_are_scored_as_test_py_scores_stored_crops(ff, tmp_path):
     frames = dict(zip(video.frames, video.frame_indices, strict=True))
     got = 0
     for rel, path in zip(video.frames, crops, strict=True):
-        match = (pred.video_id == "002") & (pred.method == "real") & (pred.frame == frames[rel])
+        match = (pred.video_id == video.id) & (pred.method == "real") & (pred.frame == frames[rel])
         if match.any():  # test.py scores 3 of the 4 crops
             assert rows[str(path)] == pytest.approx(float(pred.score[match][0]), abs=1e-6)
             got += 1
@@ -133,10 +140,11 @@ def detect_main_exit(argv: list[str]) -> None:
     run_cli(detect_main, argv)
 
 
-def test_a_folder_with_bad_files(ff, tmp_path, capsys):
+def test_a_folder_with_bad_files(demo, tmp_path, capsys):
     """A video without a face, a corrupt file and a text file: the good files are scored, each
     bad one is one line, exit 1, and the report opens offline with its images."""
-    raw, _, run = ff
+    _, _, run = demo
+    raw = make_ff_tree(tmp_path / "raw")  # 004 has no face, 005 is corrupt
     folder = tmp_path / "inbox"
     shutil.copytree(raw / "original_sequences" / "youtube" / "c23" / "videos", folder)
     (folder / "notes.txt").write_text("not a video")
@@ -178,8 +186,8 @@ def check_offline(report: Path, n_images: int) -> None:
     assert "http://" not in text and "https://" not in text
 
 
-def test_all_faces_tracks_and_explain(ff, tmp_path):
-    _, _, run = ff
+def test_all_faces_tracks_and_explain(demo, tmp_path):
+    _, _, run = demo
     two = FACE_RECOGNITION / "two_people.jpg"
     result = fairforensics.detect(two, run=run, device="cpu", all_faces=True, explain=True)
     (f,) = result.files
@@ -192,9 +200,9 @@ def test_all_faces_tracks_and_explain(ff, tmp_path):
     assert largest.files[0].score == pytest.approx(f.track_scores[0], abs=1e-6)
 
 
-def test_thresholds(ff, tmp_path):
+def test_thresholds(demo, tmp_path):
     """The run's validation threshold by default; --threshold and --threshold-from win."""
-    _, _, run = ff
+    _, _, run = demo
     photo = CELEBRITIES / "img1.jpg"
     default = fairforensics.detect(photo, run=run, device="cpu")
     recorded = json.loads((run / "validation_threshold.json").read_text())
@@ -252,7 +260,7 @@ def test_mesonet_authors_files_score_their_own_crops_through_detect_crops(stem, 
     assert {rows[str(p)]["faces"] for p in crops} == {"1"}
 
 
-def test_a_video_detector_equals_test_py_on_clips(ff, tmp_path):
+def test_a_video_detector_equals_test_py_on_clips(tmp_path):
     """A video detector's run on an index made with sampling.mode clips: detect cuts the same
     clips (the settings read from the training index itself, as for a run made before meta.json
     recorded them) and gives test.py's per-video scores."""
@@ -263,7 +271,7 @@ def test_a_video_detector_equals_test_py_on_clips(ff, tmp_path):
     from fairforensics.configs.loader import config_to_dict
     from fairforensics.detectors import build_detector, save_checkpoint
 
-    raw, _, _ = ff
+    raw = make_ff_tree(tmp_path / "raw")
     data = tmp_path / "clips"
     clips = {"sampling.mode": "clips", "sampling.clip_size": 3, "sampling.num_clips": 2}
     run_preprocess(config(raw, data, **FACES, **clips), workers=1, progress=False)
