@@ -236,6 +236,8 @@ class Trainer:
         model_cfg["input_size"] = self.resolution
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
+        # the face-crop settings of each training index, for detect (None: not recorded)
+        self.face_settings = {ix.dataset: ix.preprocess for ix in train_idx}
         model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
         videos = [
             (
@@ -413,6 +415,7 @@ class Trainer:
                         precision=str(self.amp_dtype),
                         channels_last=self.channels_last,
                         method_names=self.method_names,
+                        preprocess=self.face_settings,
                     ),
                 )
         if self.resume_dir is not None:

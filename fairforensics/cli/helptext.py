@@ -20,6 +20,7 @@ GUIDES = {
     "fairness": "fairness.md",
     "metamorphic": "metamorphic.md",
     "benchmark": "evaluation.md",
+    "detect": "evaluation.md",
 }
 
 
