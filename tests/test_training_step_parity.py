@@ -33,6 +33,18 @@ class OurSide:
 
 CASES: dict[str, OurSide] = {
     "xception": OurSide("xception", {"overall": "total", "cls": "ce"}),
+    # video detectors (their references' notes say how they were reduced, the same here)
+    "tall": OurSide(
+        "tall",
+        {"overall": "total"},
+        {
+            "input_size": 64,
+            "embed_dim": 32,
+            "depths": (2, 2, 2, 2),
+            "num_heads": (1, 2, 4, 8),
+            "window_size": (4, 4, 4, 2),
+        },
+    ),
 }
 
 
