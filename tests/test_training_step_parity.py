@@ -45,6 +45,7 @@ CASES: dict[str, OurSide] = {
             "window_size": (4, 4, 4, 2),
         },
     ),
+    "i3d": OurSide("i3d", {"overall": "total"}, {"clip_size": 4, "input_size": 32, "width": 32}),
 }
 
 
