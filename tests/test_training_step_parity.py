@@ -23,12 +23,16 @@ from tests import training_parity as tp
 @dataclass(frozen=True)
 class OurSide:
     """How our detector takes a reference's step: registry ``name``, model ``config``, the map of
-    DeepfakeBench's loss names onto ours, and our batch made from the reference's batch."""
+    DeepfakeBench's loss names onto ours, and our batch made from the reference's batch;
+    ``frozen``: our names of the parameters DeepfakeBench leaves with ``requires_grad=False``
+    after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
+    false)."""
 
     name: str
     losses: dict[str, str]
     config: dict[str, Any] = field(default_factory=dict)
     batch: Callable[[dict[str, torch.Tensor]], dict[str, Any]] = dict
+    frozen: Callable[[torch.nn.Module], set[str]] | None = None
 
 
 CASES: dict[str, OurSide] = {
@@ -46,6 +50,14 @@ CASES: dict[str, OurSide] = {
         },
     ),
     "i3d": OurSide("i3d", {"overall": "total"}, {"clip_size": 4, "input_size": 32, "width": 32}),
+    # DeepfakeBench freezes by requires_grad=False after the forward pass (its first step leaves
+    # the temporal convolutions so); ours passes them detached for the step instead
+    "altfreezing": OurSide(
+        "altfreezing",
+        {"overall": "total"},
+        {"clip_size": 4, "input_size": 32, "width": 32},
+        frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
+    ),
 }
 
 
@@ -74,6 +86,10 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     losses["total"].backward()
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
+    if side.frozen is None:
+        frozen = {o for o, p in params.items() if not p.requires_grad}
+    else:
+        frozen = side.frozen(model)
     grads = {
         k: params[o].grad for k, o in names.items() if o in params and params[o].grad is not None
     }
@@ -82,7 +98,7 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
         grads=tp.grad_fingerprints(grads),
         buffers=tp.grad_fingerprints({k: buffers[o] for k, o in names.items() if o in buffers}),
         trained=set(grads),
-        frozen={k for k, o in names.items() if o in params and not params[o].requires_grad},
+        frozen={k for k, o in names.items() if o in params and o in frozen},
     )
 
 
