@@ -58,6 +58,7 @@ CASES: dict[str, OurSide] = {
         {"clip_size": 4, "input_size": 32, "width": 32},
         frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
     ),
+    "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
 }
 
 
