@@ -26,13 +26,14 @@ class OurSide:
     DeepfakeBench's loss names onto ours, and our batch made from the reference's batch;
     ``frozen``: our names of the parameters DeepfakeBench leaves with ``requires_grad=False``
     after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
-    false)."""
+    false); ``slow``: the step takes more than ~30 s of CPU (marked ``slow``)."""
 
     name: str
     losses: dict[str, str]
     config: dict[str, Any] = field(default_factory=dict)
     batch: Callable[[dict[str, torch.Tensor]], dict[str, Any]] = dict
     frozen: Callable[[torch.nn.Module], set[str]] | None = None
+    slow: bool = False
 
 
 CASES: dict[str, OurSide] = {
@@ -59,6 +60,8 @@ CASES: dict[str, OurSide] = {
         frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
     ),
     "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
+    # SCNet's smallest input, yet ~30 s of CPU: float64 grouped convolutions run group by group
+    "stil": OurSide("stil", {"overall": "total"}, {"clip_size": 2, "input_size": 128}, slow=True),
 }
 
 
@@ -103,7 +106,14 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     )
 
 
-@pytest.fixture(scope="module", params=[n for n in tp.fixture_names() if n in CASES])
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(n, marks=[pytest.mark.slow] if CASES[n].slow else [])
+        for n in tp.fixture_names()
+        if n in CASES
+    ],
+)
 def step(request) -> tuple[dict[str, Any], StepResult]:
     reference = tp.load_reference(request.param)
     return reference, our_step(reference, CASES[request.param])
