@@ -62,6 +62,9 @@ CASES: dict[str, OurSide] = {
     "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
     # SCNet's smallest input, yet ~30 s of CPU: float64 grouped convolutions run group by group
     "stil": OurSide("stil", {"overall": "total"}, {"clip_size": 2, "input_size": 128}, slow=True),
+    "timesformer": OurSide(
+        "timesformer", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
+    ),
 }
 
 
