@@ -65,6 +65,9 @@ CASES: dict[str, OurSide] = {
     "timesformer": OurSide(
         "timesformer", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
     ),
+    "videomae": OurSide(
+        "videomae", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
+    ),
 }
 
 
