@@ -68,6 +68,11 @@ CASES: dict[str, OurSide] = {
     "videomae": OurSide(
         "videomae", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
     ),
+    "xclip": OurSide(
+        "xclip",
+        {"overall": "total"},
+        {"clip_size": 4, "frames_per_group": 2, "input_size": 64, "layers": 2},
+    ),
 }
 
 
