@@ -73,6 +73,7 @@ CASES: dict[str, OurSide] = {
         {"overall": "total"},
         {"clip_size": 4, "frames_per_group": 2, "input_size": 64, "layers": 2},
     ),
+    "sta_clip": OurSide("sta_clip", {"overall": "total"}, {"input_size": 28, "layers": 2}),
 }
 
 
