@@ -8,10 +8,12 @@ code (``tests/data/training_step/README.md``); these tests need neither it nor `
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -38,6 +40,9 @@ class OurSide:
 
 CASES: dict[str, OurSide] = {
     "xception": OurSide("xception", {"overall": "total", "cls": "ce"}),
+    "efficientnetb4": OurSide("efficientnet_b4", {"overall": "total"}),
+    "clip": OurSide("clip", {"overall": "total"}, {"layers": 2}),
+    "sbi": OurSide("sbi", {"overall": "total"}),
     # video detectors (their references' notes say how they were reduced, the same here)
     "tall": OurSide(
         "tall",
@@ -97,8 +102,11 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     model.to(dtype).train()
     batch = tp.to_dtype(side.batch(tp.make_batch(reference["batch"])), dtype)
     torch.manual_seed(reference["seed"])
+    np.random.seed(reference["seed"])
+    random.seed(reference["seed"])
     out = model(batch)
     losses = model.loss(batch, out)
+    model.zero_grad(set_to_none=True)  # as training.step.TrainStep: after the forward pass
     losses["total"].backward()
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
