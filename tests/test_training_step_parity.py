@@ -59,6 +59,12 @@ CASES: dict[str, OurSide] = {
         frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
     ),
     "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
+    # v2 image detectors
+    "pcl_xception": OurSide(
+        "pcl_xception",
+        {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
+        {"input_size": 64},
+    ),
 }
 
 
