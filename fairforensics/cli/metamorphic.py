@@ -24,6 +24,7 @@ from fairforensics.configs import (
     import_modules,
 )
 from fairforensics.detectors import CheckpointError, list_detectors
+from fairforensics.detectors.registry import plugin_failure_note
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector
 from fairforensics.evaluation.provenance import file_sha256
 from fairforensics.evaluation.testing import check_writable
@@ -99,7 +100,8 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     """``--detector NAME --weights FILE``: the loading of ``scripts/test.py``."""
     if args.detector not in list_detectors():
         raise ConfigError(
-            f"--detector {args.detector!r} is not a registered detector; choose one of "
+            f"--detector {args.detector!r} is not a registered detector"
+            f"{plugin_failure_note(args.detector)}; choose one of "
             f"{', '.join(list_detectors())} (or --import the module that registers it)"
         )
     if args.weights in ("best", "last"):

@@ -166,10 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.detector:
             from fairforensics.detectors import list_detectors
+            from fairforensics.detectors.registry import plugin_failure_note
 
             if args.detector not in list_detectors():
                 raise UserInputError(
-                    f"--detector {args.detector!r} is not a registered detector; choose one of "
+                    f"--detector {args.detector!r} is not a registered detector"
+                    f"{plugin_failure_note(args.detector)}; choose one of "
                     f"{', '.join(list_detectors())} (or --import the module that registers it)"
                 )
         detector, name, train_data, meta, out = testing.load_for_test(
