@@ -37,7 +37,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fairforensics.detectors.base import DetectorConfig
+from fairforensics.detectors.base import DetectorConfig, loss_precision
 from fairforensics.detectors.dfb_keys import XCEPTION_HEAD, XCEPTION_UNUSED, remap
 from fairforensics.detectors.registry import register_detector
 from fairforensics.detectors.xception_sladd import MIDDLE, XceptionSLADDBase
@@ -97,7 +97,7 @@ def consistency_bce(
     stays), also under AMP: after a sigmoid with ``nn.BCELoss``'s clamp (``after_sigmoid``,
     DeepfakeBench's) or from the logits."""
     with torch.autocast(logits.device.type, enabled=False):
-        x = logits if logits.dtype == torch.float64 else logits.float()
+        x = loss_precision(logits)
         target = target.to(x.dtype)
         if after_sigmoid:
             return F.binary_cross_entropy(torch.sigmoid(x), target)
@@ -134,9 +134,8 @@ class PCLXception(XceptionSLADDBase):
             )
         size = tuple(out["middle"].shape[-2:])
         quirk = self.cfg.variant == "deepfakebench"
-        logits = out["consistency"]
-        dtype = torch.float64 if logits.dtype == torch.float64 else torch.float32
-        target = consistency_target(batch["mask"], size, quirk, dtype)
+        logits = loss_precision(out["consistency"])
+        target = consistency_target(batch["mask"], size, quirk, logits.dtype)
         pcl = consistency_bce(logits, target, self.cfg.consistency_bce == "sigmoid")
         return {"total": ce + self.cfg.pcl_weight * pcl, "ce": ce, "pcl": pcl}
 
