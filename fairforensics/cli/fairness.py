@@ -21,23 +21,14 @@ from pathlib import Path
 from fairforensics.cli.errors import add_import_argument, configure_logging, describe, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import ConfigError, import_modules, shipped_configs
-from fairforensics.evaluation.predictions import PredictionsError, read_predictions
-from fairforensics.evaluation.testing import check_writable
-from fairforensics.fairness import protocols
-from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
-from fairforensics.fairness.fairswap import fairswap_transforms
-from fairforensics.fairness.report import (
-    fairness_report,
-    format_summary,
-    load_report_config,
-    write_report,
-)
-from fairforensics.training.config import load_train_config
-from fairforensics.training.trainer import Trainer
 
 
 def train_run(detector: str, train_configs: list, overrides: dict) -> Path:
     """One training of a fairness protocol (with FairSWAP when its config enables it)."""
+    from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.trainer import Trainer
+
     cfg = load_train_config(detector, *train_configs, overrides=overrides)
     return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
 
@@ -115,6 +106,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     add_import_argument(parser)
     args = parser.parse_args(argv)
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation.predictions import PredictionsError, read_predictions
+    from fairforensics.evaluation.testing import check_writable
+    from fairforensics.fairness import protocols
+    from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
+    from fairforensics.fairness.report import (
+        fairness_report,
+        format_summary,
+        load_report_config,
+        write_report,
+    )
+
     configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
