@@ -19,6 +19,9 @@ GUIDES = {
     "fairness": "fairness.md",
     "metamorphic": "metamorphic.md",
     "benchmark": "evaluation.md",
+    "demographics": "fairness.md",
+    "combine": "preprocessing.md",
+    "detectors": "detectors.md",
 }
 
 
