@@ -181,6 +181,32 @@ def test_faceforensics_layout_errors(tmp_path):
         build_listing("faceforensics", tmp_path, {"compression": "c40"})
 
 
+def test_faceforensics_partial_download_reports_every_problem_at_once(tmp_path, capsys):
+    """FF++ downloaded without FaceShifter and without masks, preprocessed with the defaults
+    (all five methods, masks: true): both problems in one error, each with its --set fix, as
+    the command's one ``error:`` line (issue 31, item 3)."""
+    from fairforensics.cli.preprocess import main
+    from tests.test_cli import run_command
+
+    methods = ["Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures"]
+    video(tmp_path / "original_sequences" / "youtube" / "c23" / "videos" / "000.mp4")
+    for method in methods:
+        video(tmp_path / "manipulated_sequences" / method / "c23" / "videos" / "000_001.mp4")
+    with pytest.raises(DatasetLayoutError) as err:
+        build_listing("faceforensics", tmp_path, {})
+    message = str(err.value)
+    assert message.startswith("2 problems: (1) ") and "no c23 videos folder" in message
+    assert f"(1) {tmp_path / 'manipulated_sequences'}: no c23 videos folder" in message
+    assert f'--set "dataset.options.methods=[{", ".join(methods)}]"' in message
+    assert "(2) " in message and "--set dataset.options.masks=false" in message
+    argv = ["--config", "FF-c23", "--set", f"dataset.root={tmp_path}"]
+    argv += ["--set", f"output.root={tmp_path / 'out'}"]
+    code, stderr = run_command(main, argv, capsys)
+    (line,) = [ln for ln in stderr.splitlines() if "error" in ln.lower()]
+    assert code == 2 and line == f"error: {message}"
+    assert not (tmp_path / "out" / "FF-c23.json").exists()  # nothing preprocessed
+
+
 def test_generic_folders_and_csv(tmp_path):
     for rel in ("train/real/a.mp4", "train/fake/DF/b.mp4", "test/real/c.mp4"):
         video(tmp_path / "f" / rel)

@@ -1,7 +1,7 @@
 """List the registered detectors: family, input, paper, DeepfakeBench name, parity status.
 
 Input is ``frame`` (one face image) or ``clip`` (a video detector's consecutive frames); parity is
-how each detector was checked against DeepfakeBench's own model (docs/detectors.md, "Parity").
+how each detector was checked against DeepfakeBench's own model (the guide below, "Parity").
 
     fairforensics detectors                 a table (the columns: see detectors.catalog)
     fairforensics detectors --json          the same rows as a JSON list
