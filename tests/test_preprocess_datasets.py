@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -235,6 +237,41 @@ def test_generic_folders_and_csv(tmp_path):
     assert items["v2"].label == 1 and items["v2"].identity == "p2"
     assert len(listing.problems) == 3 and listing.task == "pad"
     assert "derived" in listing.split_info["val"]
+
+
+def test_generic_warns_when_a_fake_and_its_named_real_are_split_apart(tmp_path, caplog):
+    """FF++-style names in real/ and fake/ folders (no identity, splits derived per file): a
+    fake ``004_982`` in another split than ``real/004`` is one warning with the count and an
+    example; with split folders, or identities in a CSV, there is nothing to warn about."""
+    ids = [f"{k:03d}" for k in range(10)]
+    for a, b in zip(ids, ids[1:] + ids[:1], strict=True):
+        for rel in (f"real/{a}.mp4", f"fake/{a}_{b}.mp4"):
+            (tmp_path / "f" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "f" / rel).write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="fairforensics.preprocessing"):
+        listing = build_listing("generic", tmp_path / "f", {})
+    split = {i.rel: i.split for i in listing.items}
+    crossed = [(a, b) for a, b in zip(ids, ids[1:] + ids[:1], strict=True)
+               if split[f"fake/{a}_{b}"] != split[f"real/{a}"]
+               or split[f"fake/{a}_{b}"] != split[f"real/{b}"]]  # fmt: skip
+    assert crossed  # the per-file split separates some pairs (seed 0)
+    (message,) = [r.getMessage() for r in caplog.records if "derived per file" in r.getMessage()]
+    assert f"{len(crossed)} fake(s) are in another split than a real video" in message
+    assert re.search(r"real/(\d+)\.mp4 \((\w+)\) and \S+fake/\d+_\d+\.mp4 \((\w+)\)", message)
+    assert "dataset.options.csv, column identity" in message
+
+    caplog.clear()
+    rows = "path,label,identity\n" + "".join(
+        f"real/{a}.mp4,0,{a}\nfake/{a}_{b}.mp4,1,{a}\n"
+        for a, b in zip(ids, ids[1:] + ids[:1], strict=True)
+    )
+    (tmp_path / "f" / "list.csv").write_text(rows)
+    with caplog.at_level(logging.WARNING, logger="fairforensics.preprocessing"):
+        listing = build_listing("generic", tmp_path / "f", {"csv": "list.csv"})
+    assert not [r for r in caplog.records if "derived per file" in r.getMessage()]
+    split = {i.rel: i.split for i in listing.items}
+    assert all(split[f"real/{a}"] == split[f"fake/{a}_{b}"]
+               for a, b in zip(ids, ids[1:] + ids[:1], strict=True))  # fmt: skip
 
 
 def test_casia_replay_msu(tmp_path):
