@@ -149,6 +149,22 @@ def _cfg(data_root: Path, out: Path, detector: str = "meso4", **sets: Any):
     return load_train_config(detector, overrides=[f"{k}={v}" for k, v in base.items()])
 
 
+@pytest.mark.parametrize("coupled", [False, True])
+def test_predicted_scores_do_not_depend_on_the_batch_size(data_root: Path, coupled: bool) -> None:
+    """The evaluation path (predict_index, predict_images: eval mode, no augmentation) gives a
+    frame one score in batches of 1 and of 5, for SIA too (its default attention is per face);
+    DeepfakeBench's batch-coupled SIA (the parity option) is what would break it."""
+    torch.manual_seed(0)
+    sia = build_detector("sia", pretrained=False, input_size=32, batch_coupled_attention=coupled)
+    one = predict_index(sia, data_root / "tiny.json", "val", frame_num=2, batch_size=1)
+    five = predict_index(sia, data_root / "tiny.json", "val", frame_num=2, batch_size=5)
+    images = [face(i, 40) for i in range(3)]
+    alone, together = predict_images(sia, images, batch_size=1), predict_images(sia, images, 3)
+    assert sia.training  # the mode it was in is restored
+    gap = max(np.abs(five.score - one.score).max(), np.abs(together - alone).max())
+    assert (gap > 1e-5) if coupled else (gap <= 1e-5), gap
+
+
 def test_meso4_two_epochs_run_dir_and_reload(data_root: Path, tmp_path: Path) -> None:
     run = Trainer(_cfg(data_root, tmp_path)).fit()
     cfg = yaml.safe_load((run / "config.yaml").read_text())

@@ -68,11 +68,11 @@ class CrossAttention(nn.Module):
     ``batch_coupled`` (DeepfakeBench's code): the volumes become attention sequences through
     ``permute(2, 0, 3, 1).reshape(T*H*W, B, C)``, which interleaves the clips of a batch, so each
     sequence holds positions of several clips and a clip's output depends on the other clips in its
-    batch (with one clip per batch it is the per-clip attention). ``False``: each clip attends over
-    its own T*H*W positions.
+    batch (with one clip per batch it is the per-clip attention). ``False`` (default): each clip
+    attends over its own T*H*W positions.
     """
 
-    def __init__(self, dim: int, heads: int, batch_coupled: bool = True) -> None:
+    def __init__(self, dim: int, heads: int, batch_coupled: bool = False) -> None:
         super().__init__()
         self.batch_coupled = batch_coupled
         self.spatial_to_temporal = nn.MultiheadAttention(dim, heads, batch_first=True)
@@ -109,7 +109,7 @@ class StAdapter(nn.Module):
     TEMPORAL = ((3, 1, 1), (5, 1, 1), (7, 1, 1))
 
     def __init__(
-        self, width: int, num_frames: int, heads: int = 2, batch_coupled: bool = True
+        self, width: int, num_frames: int, heads: int = 2, batch_coupled: bool = False
     ) -> None:
         super().__init__()
         hidden = width // 2
@@ -190,7 +190,7 @@ class StaViT(nn.Module):
         layers: int,
         heads: int,
         num_frames: int,
-        batch_coupled: bool = True,
+        batch_coupled: bool = False,
     ) -> None:
         super().__init__()
         grid = input_size // patch_size

@@ -21,6 +21,7 @@ VERBS = {
     "fairness": "fairness",
     "metamorphic": "metamorphic",
     "benchmark": "benchmark",
+    "detect": "detect",
     "demographics": "demographics",
     "combine": "combine",
     "detectors": "detectors",
@@ -91,6 +92,11 @@ def metamorphic() -> NoReturn:
 def benchmark() -> NoReturn:
     """``ff-benchmark``."""
     run_verb("benchmark")
+
+
+def detect() -> NoReturn:
+    """``ff-detect``."""
+    run_verb("detect")
 
 
 def demographics() -> NoReturn:

@@ -1,10 +1,10 @@
-"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably; leaderboard.
+r"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably; leaderboard.
 
   scripts/benchmark.py --detectors all --train-data FF-c23 --test-data FF-c23 CDFv2 DFDC --out sweep
-  scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep        (torchrun per run)
+  scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep  (torchrun per run)
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
   scripts/benchmark.py --detectors xception tall ftcn --data-root datasets \
-      --clip-data-root datasets/clips --out sweep   (video detectors read clip-mode indexes)
+      --clip-data-root datasets/clips --out sweep  (video detectors read clip-mode indexes)
 
 A killed sweep resumes when run again with the same --out (see benchmarks.sweep and the
 evaluation guide below).
