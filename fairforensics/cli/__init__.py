@@ -22,6 +22,9 @@ VERBS = {
     "metamorphic": "metamorphic",
     "benchmark": "benchmark",
     "detect": "detect",
+    "demographics": "demographics",
+    "combine": "combine",
+    "detectors": "detectors",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -94,3 +97,18 @@ def benchmark() -> NoReturn:
 def detect() -> NoReturn:
     """``ff-detect``."""
     run_verb("detect")
+
+
+def demographics() -> NoReturn:
+    """``ff-demographics``."""
+    run_verb("demographics")
+
+
+def combine() -> NoReturn:
+    """``ff-combine``."""
+    run_verb("combine")
+
+
+def detectors() -> NoReturn:
+    """``ff-detectors``."""
+    run_verb("detectors")

@@ -21,6 +21,9 @@ GUIDES = {
     "metamorphic": "metamorphic.md",
     "benchmark": "evaluation.md",
     "detect": "evaluation.md",
+    "demographics": "fairness.md",
+    "combine": "preprocessing.md",
+    "detectors": "detectors.md",
 }
 
 

@@ -22,18 +22,7 @@ from pathlib import Path
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
-from fairforensics.configs import (
-    ConfigError,
-    import_modules,
-)
-from fairforensics.detectors import CheckpointError, list_detectors
-from fairforensics.detectors.registry import plugin_failure_note
-from fairforensics.detectors.weights import ACCEPTED, load_named_detector
-from fairforensics.evaluation.provenance import file_sha256
-from fairforensics.evaluation.testing import check_writable
-from fairforensics.evaluation.thresholds import decision_threshold
-from fairforensics.fairness.metamorphic.pipeline import evaluate_detector, evaluate_run
-from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
+from fairforensics.configs import ConfigError, import_modules
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,8 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--relations",
-        default=str(DEFAULT_RELATIONS),
-        help=config_help("metamorphic", "relations (test cases) config"),
+        help=config_help("metamorphic", "relations (test cases) config (default: makeup)"),
     )
     p.add_argument(
         "--data-root",
@@ -86,6 +74,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     """``--detector NAME --weights FILE``: the loading of ``scripts/test.py``."""
+    from fairforensics.detectors import list_detectors
+    from fairforensics.detectors.registry import plugin_failure_note
+    from fairforensics.detectors.weights import ACCEPTED, load_named_detector
+    from fairforensics.evaluation.provenance import file_sha256
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.fairness.metamorphic.pipeline import evaluate_detector
+
     if args.detector not in list_detectors():
         raise ConfigError(
             f"--detector {args.detector!r} is not a registered detector"
@@ -122,8 +117,15 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation.testing import check_writable
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.fairness.metamorphic.pipeline import evaluate_run
+    from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
+
     if args.out is not None:
         check_writable(args.out)  # before the transformations and predictions
+    args.relations = args.relations or str(DEFAULT_RELATIONS)
     options = {
         "split": args.split,
         "frame_num": args.frame_num,
@@ -132,33 +134,29 @@ def main(argv: list[str] | None = None) -> int:
         "overrides": args.set,
         "n_examples": args.examples,
     }
-    try:
-        import_modules(args.imports)
-        if args.detector is not None:
-            files = _evaluate_named(args, options)
-        else:
-            if args.model_config is not None or args.variant is not None:
-                raise ConfigError("--model-config and --variant go with --detector, not --run")
-            threshold = decision_threshold(
-                run=Path(args.run),
-                threshold=args.threshold,
-                threshold_from=args.threshold_from,
-                weights=args.weights,
-            )
-            print_threshold(threshold)
-            files = evaluate_run(
-                args.run,
-                args.test_data,
-                args.relations,
-                data_root=args.data_root,
-                out_dir=args.out,
-                weights=args.weights,
-                threshold=threshold,
-                **options,
-            )
-    except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as exc:
-        logging.getLogger("metamorphic").error("%s", exc)
-        return 2
+    import_modules(args.imports)
+    if args.detector is not None:
+        files = _evaluate_named(args, options)
+    else:
+        if args.model_config is not None or args.variant is not None:
+            raise ConfigError("--model-config and --variant go with --detector, not --run")
+        threshold = decision_threshold(
+            run=Path(args.run),
+            threshold=args.threshold,
+            threshold_from=args.threshold_from,
+            weights=args.weights,
+        )
+        print_threshold(threshold)
+        files = evaluate_run(
+            args.run,
+            args.test_data,
+            args.relations,
+            data_root=args.data_root,
+            out_dir=args.out,
+            weights=args.weights,
+            threshold=threshold,
+            **options,
+        )
     logging.getLogger("metamorphic").info("wrote %s", files["markdown"].parent)
     print(files["markdown"].read_text(encoding="utf-8"))
     return 0

@@ -19,8 +19,6 @@ from pathlib import Path
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
 from fairforensics.configs import ConfigError, import_modules
-from fairforensics.evaluation import leaderboard, results, settings, testing
-from fairforensics.preprocessing.resolve import resolve_index
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -105,6 +103,10 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation import leaderboard, results, settings, testing
+    from fairforensics.preprocessing.resolve import resolve_index
+
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.overrides)
