@@ -129,6 +129,8 @@ CASES: dict[str, OurSide] = {
         {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
         {"input_size": 64},
     ),
+    # v1 detectors (i30e)
+    "meso4": OurSide("meso4", {"overall": "total"}),
 }
 
 
