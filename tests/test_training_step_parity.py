@@ -131,6 +131,7 @@ CASES: dict[str, OurSide] = {
     ),
     # v1 detectors (i30e)
     "meso4": OurSide("meso4", {"overall": "total"}),
+    "meso4Inception": OurSide("meso_inception4", {"overall": "total"}),
 }
 
 
