@@ -132,6 +132,7 @@ CASES: dict[str, OurSide] = {
     # v1 detectors (i30e)
     "meso4": OurSide("meso4", {"overall": "total"}),
     "meso4Inception": OurSide("meso_inception4", {"overall": "total"}),
+    "resnet34": OurSide("cnn_aug", {"overall": "total"}, {"input_size": 64}),
 }
 
 
