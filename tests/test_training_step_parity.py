@@ -133,6 +133,10 @@ CASES: dict[str, OurSide] = {
     "meso4": OurSide("meso4", {"overall": "total"}),
     "meso4Inception": OurSide("meso_inception4", {"overall": "total"}),
     "resnet34": OurSide("cnn_aug", {"overall": "total"}, {"input_size": 64}),
+    "srm": OurSide("srm", {"overall": "total"}, {"input_size": 32}),
+    "spsl": OurSide("spsl", {"overall": "total"}, {"input_size": 32}),
+    "f3net": OurSide("f3net", {"overall": "total"}, {"input_size": 32}),
+    "capsule_net": OurSide("capsule", {"overall": "total"}, {"input_size": 64}),
 }
 
 
