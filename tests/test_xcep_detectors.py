@@ -23,7 +23,11 @@ from fairforensics.configs import ConfigError
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.iid import arcface_loss, identity_contrast, sigmoid_margin_ce
 from fairforensics.detectors.lsda import LSDA, augment_domains, cosine_distance, mixup_domains
-from fairforensics.detectors.pcl_xception import ConsistencyVolume, consistency_target
+from fairforensics.detectors.pcl_xception import (
+    ConsistencyVolume,
+    consistency_bce,
+    consistency_target,
+)
 from fairforensics.detectors.rfm import erase_mask, forgery_attention
 from fairforensics.detectors.sladd import magnitude_loss, sample_actions
 from fairforensics.detectors.sladd_synthesis import region_mask, synthesize
@@ -140,6 +144,26 @@ def test_pcl_consistency_is_a_scaled_dot_product_and_its_loss_falls() -> None:
         pcl().backward()
         optimiser.step()
     assert pcl().item() < 0.25 * first, (first, pcl().item())
+
+
+def test_pcl_bce_after_sigmoid_saturates_as_deepfakebench_and_from_logits_does_not() -> None:
+    # float32 sigmoid(20) is exactly 1: nn.BCELoss clamps log(0) at -100 and passes no gradient
+    logits = torch.tensor([20.0, -3.0, 0.5], requires_grad=True)
+    target = torch.tensor([0.0, 0.0, 1.0])
+    dfb = consistency_bce(logits, target, after_sigmoid=True)
+    expected = F.binary_cross_entropy(torch.sigmoid(logits.detach()), target)
+    torch.testing.assert_close(dfb, expected)
+    assert dfb.item() > 100 / 3
+    dfb.backward()
+    assert logits.grad[0] == 0
+    stable = consistency_bce(logits.detach(), target, after_sigmoid=False)
+    torch.testing.assert_close(stable, F.binary_cross_entropy_with_logits(logits.detach(), target))
+    assert stable.item() < 8
+    # unsaturated, the two are the same loss
+    small = torch.tensor([2.0, -3.0, 0.5])
+    torch.testing.assert_close(
+        consistency_bce(small, target, True), consistency_bce(small, target, False)
+    )
 
 
 # ----------------------------------------------------------------------------- IID
