@@ -24,39 +24,60 @@ import numpy as np
 from fairforensics.benchmarks.training_data_stats import compare, pair_record, summarise
 
 #: the face photos (tests/data/faces/celebrities) that the references were made from: the first
-#: two of each identity in file-name order, 26 faces
+#: two of each identity in file-name order where dlib finds a face, 26 faces
 FACE_SIZE = 256
 PER_IDENTITY = 2
 
 REFERENCE_DIR = Path(__file__).resolve().parents[1] / "tests" / "data" / "training_data_parity"
 
 
-def parity_faces(folder: Path, size: int = FACE_SIZE) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(name, aligned uint8 RGB crop, 68 landmarks in the crop) of the reference faces in
-    ``folder`` (a copy of tests/data/faces/celebrities): dlib HOG + 68 points, aligned as the
-    preprocessing does (``preprocessing.align.align_face``, 256 px, scale 1.3)."""
+FACES_FILE = "faces.json"
+
+
+def detect_photo_landmarks(folder: Path) -> list[dict[str, Any]]:
+    """The reference photos of ``folder`` (a copy of tests/data/faces/celebrities): the first
+    :data:`PER_IDENTITY` of each identity in file-name order where dlib (HOG) finds a face, with
+    the 68 landmarks of the largest face in the photo. Stored as :data:`FACES_FILE` (dlib is slow)."""
     import csv
 
     import cv2
 
-    from fairforensics.preprocessing.align import align_face
     from fairforensics.preprocessing.faces import FaceAnalyzer
 
     with open(folder / "attributes.csv", newline="") as f:
         rows = sorted(csv.DictReader(f), key=lambda r: r["file"])
     taken: dict[str, int] = {}
     analyzer = FaceAnalyzer(detector="hog")
-    faces = []
+    photos = []
     for row in rows:
         if taken.get(row["identity"], 0) >= PER_IDENTITY:
             continue
-        rgb = cv2.cvtColor(cv2.imread(str(folder / row["file"])), cv2.COLOR_BGR2RGB)
-        found = analyzer.analyze(rgb)
+        found = analyzer.analyze(
+            cv2.cvtColor(cv2.imread(str(folder / row["file"])), cv2.COLOR_BGR2RGB)
+        )
         if not found:
             continue
-        crop, _, points = align_face(rgb, found[0][1], size)
-        faces.append((row["file"], crop, points.astype(np.float32)))
+        photos.append({"file": row["file"], "landmarks": np.asarray(found[0][1]).tolist()})
         taken[row["identity"]] = taken.get(row["identity"], 0) + 1
+    return photos
+
+
+def parity_faces(
+    folder: Path, size: int = FACE_SIZE, root: Path = REFERENCE_DIR
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(name, aligned uint8 RGB crop, 68 landmarks in the crop) of the reference faces: the photos
+    of ``folder`` named in ``root``/:data:`FACES_FILE` with their stored dlib landmarks
+    (:func:`detect_photo_landmarks`), aligned as the preprocessing does
+    (``preprocessing.align.align_face``, 256 px, scale 1.3)."""
+    import cv2
+
+    from fairforensics.preprocessing.align import align_face
+
+    faces = []
+    for photo in json.loads((root / FACES_FILE).read_text())["photos"]:
+        rgb = cv2.cvtColor(cv2.imread(str(folder / photo["file"])), cv2.COLOR_BGR2RGB)
+        crop, _, points = align_face(rgb, np.asarray(photo["landmarks"], np.float64), size)
+        faces.append((photo["file"], crop, points.astype(np.float32)))
     return faces
 
 
@@ -140,7 +161,9 @@ def draw_i2g(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
             _, image, pts = faces[i % len(faces)]
             out = i2g.i2g_pair(image, pts, partner_of(faces, i % len(faces)), rng)
             records.append(
-                pair_record(image, out["image"], out["real"], out["mask"], {"hull": spy.notes["hull"]})
+                pair_record(
+                    image, out["image"], out["real"], out["mask"], {"hull": spy.notes["hull"]}
+                )
             )
     return records
 

@@ -97,7 +97,9 @@ def summarise(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]
             out[key] = {
                 "kind": "share",
                 "n": len(vals),
-                "shares": {str(k): round(int(c) / len(vals), 4) for k, c in zip(names, counts)},
+                "shares": {
+                    str(k): round(int(c) / len(vals), 4) for k, c in zip(names, counts, strict=True)
+                },
             }
         else:
             a = np.asarray(vals, np.float64)

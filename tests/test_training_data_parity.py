@@ -28,7 +28,10 @@ def faces() -> list:
 def _failures(recipe: str, faces: list, n: int) -> list[str]:
     rows = td.compare_recipe(recipe, faces, n)
     assert rows and all(r["tol"] is not None for r in rows)
-    return [f"{r['stat']}: dfb {r['dfb']} ours {r['ours']} tol {r['tol']}" for r in td.iter_failures(rows)]
+    return [
+        f"{r['stat']}: dfb {r['dfb']} ours {r['ours']} tol {r['tol']}"
+        for r in td.iter_failures(rows)
+    ]
 
 
 def test_reference_faces(faces) -> None:
