@@ -168,34 +168,160 @@ def draw_i2g(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
     return records
 
 
-RECIPES: dict[str, Callable[..., list[dict[str, Any]]]] = {"sbi": draw_sbi, "i2g": draw_i2g}
+# ----------------------------------------------------------------------------- FWA, Face X-ray
 
-#: statistics that differ from DeepfakeBench's for a documented reason (docs/training.md,
-#: "Training data against DeepfakeBench's"): left out of the comparison's verdict
-KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {"sbi": {}}
 
-#: absolute slack of numeric statistics where the two sides round pixels differently
-SLACK: dict[str, dict[str, float]] = {"sbi": {}}
+class NotingGenerator:
+    """A numpy Generator that notes the values :meth:`choice` draws from the sequences named in
+    ``watch`` (name -> sequence), for the branch shares of a recipe that draws from ``rng``."""
+
+    def __init__(self, rng: np.random.Generator, watch: dict[str, tuple], notes: dict) -> None:
+        self._rng, self._watch, self._notes = rng, watch, notes
+
+    def choice(self, seq: Any, *args: Any, **kwargs: Any) -> Any:
+        value = self._rng.choice(seq, *args, **kwargs)
+        for name, watched in self._watch.items():
+            if tuple(np.ravel(seq)) == tuple(watched):
+                self._notes[name] = f"{value:g}"
+        return value
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._rng, name)
+
+
+def draw_fwa(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """N FWA pairs as the ``fwa`` detector's default (``deepfakebench``) recipe trains on them:
+    the real face as loaded (training augmentation off in its config) and its ``blend:fwa`` fake
+    (:func:`preprocessing.blending.face_warp`), with the scale drawn and the measures."""
+    from fairforensics.preprocessing import blending
+
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n):
+        _, image, pts = faces[i % len(faces)]
+        notes: dict[str, str] = {}
+        out = blending.generate(
+            "fwa", image, pts, NotingGenerator(rng, {"scale": blending.FWA_SCALES}, notes)
+        )
+        records.append(
+            {"face_found": True, **pair_record(image, out["image"], image, out["mask"], notes)}
+        )
+    return records
+
+
+def draw_xray(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """N Face X-ray pairs (``blend:xray``, :func:`preprocessing.blending.xray_blend`) of the faces
+    in turn with :func:`partner_of` as the partner: the real face as loaded, the blend, its mask
+    and X-ray target."""
+    from fairforensics.preprocessing import blending
+
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n):
+        _, image, pts = faces[i % len(faces)]
+        out = blending.generate("xray", image, pts, rng, partner=partner_of(faces, i % len(faces)))
+        records.append(pair_record(image, out["image"], image, out["mask"], {}, xray=out["xray"]))
+    return records
+
+
+# ----------------------------------------------------------------------------- SLADD
+
+
+def draw_sladd(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """N SLADD syntheses (:func:`detectors.sladd_synthesis.synthesize`) of a real face with a
+    region of :func:`partner_of` (standing in for the paired fake), with the synthesiser's choice
+    :func:`benchmarks.training_data_stats.sladd_choice` (the generator network's in training),
+    the colour transfer drawn and the measures."""
+    from fairforensics.benchmarks.training_data_stats import sladd_choice
+    from fairforensics.detectors import sladd_synthesis as ss
+
+    rng = np.random.default_rng(seed)
+    records = []
+    with Spy() as spy:
+        spy.wrap(ss, "transfer_colours", lambda r, mode, *a: spy.notes.update(colour=mode))
+        for i in range(n):
+            _, real, real_pts = faces[i % len(faces)]
+            fake, fake_pts = partner_of(faces, i % len(faces))
+            region, kind, mag = sladd_choice(i)
+            out, mask = ss.synthesize(real, real_pts, fake, fake_pts, region, kind, mag, rng)
+            branches = {"region": str(region), "kind": str(kind), "colour": spy.notes["colour"]}
+            records.append(pair_record(real, out, real, mask, branches))
+    return records
+
+
+# ----------------------------------------------------------------------------- clips
+
+CLIP_FRAMES = 4
+
+
+def draw_clip(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """N augmented clips as the video detectors train on them (``training.augment.build_augment``
+    with the default settings, DeepfakeBench's; :func:`preprocessing.frames.apply_augment_clip`),
+    each of :data:`CLIP_FRAMES` copies of one face, with the transforms applied (noted by wrapping
+    the transform classes' ``apply``/``apply_to_images``) and the measures."""
+    import albumentations as A
+
+    from fairforensics.benchmarks.training_data_stats import AUGMENT_NAMES, clip_record
+    from fairforensics.preprocessing.frames import apply_augment_clip
+    from fairforensics.training import augment
+    from fairforensics.training.config import AugmentConfig
+
+    seeds = np.random.default_rng(seed).integers(2**31 - 1, size=n)
+    applied: set[str] = set()
+    records = []
+    with Spy() as spy:
+        for cls_name, name in AUGMENT_NAMES.items():
+            cls = augment.FancyPCA if cls_name == "FancyPCA" else getattr(A, cls_name)
+            for method in ("apply", "apply_to_images"):
+                spy.wrap(cls, method, lambda r, *a, _name=name, **k: applied.add(_name))
+        pipeline = augment.build_augment(AugmentConfig(), FACE_SIZE)  # binds the wrapped methods
+        for i in range(n):
+            _, face, _ = faces[i % len(faces)]
+            applied.clear()
+            out = apply_augment_clip(pipeline, int(seeds[i]), [(face, None, None)] * CLIP_FRAMES)
+            records.append(clip_record(face, [f[0] for f in out], set(applied)))
+    return records
+
+
+RECIPES: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    "sbi": draw_sbi,
+    "i2g": draw_i2g,
+    "fwa": draw_fwa,
+    "xray": draw_xray,
+    "clip": draw_clip,
+    "sladd": draw_sladd,
+}
+
+#: statistics (keys of the records) where ours differs from DeepfakeBench's beyond sampling error,
+#: with the reason (docs/training.md, "The data side of each recipe"); the test checks that these
+#: and only these differ in the stored summaries
+KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {}
 
 
 def load_reference(recipe: str, root: Path = REFERENCE_DIR) -> dict[str, Any]:
-    """The stored DeepfakeBench reference of ``recipe`` (its summary and how it was drawn)."""
+    """The stored reference of ``recipe``: DeepfakeBench's summary and how it was drawn (top
+    level) and ours under ``"ours"`` (``scripts/training_data_parity.py --write``)."""
     return json.loads((root / f"{recipe}.json").read_text())
 
 
-def compare_recipe(
-    recipe: str, faces: list, n: int, seed: int = 0, reference: dict | None = None
-) -> list[dict[str, Any]]:
-    """Our summary of ``n`` draws against the reference, one row per statistic; rows of
-    :data:`KNOWN_DIFFERENCES` carry the reason and do not fail."""
-    ref = reference or load_reference(recipe)
-    ours = summarise(RECIPES[recipe](faces, n, seed))
-    rows = compare(ours, ref["summary"], SLACK.get(recipe))
+def draw_summary(recipe: str, faces: list, n: int, seed: int = 0) -> dict[str, Any]:
+    """Our summary of ``n`` draws of ``recipe`` on ``faces``, as stored under ``"ours"``."""
+    return {"draws": n, "seed": seed, "summary": summarise(RECIPES[recipe](faces, n, seed))}
+
+
+def stat_key(row: dict[str, Any]) -> str:
+    """The record key a comparison row is about (``"hull=components"`` -> ``"hull"``)."""
+    return row["stat"].split("=")[0].split(" ")[0]
+
+
+def compare_recipe(recipe: str, ours: dict[str, Any], dfb: dict[str, Any]) -> list[dict[str, Any]]:
+    """Our summary against DeepfakeBench's, one row per statistic; rows of
+    :data:`KNOWN_DIFFERENCES` carry the reason (``"known"``)."""
+    rows = compare(ours, dfb)
     known = KNOWN_DIFFERENCES.get(recipe, {})
     for row in rows:
-        key = row["stat"].split("=")[0].split(" ")[0]
-        if key in known:
-            row["known"] = known[key]
+        if stat_key(row) in known:
+            row["known"] = known[stat_key(row)]
     return rows
 
 
