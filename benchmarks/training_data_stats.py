@@ -109,10 +109,12 @@ AUGMENT_NAMES = {
 
 def clip_record(face: np.ndarray, frames: list[np.ndarray], applied: set[str]) -> dict[str, Any]:
     """The record of one augmented clip made of ``face`` repeated: which transforms were applied
-    (``applied``: :data:`AUGMENT_NAMES` values), whether every frame came out the same (one draw
+    (``applied``: :data:`AUGMENT_NAMES` values) and how many (transforms that fire together
+    show there, not in the single shares), whether every frame came out the same (one draw
     for the clip), the first frame's measures and its distance from the face."""
     return {
         **{f"applied_{name}": name in applied for name in AUGMENT_NAMES.values()},
+        "applied_count": str(len(applied)),  # independent draws: a binomial-like spread
         "frames": str(len(frames)),
         "frames_identical": all(np.array_equal(frames[0], f) for f in frames[1:]),
         **image_record(frames[0], "frame"),
