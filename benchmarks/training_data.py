@@ -295,7 +295,36 @@ RECIPES: dict[str, Callable[..., list[dict[str, Any]]]] = {
 #: statistics (keys of the records) where ours differs from DeepfakeBench's beyond sampling error,
 #: with the reason (docs/training.md, "The data side of each recipe"); the test checks that these
 #: and only these differ in the stored summaries
-KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {}
+_BGR = (
+    "DeepfakeBench's post_proc converts BGR to RGB an image its load_rgb already gave as RGB: "
+    "FWA and Face X-ray train on BGR faces (and are tested on RGB ones); ours stays RGB"
+)
+_DFB_AUG = (
+    "DeepfakeBench augments the real face (data_aug: RGB shift p 0.3, hue-saturation-value and "
+    "brightness/contrast +-0.1 always, then down-scaling or sharpening always) and the fake's "
+    "background or source (blended_aug: colour p 0.3 each, JPEG 40-100 p 0.5; Face X-ray: data_aug "
+    "on both faces), each drawn on its own; ours applies the detector's training augmentation "
+    "(off in its config) to the frame, and the fake is made from that frame"
+)
+KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
+    "fwa": {
+        "fake_first_minus_last_channel": _BGR,
+        "real_first_minus_last_channel": _BGR,
+        "real_vs_input_absdiff": _DFB_AUG + " (and the channel order)",
+        "real_vs_input_changed": _DFB_AUG,
+        "real_max": _DFB_AUG,
+        "real_min": _DFB_AUG,
+        "fake_max": _DFB_AUG,
+        "fake_min": _DFB_AUG,
+        "fake_vs_real_absdiff": _DFB_AUG + ": the pair's two images differ everywhere",
+        "fake_vs_real_changed": _DFB_AUG + ": the pair's two images differ everywhere",
+        "mask_gt0": (
+            "DeepfakeBench pastes the blurred face with a hard mask (the warped masked face's "
+            "pixels > 0); ours blends it with the soft hull mask, whose blurred rim adds 0.09 of "
+            "the image above 0 (the area above 0.5 and the mean agree)"
+        ),
+    },
+}
 
 
 def load_reference(recipe: str, root: Path = REFERENCE_DIR) -> dict[str, Any]:
