@@ -259,8 +259,6 @@ def draw_clip(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
     with the default settings, DeepfakeBench's; :func:`preprocessing.frames.apply_augment_clip`),
     each of :data:`CLIP_FRAMES` copies of one face, with the transforms applied (noted by wrapping
     the transform classes' ``apply``/``apply_to_images``) and the measures."""
-    import albumentations as A
-
     from fairforensics.benchmarks.training_data_stats import AUGMENT_NAMES, clip_record
     from fairforensics.preprocessing.frames import apply_augment_clip
     from fairforensics.training import augment
@@ -270,16 +268,50 @@ def draw_clip(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
     applied: set[str] = set()
     records = []
     with Spy() as spy:
-        for cls_name, name in AUGMENT_NAMES.items():
-            cls = augment.FancyPCA if cls_name == "FancyPCA" else getattr(A, cls_name)
-            for method in ("apply", "apply_to_images"):
-                spy.wrap(cls, method, lambda r, *a, _name=name, **k: applied.add(_name))
+        _spy_augment(spy, AUGMENT_NAMES, applied)
         pipeline = augment.build_augment(AugmentConfig(), FACE_SIZE)  # binds the wrapped methods
         for i in range(n):
             _, face, _ = faces[i % len(faces)]
             applied.clear()
             out = apply_augment_clip(pipeline, int(seeds[i]), [(face, None, None)] * CLIP_FRAMES)
             records.append(clip_record(face, [f[0] for f in out], set(applied)))
+    return records
+
+
+def _spy_augment(spy: Spy, names: dict[str, str], applied: set[str]) -> None:
+    """Note in ``applied`` the transforms of ``names`` (albumentations class name -> our name)
+    that a pipeline built after this call applies."""
+    import albumentations as A
+
+    from fairforensics.training import augment
+
+    for cls_name, name in names.items():
+        cls = getattr(augment, cls_name, None) or getattr(A, cls_name)  # ours where we have one
+        for method in ("apply", "apply_to_images"):
+            spy.wrap(cls, method, lambda r, *a, _name=name, **k: applied.add(_name))
+
+
+def draw_lsda(faces: list, n: int, seed: int = 0) -> list[dict[str, Any]]:
+    """N faces augmented as the ``lsda`` detector's recipe augments every image of a domain
+    group (its config's ``train.augment``, :func:`preprocessing.frames.apply_augment`), with the
+    transforms applied and the measures."""
+    from fairforensics.benchmarks.training_data_stats import LSDA_AUGMENT_NAMES, augment_record
+    from fairforensics.preprocessing.frames import apply_augment
+    from fairforensics.training import augment
+    from fairforensics.training.config import load_train_config
+
+    cfg = load_train_config("lsda").train
+    seeds = np.random.default_rng(seed).integers(2**31 - 1, size=n)
+    applied: set[str] = set()
+    records = []
+    with Spy() as spy:
+        _spy_augment(spy, LSDA_AUGMENT_NAMES, applied)
+        pipeline = augment.build_augment(cfg.augment, cfg.resolution)  # binds the wrapped methods
+        for i in range(n):
+            _, face, _ = faces[i % len(faces)]
+            applied.clear()
+            out = apply_augment(pipeline, int(seeds[i]), face)[0]
+            records.append(augment_record(face, out, set(applied), LSDA_AUGMENT_NAMES.values()))
     return records
 
 
@@ -290,6 +322,7 @@ RECIPES: dict[str, Callable[..., list[dict[str, Any]]]] = {
     "xray": draw_xray,
     "clip": draw_clip,
     "sladd": draw_sladd,
+    "lsda": draw_lsda,
 }
 
 #: statistics (keys of the records) where ours differs from DeepfakeBench's beyond sampling error,
@@ -322,6 +355,50 @@ KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
             "DeepfakeBench pastes the blurred face with a hard mask (the warped masked face's "
             "pixels > 0); ours blends it with the soft hull mask, whose blurred rim adds 0.09 of "
             "the image above 0 (the area above 0.5 and the mean agree)"
+        ),
+    },
+    "xray": {
+        "fake_first_minus_last_channel": _BGR,
+        "real_first_minus_last_channel": _BGR,
+        "real_vs_input_absdiff": _DFB_AUG + " (and the channel order)",
+        "real_vs_input_changed": _DFB_AUG,
+        "real_max": _DFB_AUG,
+        "real_min": _DFB_AUG,
+        "fake_max": _DFB_AUG,
+        "fake_min": _DFB_AUG,
+        "hull": (
+            "DeepfakeBench draws one of five landmark hulls (whole, normal, inner, inner without "
+            "eyebrows, mouth) and deforms it piecewise-affinely; ours deforms the one convex "
+            "hull (preprocessing.blending.random_blend_mask)"
+        ),
+        "warp": (
+            "DeepfakeBench warps the partner affinely or, in half the draws, by a 3-D "
+            "(Delaunay) warp of 48 landmarks; ours by a similarity transform always"
+        ),
+        "mask_gt0": (
+            "DeepfakeBench's blend mask is nearly binary (feathered only at its rim); ours is "
+            "the smoothed hull mask with a wider soft rim (the areas above 0.5 agree)"
+        ),
+        "fake_vs_real_absdiff": "the wider soft mask rim and the colour transfer (Lab against RGB)",
+        "fake_vs_real_changed": "the wider soft mask rim",
+        "xray_gt0": (
+            "the X-ray target B = 4 M (1 - M): DeepfakeBench's from its nearly binary mask "
+            "blurred 3x3 (a thin boundary), ours from the smoothed mask (three times as wide)"
+        ),
+        "xray_gt05": "the X-ray target: see xray_gt0",
+        "xray_mean": "the X-ray target: see xray_gt0",
+        "xray_max": "the X-ray target's peak: 0.99998 (DeepfakeBench, uint8 mask / 255) or 1",
+    },
+    "sladd": {
+        "fake_vs_real_changed": (
+            "DeepfakeBench turns the normalised images back into uint8 by truncation "
+            "(((x + 1) / 2 * 255).astype(uint8)), one level lower in 0.23 of the pixels of these "
+            "faces; ours rounds, so only the pasted region changes"
+        ),
+        "fake_vs_real_absdiff": (
+            "the pasted region changes the face by 1.81 levels on average against DeepfakeBench's "
+            "1.42 (of which 0.23 is its truncation); region, mask area, blending type and colour "
+            "transfer shares agree; the cause is not found"
         ),
     },
 }

@@ -107,18 +107,35 @@ AUGMENT_NAMES = {
 }
 
 
-def clip_record(face: np.ndarray, frames: list[np.ndarray], applied: set[str]) -> dict[str, Any]:
-    """The record of one augmented clip made of ``face`` repeated: which transforms were applied
-    (``applied``: :data:`AUGMENT_NAMES` values) and how many (transforms that fire together
-    show there, not in the single shares), whether every frame came out the same (one draw
-    for the clip), the first frame's measures and its distance from the face."""
+#: LSDA's augmentation (DeepfakeBench's ``augmentation_methods2``) adds these two
+LSDA_AUGMENT_NAMES = {**AUGMENT_NAMES, "RandomDownScale": "downscale", "Sharpen": "sharpen"}
+
+
+def augment_record(
+    face: np.ndarray,
+    image: np.ndarray,
+    applied: set[str],
+    names: Iterable[str] = AUGMENT_NAMES.values(),
+    prefix: str = "image",
+) -> dict[str, Any]:
+    """The record of one augmented face: which of ``names`` were applied (``applied``) and how
+    many (transforms that fire together show there, not in the single shares), the image's
+    measures and its distance from the face."""
     return {
-        **{f"applied_{name}": name in applied for name in AUGMENT_NAMES.values()},
-        "applied_count": str(len(applied)),  # independent draws: a binomial-like spread
+        **{f"applied_{name}": name in applied for name in names},
+        "applied_count": str(len(applied)),
+        **image_record(image, prefix),
+        **diff_record(image, face, f"{prefix}_vs_input"),
+    }
+
+
+def clip_record(face: np.ndarray, frames: list[np.ndarray], applied: set[str]) -> dict[str, Any]:
+    """The record of one augmented clip made of ``face`` repeated: :func:`augment_record` of its
+    first frame, and whether every frame came out the same (one draw for the clip)."""
+    return {
+        **augment_record(face, frames[0], applied, prefix="frame"),
         "frames": str(len(frames)),
         "frames_identical": all(np.array_equal(frames[0], f) for f in frames[1:]),
-        **image_record(frames[0], "frame"),
-        **diff_record(frames[0], face, "frame_vs_input"),
     }
 
 

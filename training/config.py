@@ -142,11 +142,15 @@ class IsotropicResizeConfig:
         check_values(self, {"p": _PROBABILITY})
 
 
+COLOR_KINDS = ("brightness_contrast", "fancy_pca", "hsv")
+
+
 @dataclass
 class ColorConfig:
-    """One of brightness/contrast, FancyPCA, hue-saturation-value, applied with ``p``."""
+    """One of ``kinds`` (brightness/contrast, FancyPCA, hue-saturation-value), applied with ``p``."""
 
     p: float = 0.5
+    kinds: tuple[str, ...] = COLOR_KINDS
     brightness_limit: tuple[float, float] = (-0.1, 0.1)
     contrast_limit: tuple[float, float] = (-0.1, 0.1)
     fancy_pca_alpha: float = 0.1
@@ -159,8 +163,37 @@ class ColorConfig:
             self,
             {"p": _PROBABILITY, "brightness_limit": _range(-1, 1), "contrast_limit": _range(-1, 1),
              "fancy_pca_alpha": _AT_LEAST_0, "hue_shift_limit": _AT_LEAST_0,
-             "sat_shift_limit": _AT_LEAST_0, "val_shift_limit": _AT_LEAST_0},
+             "sat_shift_limit": _AT_LEAST_0, "val_shift_limit": _AT_LEAST_0,
+             "kinds": (lambda v: 0 < len(v) == len(set(v)) and set(v) <= set(COLOR_KINDS),
+                       f"a non-empty list of distinct kinds of {', '.join(COLOR_KINDS)}")},
         )  # fmt: skip
+
+
+@dataclass
+class DownscaleConfig:
+    """Down-scale by a ratio drawn from ``ratios`` (nearest) and back (linear), with ``p``
+    (DeepfakeBench's ``RandomDownScale``: LSDA's augmentation)."""
+
+    p: float = 0.0
+    ratios: tuple[int, ...] = (2, 4)
+
+    def __post_init__(self) -> None:
+        check_values(
+            self,
+            {"p": _PROBABILITY, "ratios": (lambda v: len(v) > 0 and min(v) >= 1, "ratios >= 1")},
+        )
+
+
+@dataclass
+class SharpenConfig:
+    """albumentations' ``Sharpen(alpha, lightness)`` with ``p`` (LSDA's augmentation)."""
+
+    p: float = 0.0
+    alpha: tuple[float, float] = (0.2, 0.5)
+    lightness: tuple[float, float] = (0.5, 1.0)
+
+    def __post_init__(self) -> None:
+        check_values(self, {"p": _PROBABILITY, "alpha": _range(0, 1), "lightness": _range(0, 10)})
 
 
 @dataclass
@@ -182,6 +215,8 @@ class AugmentConfig:
     blur: BlurConfig = field(default_factory=BlurConfig)
     isotropic_resize: IsotropicResizeConfig = field(default_factory=IsotropicResizeConfig)
     color: ColorConfig = field(default_factory=ColorConfig)
+    downscale: DownscaleConfig = field(default_factory=DownscaleConfig)
+    sharpen: SharpenConfig = field(default_factory=SharpenConfig)
     jpeg: JpegConfig = field(default_factory=JpegConfig)
 
 
