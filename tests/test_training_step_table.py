@@ -46,3 +46,11 @@ def test_table_rows() -> None:
     assert "| v1 | meso4 | `meso4` | differs: a cause |" in " ".join(rows)
     assert "| v2 | lsda | `lsda` | not compared yet |  |  |" in rows
     assert tp.REL == 1e-4
+
+
+def test_a_case_with_a_status_is_marked_xfail() -> None:
+    from tests.test_training_step_parity import OurSide, _marks
+
+    assert _marks(OurSide("x", {})) == []
+    (mark,) = _marks(OurSide("x", {}, status="differs: a cause"))
+    assert mark.name == "xfail" and mark.kwargs["reason"] == "differs: a cause"
