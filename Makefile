@@ -42,7 +42,7 @@ test-extended: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
 
-# The main job on the demo data, end to end (94 s measured on 2 CPU cores after the install).
+# The main job on the demo data, end to end (README.md, "Set-up", gives its measured time).
 demo: $(STAMP)
 	$(PY) scripts/make_demo_data.py --out $(DEMO)/raw
 	$(PY) scripts/preprocess.py --config configs/preprocess/demo.yaml --no-progress

@@ -29,13 +29,15 @@ class OurSide:
     ``frozen``: our names of the parameters DeepfakeBench leaves with ``requires_grad=False``
     after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
     false); ``prepare(model, batch)``: state set before the step (a training phase, injected
-    statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``)."""
+    statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``);
+    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``)."""
 
     name: str
     losses: dict[str, str]
     config: dict[str, Any] = field(default_factory=dict)
     batch: Callable[[dict[str, torch.Tensor]], dict[str, Any]] = dict
     frozen: Callable[[torch.nn.Module], set[str]] | None = None
+    slow: bool = False
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
 
 
@@ -51,6 +53,9 @@ def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
 
 CASES: dict[str, OurSide] = {
     "xception": OurSide("xception", {"overall": "total", "cls": "ce"}),
+    "efficientnetb4": OurSide("efficientnet_b4", {"overall": "total"}),
+    "clip": OurSide("clip", {"overall": "total"}, {"layers": 2}),
+    "sbi": OurSide("sbi", {"overall": "total"}),
     # video detectors (their references' notes say how they were reduced, the same here)
     "tall": OurSide(
         "tall",
@@ -73,6 +78,25 @@ CASES: dict[str, OurSide] = {
         frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
     ),
     "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
+    # SCNet's smallest input, yet ~30 s of CPU: float64 grouped convolutions run group by group
+    "stil": OurSide("stil", {"overall": "total"}, {"clip_size": 2, "input_size": 128}, slow=True),
+    "timesformer": OurSide(
+        "timesformer", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
+    ),
+    "videomae": OurSide(
+        "videomae", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
+    ),
+    "xclip": OurSide(
+        "xclip",
+        {"overall": "total"},
+        {"clip_size": 4, "frames_per_group": 2, "input_size": 64, "layers": 2},
+    ),
+    # DeepfakeBench's batch-coupled temporal attention (ours scores each clip alone by default)
+    "sta_clip": OurSide(
+        "sta_clip",
+        {"overall": "total"},
+        {"input_size": 28, "layers": 2, "batch_coupled_attention": True},
+    ),
     # v2 image detectors
     # DeepfakeBench's batch-mean SAIA normalisation (ours normalises per face by default)
     "sia": OurSide(
@@ -134,6 +158,7 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     random.seed(reference["seed"])
     out = model(batch)
     losses = model.loss(batch, out)
+    model.zero_grad(set_to_none=True)  # as training.step.TrainStep: after the forward pass
     losses["total"].backward()
     params = dict(model.named_parameters())
     buffers = dict(model.named_buffers())
@@ -153,7 +178,14 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     )
 
 
-@pytest.fixture(scope="module", params=[n for n in tp.fixture_names() if n in CASES])
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(n, marks=[pytest.mark.slow] if CASES[n].slow else [])
+        for n in tp.fixture_names()
+        if n in CASES
+    ],
+)
 def step(request) -> tuple[dict[str, Any], StepResult]:
     reference = tp.load_reference(request.param)
     return reference, our_step(reference, CASES[request.param])
