@@ -122,7 +122,7 @@ CASES: dict[str, OurSide] = {
     "multi_attention": OurSide(
         "multi_attention",
         {"overall": "total", "ce_loss": "ce", "ril_loss": "ril"},
-        {"input_size": 64},
+        {"input_size": 48},
     ),
     "pcl_xception": OurSide(
         "pcl_xception",
