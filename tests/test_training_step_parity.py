@@ -124,6 +124,13 @@ CASES: dict[str, OurSide] = {
         {"overall": "total", "ce_loss": "ce", "ril_loss": "ril"},
         {"input_size": 48},
     ),
+    # 128 px and a batch of 2 (two float64 EfficientNet-B4s); idct from the batch, as DFB's
+    "lrl": OurSide(
+        "lrl",
+        {"overall": "total", "ce_loss": "ce", "sim_loss": "sim", "seg_loss": "seg"},
+        {"input_size": 128},
+        slow=True,
+    ),
     "pcl_xception": OurSide(
         "pcl_xception",
         {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
