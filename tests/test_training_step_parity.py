@@ -130,7 +130,14 @@ CASES: dict[str, OurSide] = {
     "multi_attention": OurSide(
         "multi_attention",
         {"overall": "total", "ce_loss": "ce", "ril_loss": "ril"},
-        {"input_size": 64},
+        {"input_size": 48},
+    ),
+    # 128 px and a batch of 2 (two float64 EfficientNet-B4s); idct from the batch, as DFB's
+    "lrl": OurSide(
+        "lrl",
+        {"overall": "total", "ce_loss": "ce", "sim_loss": "sim", "seg_loss": "seg"},
+        {"input_size": 128},
+        slow=True,
     ),
     "pcl_xception": OurSide(
         "pcl_xception",
