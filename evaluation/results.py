@@ -169,7 +169,10 @@ def evaluate_prediction_files(
     write_json(out / "eval.json", info, indent=2)
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if not per_set:
-        raise ValueError("no test set could be evaluated; see manifest.json")
+        why = "; ".join(f"{s['test_data']}: {s['reason']}" for s in skipped)
+        raise ValueError(
+            f"no test set could be evaluated ({why or 'none given'}); see manifest.json"
+        )
     _log_interval_notes(per_set, cfg.metrics)
     sections: list[Section] = []
     for level in cfg.levels:

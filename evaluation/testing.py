@@ -33,6 +33,22 @@ from fairforensics.preprocessing.rundir import RunDir
 log = logging.getLogger(__name__)
 
 
+class TestSetsSkipped(Exception):
+    """Requested test sets were skipped (an empty split, a failed prediction); the others are
+    evaluated and written. The command exits 1 (:attr:`exit_code`) naming them."""
+
+    __test__ = False  # not a pytest test class
+    exit_code = 1
+
+    def __init__(self, out_dir: Path, skipped: list[dict[str, str]]) -> None:
+        self.out_dir, self.skipped = out_dir, skipped
+        sets = "; ".join(f"{s['test_data']} ({s['reason']})" for s in skipped)
+        super().__init__(
+            f"{len(skipped)} requested test set(s) skipped: {sets}; the others are evaluated "
+            f"in {out_dir}"
+        )
+
+
 def run_test(
     detector: Any,
     detector_name: str,
@@ -54,6 +70,10 @@ def run_test(
     stopped) only if ``overwrite`` is false and its provenance (:mod:`evaluation.provenance`:
     ``detector_name``, ``meta``'s ``weights_file``/``weights_sha256``/``model``, the index hash
     and the prediction settings) is unchanged; otherwise the set is predicted again.
+
+    A set skipped for any other reason than a missing index under ``allow_missing`` (an empty
+    split, a prediction that fails) raises :class:`TestSetsSkipped` once everything else is
+    written.
     """
     if not cfg.test_data:
         raise ConfigError("no test sets: pass --test-data NAME ... or set test_data")
@@ -135,9 +155,17 @@ def run_test(
             batch_size=cfg.batch_size,
         )
         sections.insert(0, Section(f"Analysis on {first}", figures))
-    evaluate_prediction_files(
+    evaluated = evaluate_prediction_files(
         files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
     )
+    failed = [s for s in skipped if s["test_data"] not in missing]
+    failed += [
+        {"test_data": n, "reason": "its predictions could not be evaluated (see manifest.json)"}
+        for n in files
+        if n not in evaluated
+    ]
+    if failed:
+        raise TestSetsSkipped(out, failed)
     return out
 
 

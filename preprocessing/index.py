@@ -47,6 +47,8 @@ from fairforensics.preprocessing.files import write_json
 SCHEMA_VERSION = 2
 SCHEMA_VERSIONS = (1, 2)  # what the reader accepts; version 2 adds "clips"
 SPLITS = ("train", "val", "test")
+ALL_SPLITS = "all"  # a split argument that means every video of the index
+SPLIT_CHOICES = (*SPLITS, ALL_SPLITS)  # what a command's --split accepts
 TASKS = ("deepfake", "pad")
 
 
@@ -96,7 +98,15 @@ class DatasetIndex:
     split_info: dict[str, str] = field(default_factory=dict)
 
     def split(self, *names: str) -> list[VideoEntry]:
-        """The videos of the given splits, in index order."""
+        """The videos of the given splits (``"all"``: every video), in index order; a name not
+        in :data:`SPLIT_CHOICES` is a ``ValueError`` that lists them."""
+        unknown = [n for n in names if n not in SPLIT_CHOICES]
+        if unknown:
+            raise ValueError(
+                f"unknown split {unknown[0]!r}; valid splits: {', '.join(SPLIT_CHOICES)}"
+            )
+        if ALL_SPLITS in names:
+            return list(self.videos)
         return [v for v in self.videos if v.split in names]
 
     def resolve(self, relative: str) -> Path:

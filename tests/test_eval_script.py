@@ -291,3 +291,47 @@ def test_missing_test_set_is_an_error_unless_allowed(setup, tmp_path) -> None:
     assert "absent" in (out / "report.html").read_text()
     manifest = json.loads((out / "manifest.json").read_text())
     assert [s["test_data"] for s in manifest["skipped"]] == ["absent"]
+
+
+def _copy_index(data: Path, name: str, val_videos: int) -> None:
+    """``tiny`` under another name with its first ``val_videos`` videos in the val split."""
+    index = json.loads((data / "tiny.json").read_text())
+    index["dataset"] = name
+    for n, video in enumerate(index["videos"]):
+        video["split"] = "val" if n < val_videos else "test"
+    (data / f"{name}.json").write_text(json.dumps(index))
+
+
+def test_empty_split_is_named_and_exits_1_after_the_others(setup, tmp_path, capsys) -> None:
+    """Issue 29 item 6: a requested set with an empty split is skipped, the others evaluated,
+    and the command exits 1 naming it."""
+    _, data, run, _ = setup
+    _copy_index(data, "tinyval", val_videos=2)
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tiny", "tinyval", "--split", "val"]
+    rc = script().main([*args, "--out", str(out), "--set", "n_boot=0", "--set", "plots=false"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "error:" in err and "tiny (" in err and "has no videos" in err and "tinyval" not in err
+    assert read_predictions(out / "predictions" / "tinyval.csv").video_id.tolist().count("000") == 2
+    assert not (out / "predictions" / "tiny.csv").exists()
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["settings"]["split"] == "val" and ev["skipped"][0].startswith("tiny:")
+
+
+def test_split_all_and_the_valid_names(setup, tmp_path, capsys) -> None:
+    """``--split all`` scores every video; a bad name lists the valid ones."""
+    _, data, run, _ = setup
+    _copy_index(data, "tinyhalf", val_videos=3)
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tinyhalf", "--out", str(out)]
+    args += ["--set", "n_boot=0", "--set", "plots=false"]
+    assert script().main([*args, "--split", "all"]) == 0
+    assert len(read_predictions(out / "predictions" / "tinyhalf.csv")) == 12
+    with pytest.raises(SystemExit) as exc:
+        script().main([*args, "--split", "testing"])
+    assert exc.value.code == 2
+    assert "choose from 'train', 'val', 'test', 'all'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script().main(["--help"])
+    assert "train, val, test, all" in " ".join(capsys.readouterr().out.split())
