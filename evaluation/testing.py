@@ -93,11 +93,16 @@ def run_test(
         "detector": detector_name,
         **{k: (meta or {}).get(k) for k in ("weights_file", "weights_sha256", "model")},
     }
+    partial: dict[str, str] = {}
     for name in cfg.test_data:
         target = out / "predictions" / f"{slug(name)}.csv"
         index_path = root / f"{name}.json"
         try:
             index_path = resolve_index_path(name, root)
+            index = resolve_index(name, root)
+            if index.partial:
+                partial[name] = index.partial
+                log.warning("%s is partial: %s (named so in every table)", name, index.partial)
             provenance = prediction_provenance(producer, index_path, cfg)
             if target.is_file() and not overwrite:
                 changed = changed_keys(target, provenance)
@@ -109,7 +114,7 @@ def run_test(
             provenance_path(target).unlink(missing_ok=True)
             pred = predict_index(
                 detector,
-                resolve_index(name, root),
+                index,
                 cfg.split,
                 frame_num=cfg.frame_num,
                 batch_size=cfg.batch_size,
@@ -133,6 +138,8 @@ def run_test(
         write_provenance(target, provenance)
         files[name] = target
     info = {"device": device, "split": cfg.split, **(meta or {})}
+    if partial:  # the tables name these sets "<name> (partial: ...)"
+        info["partial"] = partial
     sections = list(extra_sections)
     a = cfg.analysis
     if files and (a.gradcam or a.tsne or a.spectra) and clip_size_of(detector) is not None:

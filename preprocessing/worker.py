@@ -54,6 +54,9 @@ class VideoResult:
     reason: str | None = None  # why the whole item was skipped
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what makes the video less than asked (fewer frames than sampling wants); kept in the
+    # completion record, so the manifest lists them on a resumed run too
+    warnings: list[str] = field(default_factory=list)
     # CPU seconds per stage (the worker's threads included; robust to a busy machine)
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     frames_sampled: int = 0
@@ -189,15 +192,19 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     t["decode"] += time.process_time() - t0
     if not frames:
         raise MediaReadError(f"{item.path}: no decodable frame")
-    note = None if image else _short_note(cfg, total, clips)
-    if note:
-        logger.info("%s: %s", item.path, note)
-        result.notes.append(note)
+    short = None if image else _short_note(cfg, total, clips)
+    if short:
+        _warn(result, item, short)
     missing = [i for i in keep if i not in frames]
     for i in missing:
         result.skipped_frames.append({"frame": i, "reason": "past the real end of the video"})
     if missing:
-        logger.info("%s: %d frames past the real end of the video", item.path, len(missing))
+        _warn(
+            result,
+            item,
+            f"truncated: {len(missing)} of the {len(keep)} sampled frames lie past the real end "
+            f"of the video (its header says {total} frames); {len(keep) - len(missing)} kept",
+        )
     result.frames_sampled = len(frames)
 
     analyzer = _analyzer(cfg)
@@ -269,6 +276,7 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
             raise MediaReadError(f"{item.path}: no frame could be aligned")
         record["num_source_frames"] = total
         record["skipped_frames"] = result.skipped_frames
+        record["warnings"] = result.warnings
         write_json(tmp / RECORD, record, indent=None)  # the folder is renamed into place
         if video_dir.exists():  # an earlier result made with other settings, or --overwrite
             shutil.rmtree(video_dir)
@@ -277,6 +285,12 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     result.record = record
+
+
+def _warn(result: VideoResult, item: SourceItem, warning: str) -> None:
+    """Log a warning about ``item`` and keep it for the manifest."""
+    logger.warning("%s: %s", item.path, warning)
+    result.warnings.append(warning)
 
 
 def _plan(cfg: PreprocessConfig, total: int) -> tuple[list[int], list[list[int]] | None]:

@@ -335,3 +335,26 @@ def test_split_all_and_the_valid_names(setup, tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         script().main(["--help"])
     assert "train, val, test, all" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_partial_test_set_is_named_partial_in_every_table(setup, tmp_path) -> None:
+    """Issue 29 item 5: tables and reports read the index's counts and name a partial set."""
+    _, data, run, _ = setup
+    index = json.loads((data / "tiny.json").read_text())
+    index.update(schema_version=3, dataset="tinypart", videos_listed=1000, videos_found=6)
+    (data / "tinypart.json").write_text(json.dumps(index))
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tinypart", "tiny", "--out", str(out)]
+    assert script().main([*args, "--set", "n_boot=0", "--set", "plots=false"]) == 0
+    label = "tinypart (partial: 6 of 1,000 listed videos)"
+    summary = (out / "tables" / "frame_summary.md").read_text()
+    assert label in summary and "| tiny |" in summary.replace("  ", " ")
+    assert label in (out / "tables" / "frame_auc.md").read_text()
+    assert label in (out / "report.html").read_text()
+    assert json.loads((out / "eval.json").read_text())["partial"] == {
+        "tinypart": "6 of 1,000 listed videos"
+    }
+    assert json.loads((out / "metrics" / "tinypart.json").read_text())["partial"] == label
+    board = tmp_path / "board"
+    assert script().main(["--leaderboard", str(out), "--out", str(board)]) == 0
+    assert label in (board / "leaderboard_frame_auc.md").read_text()

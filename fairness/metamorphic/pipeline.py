@@ -51,9 +51,15 @@ def evaluate_detector(
     index_path = resolve_index_path(test_data, data_root)
     out = Path(out_dir) if out_dir is not None else Path(out_parent) / index_path.stem
     log.info("metamorphic test on %s (%s split) -> %s", index_path, split, out)
+    index = resolve_index(index_path, data_root)
+    notes = []
+    if index.partial:
+        notes.append(f"{index.label}: the results are of this subset, not of the dataset")
+        log.warning("%s", notes[-1])
+    meta = {**(meta or {}), "test_data": index.label}
     result = run_metamorphic(
         samples_from_index(
-            resolve_index(index_path, data_root),
+            index,
             split,
             frame_num=frame_num,
             max_yaw=config.max_yaw,
@@ -65,7 +71,7 @@ def evaluate_detector(
         chunk_size=max(batch_size, 1),
         n_examples=n_examples,
     )
-    return write_report(result, out, meta=meta)
+    return write_report(result, out, meta=meta, notes=notes)
 
 
 def evaluate_run(
