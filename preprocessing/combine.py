@@ -1,6 +1,7 @@
 """Combine several dataset indexes into one (e.g. CAAD-PAD from its six PAD datasets, paper 001
 Sec. III-A), so that one training reads them all. Their counts of listed and found videos add
-up (unknown when one index has none), so a combination with a partial part is partial.
+up (unknown when one index has none), so a combination with a partial part is partial; its crop
+is theirs when they share one, else unknown.
 
 Every video keeps its label, method (attack species), split, frames, landmarks, masks,
 attributes, source and frame numbers; its ``id`` and ``identity`` are prefixed with its
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from fairforensics.preprocessing.crops import common_crop
 from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError, rebase_index
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,7 @@ def combine_indexes(
         split_info={k: "; ".join(v) for k, v in split_info.items()},
         videos_listed=sum(ix.videos_listed or 0 for ix in indexes) if counted else None,
         videos_found=sum(ix.videos_found or 0 for ix in indexes) if counted else None,
+        crop=common_crop(indexes),
     )
 
 

@@ -267,6 +267,7 @@ def run_preprocess(
                 split_info=_split_info(listing, entries),
                 videos_listed=listing.videos_listed,
                 videos_found=listing.videos_found,
+                crop=cfg.align.crop,
             )
             if index.partial:
                 logger.warning("%s is partial: %s are on disk", name, index.partial)

@@ -23,7 +23,7 @@ import numpy as np
 
 from fairforensics.configs.filemode import file_mode
 from fairforensics.configs.loader import ConfigError
-from fairforensics.preprocessing.align import align_face, warp_face, warp_mask
+from fairforensics.preprocessing.align import crop_face, warp_face, warp_mask
 from fairforensics.preprocessing.clip_crops import crop_clips, smooth_landmarks
 from fairforensics.preprocessing.config import PreprocessConfig
 from fairforensics.preprocessing.datasets.base import SourceItem
@@ -237,9 +237,8 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     matrices: dict[int, np.ndarray] | None = None
     clip_of: dict[int, int] | None = None
     if clips is not None:
-        a = cfg.align
         found, matrices, clip_of = crop_clips(
-            clips, set(frames), found, a.size, a.scale, a.smooth_window, result
+            clips, set(frames), found, cfg.align.crop, cfg.align.smooth_window, result
         )
         landmarks = [lm for _, _, lm in found]
         if not found:
@@ -346,7 +345,7 @@ def _write(
     ``matrices``: a given alignment per frame number (one per clip); ``clip_of``: the clip of
     each frame number, recorded as ``clips`` ([first position, length] in ``frames``)."""
     suffix, params = _encode(cfg)
-    size, scale = cfg.align.size, cfg.align.scale
+    crop_spec, size = cfg.align.crop, cfg.align.size
     for sub in ("frames", "landmarks") + (("masks",) if masks is not None else ()):
         (tmp / sub).mkdir()
     record: dict[str, Any] = {
@@ -365,7 +364,7 @@ def _write(
             crop, matrix, crop_lm = warp_face(frames[i], lm, matrices[i], size)
         else:
             try:
-                crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
+                crop, matrix, crop_lm = crop_face(frames[i], lm, crop_spec)
             except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
                 skipped.append({"frame": i, "reason": f"alignment failed: {exc}"})
                 continue

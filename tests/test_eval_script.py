@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import cv2
@@ -358,3 +359,35 @@ def test_a_partial_test_set_is_named_partial_in_every_table(setup, tmp_path) -> 
     board = tmp_path / "board"
     assert script().main(["--leaderboard", str(out), "--out", str(board)]) == 0
     assert label in (board / "leaderboard_frame_auc.md").read_text()
+
+
+def test_an_index_cropped_otherwise_than_the_weights_is_warned_once_and_recorded(
+    setup, tmp_path, caplog
+) -> None:
+    """Issue 29 item 3: a run whose training data had the MesoNet authors' crop, tested on a set
+    cropped DeepfakeBench's way and on one whose crop is unknown: one warning, eval.json says
+    which crop each set has, and a fairness report of those predictions repeats the note."""
+    _, data, run, _ = setup
+    mine = tmp_path / "run"
+    shutil.copytree(run, mine)
+    cfg = yaml.safe_load((mine / "config.yaml").read_text())
+    cfg["crop"] = {"method": "mesonet", "scale": 2.86, "size": 256}
+    (mine / "config.yaml").write_text(yaml.safe_dump(cfg))
+    index = json.loads((data / "tiny.json").read_text())
+    index.update(schema_version=3, dataset="tinywide")
+    index["crop"] = {"method": "template", "scale": 1.3, "size": 256}
+    (data / "tinywide.json").write_text(json.dumps(index))
+    out = tmp_path / "out"
+    args = ["--run", str(mine), "--test-data", "tinywide", "tiny", "--out", str(out)]
+    with caplog.at_level("INFO"):
+        assert script().main([*args, "--set", "n_boot=0", "--set", "plots=false"]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert sum("tinywide was cropped with" in m for m in warned) == 1
+    assert "crop of tiny is unknown" in caplog.text
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["expected_crop"] == cfg["crop"] and ev["crops"]["tiny"] == "unknown"
+    assert "margin 1.3" in ev["crops"]["tinywide"] and "tinywide" in ev["crop_notes"]
+    from fairforensics.fairness.evaluation_section import evaluation_notes
+
+    assert evaluation_notes(out / "predictions" / "tinywide.csv") == [ev["crop_notes"]["tinywide"]]
+    assert evaluation_notes(out / "predictions" / "nothing.csv") == []

@@ -583,3 +583,27 @@ def test_a_truncated_video_is_a_warning_in_the_manifest(tmp_path, caplog):
     run_preprocess(cfg, workers=1, progress=False)
     manifest = json.loads((tmp_path / "out" / "demo.manifest.json").read_text())
     assert any(w["id"] == "000" for w in manifest["warnings"])
+
+
+def test_the_index_records_its_crop_and_the_mesonet_preset_crops_so(first_run, ff_raw, tmp_path):
+    """Issue 29 item 3: the index says how its faces were cropped; ``--config crop/mesonet``
+    (align.method mesonet) crops every frame the MesoNet authors' way."""
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.preprocessing.align import face_span
+    from fairforensics.preprocessing.pipeline import list_items
+    from fairforensics.preprocessing.worker import process_item
+
+    _, out, _ = first_run
+    assert read_index(out / "demo.json").crop == CropSpec("template", 1.3, 64)
+    demo = Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml"
+    preset = load_preprocess_config(demo, "crop/mesonet")
+    assert preset.align.crop == CropSpec("mesonet", 2.86, 256)
+    assert preset.output.root == "datasets/mesonet_crop"
+    cfg = config(ff_raw, tmp_path, **{"align.method": "mesonet", "align.scale": 2.86})
+    assert cfg.fingerprint() != config(ff_raw, tmp_path).fingerprint()
+    item = next(it for it in list_items(cfg).items if it.id == "000")
+    result = process_item(item, cfg, tmp_path / "000")
+    assert result.reason is None and result.record["frames"]
+    for rel in result.record["landmarks"]:
+        lm = np.load(tmp_path / "000" / rel)
+        assert 64 / face_span(lm) == pytest.approx(2.86, rel=1e-4)

@@ -24,7 +24,11 @@ from fairforensics.configs import ConfigError, import_modules, shipped_configs
 from fairforensics.evaluation.predictions import PredictionsError, read_predictions
 from fairforensics.evaluation.testing import check_writable
 from fairforensics.fairness import protocols
-from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
+from fairforensics.fairness.evaluation_section import (
+    add_fairness_section,
+    evaluation_notes,
+    evaluation_report_of,
+)
 from fairforensics.fairness.fairswap import fairswap_transforms
 from fairforensics.fairness.report import (
     fairness_report,
@@ -157,6 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.predictions:
             parser.error("give --predictions FILE (or --protocol FILE)")
         pred = read_predictions(args.predictions, scores=args.scores)
+        notes = evaluation_notes(args.predictions)  # a partial set, another crop (eval.json)
+        for note in notes:
+            logging.getLogger("fairness").warning("%s", note)
         reports = fairness_report(pred, args.attributes, cfg)
         if not reports:
             print("no attribute with two or more groups: nothing to report", file=sys.stderr)
@@ -165,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, PredictionsError, KeyError, ValueError) as exc:
         print(f"error: {describe(exc)}", file=sys.stderr)  # names, not a KeyError's repr
         return 2
-    print(format_summary(reports))
+    print("".join(f"note: {n}\n" for n in notes) + format_summary(reports))
     print(f"tables and figures: {args.out}")
     report = evaluation_report_of(args.predictions)
     if report is not None:  # the predictions of scripts/test.py: add the section to its report

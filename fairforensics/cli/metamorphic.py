@@ -23,8 +23,9 @@ from fairforensics.configs import (
     ConfigError,
     import_modules,
 )
+from fairforensics.configs.crop import expected_crop
 from fairforensics.detectors import CheckpointError, list_detectors
-from fairforensics.detectors.weights import ACCEPTED, load_named_detector
+from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
 from fairforensics.evaluation.provenance import file_sha256
 from fairforensics.evaluation.testing import check_writable
 from fairforensics.fairness.metamorphic.pipeline import evaluate_detector, evaluate_run
@@ -107,6 +108,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     detector, model_cfg = load_named_detector(
         args.detector, args.weights, args.model_config, args.variant
     )
+    described = weights_config(args.detector, args.weights, args.model_config, args.variant)
     weights = Path(args.weights)
     meta = {
         "detector": args.detector,
@@ -122,6 +124,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
         out_dir=args.out,
         out_parent=Path("metamorphic") / f"{args.detector}_{weights.stem}",
         meta=meta,
+        expected_crop=expected_crop(described),
         **options,
     )
 

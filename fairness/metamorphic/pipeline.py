@@ -8,12 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fairforensics.configs.crop import CropSpec, expected_crop
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
 from fairforensics.fairness.metamorphic.data import samples_from_index
 from fairforensics.fairness.metamorphic.relations import load_relations
 from fairforensics.fairness.metamorphic.report import write_report
 from fairforensics.fairness.metamorphic.runner import detector_scorer, run_metamorphic
+from fairforensics.preprocessing.crops import check_crop
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
@@ -41,11 +43,14 @@ def evaluate_detector(
     overrides: Iterable[str] = (),
     n_examples: int = 4,
     meta: dict[str, Any] | None = None,
+    expected_crop: CropSpec | None = None,
 ) -> dict[str, Path]:
     """Test ``detector`` on ``test_data`` under every relation and write the report.
 
     ``out_dir`` defaults to ``<out_parent>/<test_data name>``; ``meta`` (detector, weights) is
-    written into ``metamorphic.json``. Returns the written files by name.
+    written into ``metamorphic.json``. ``expected_crop``: the crop the detector's weights were
+    trained on; an index cropped otherwise is warned about once and noted in the report (as is
+    a partial index). Returns the written files by name.
     """
     config, transforms = load_relations(relations, overrides)
     index_path = resolve_index_path(test_data, data_root)
@@ -56,7 +61,13 @@ def evaluate_detector(
     if index.partial:
         notes.append(f"{index.label}: the results are of this subset, not of the dataset")
         log.warning("%s", notes[-1])
+    crop_note = check_crop(index, expected_crop)
+    if crop_note:
+        notes.append(crop_note)
     meta = {**(meta or {}), "test_data": index.label}
+    meta["crop"] = index.crop.to_json() if index.crop else "unknown"
+    if expected_crop is not None:
+        meta["expected_crop"] = expected_crop.to_json()
     result = run_metamorphic(
         samples_from_index(
             index,
@@ -100,5 +111,6 @@ def evaluate_run(
         out_dir=out_dir,
         out_parent=Path(run_dir) / "metamorphic",
         meta=meta,
+        expected_crop=expected_crop(run_cfg, f"{run_dir} config (crop)"),
         **options,
     )
