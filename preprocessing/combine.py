@@ -64,6 +64,11 @@ def combine_indexes(
             split_info.setdefault(split, []).append(f"{ix.dataset}: {how}")
     methods = (["real"] if "real" in methods else []) + [m for m in methods if m != "real"]
     counted = all(ix.videos_listed is not None for ix in indexes)  # else the total is unknown
+    settings = [ix.preprocess for ix in indexes]
+    same = all(s == settings[0] for s in settings) and settings[0] is not None
+    if not same and any(s is not None for s in settings):
+        log.warning("combine: the indexes were made with different face-crop settings; the "
+                    "combined index records none")  # fmt: skip
     return DatasetIndex(
         dataset=dataset,
         task=tasks.pop(),
@@ -74,6 +79,7 @@ def combine_indexes(
         videos_listed=sum(ix.videos_listed or 0 for ix in indexes) if counted else None,
         videos_found=sum(ix.videos_found or 0 for ix in indexes) if counted else None,
         crop=common_crop(indexes),
+        preprocess=settings[0] if same else None,
     )
 
 

@@ -3,7 +3,7 @@
 Schema version 3 (all paths are POSIX paths relative to the directory of the index file)::
 
     {
-      "schema_version": 3,                 # 2: without the three keys below; 1: nor "clips"
+      "schema_version": 3,                 # 2: without the counts and crop; 1: nor "clips"
       "dataset": "FF-c23",                 # name used by --train-data / --test-data
       "task": "deepfake" | "pad",
       "methods": ["real", "Deepfakes", ...],   # optional; derived from videos when absent
@@ -14,6 +14,8 @@ Schema version 3 (all paths are POSIX paths relative to the directory of the ind
                                            # index is partial when fewer than listed
       "crop": {"method": "template", "scale": 1.3, "size": 256},   # optional (version 3): how
                                            # the faces were cropped (configs.crop.CropSpec)
+      "preprocess": {"sampling": {...}, "face": {...}, "align": {...}, ...},   # optional: the
+                                           # face-crop settings that made it (FaceSettings)
       "videos": [
         {
           "id": "000_003",                 # unique together with "method"
@@ -108,6 +110,8 @@ class DatasetIndex:
     videos_listed: int | None = None  # videos the dataset's lists name (None: unknown)
     videos_found: int | None = None  # of those, present on disk when it was preprocessed
     crop: CropSpec | None = None  # how its faces were cropped (None: unknown)
+    #: the face-crop settings that made the index (``FaceSettings.to_json()``), when known
+    preprocess: dict[str, Any] | None = None
 
     @property
     def partial(self) -> str | None:
@@ -172,6 +176,8 @@ class DatasetIndex:
         data.update(counts)
         if self.crop is not None:
             data["crop"] = self.crop.to_json()
+        if self.preprocess is not None:
+            data["preprocess"] = self.preprocess
         data["videos"] = [v.to_json() for v in self.videos]
         return data
 
@@ -221,11 +227,21 @@ def validate_index(
         errors.append(f"{source}: 'dataset' must be a non-empty string")
     if data.get("task") not in TASKS:
         errors.append(f"{source}: 'task' must be one of {TASKS}, got {data.get('task')!r}")
-    known_top = {"schema_version", "dataset", "task", "methods", "split_info", "videos"}
+    known_top = {
+        "schema_version",
+        "dataset",
+        "task",
+        "methods",
+        "split_info",
+        "preprocess",
+        "videos",
+    }
     known_top |= set(_VERSION_3)
     for key in sorted(set(data) - known_top):
         errors.append(f"{source}: unknown top-level key {key!r}; allowed: {sorted(known_top)}")
     errors.extend(_version_3_errors(data, version, source))
+    if data.get("preprocess") is not None and not isinstance(data["preprocess"], dict):
+        errors.append(f"{source}: 'preprocess' must be an object (the face-crop settings)")
     videos = data.get("videos")
     if not isinstance(videos, list):
         errors.append(f"{source}: 'videos' must be a list")
@@ -353,6 +369,7 @@ def index_from_json(data: dict[str, Any], root: Path, source: str = "<index>") -
         videos_listed=data.get("videos_listed"),
         videos_found=data.get("videos_found"),
         crop=crop_from_mapping(data.get("crop"), f"{source}: crop"),
+        preprocess=data.get("preprocess"),
     )
 
 

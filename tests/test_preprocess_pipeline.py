@@ -531,6 +531,7 @@ def test_a_partial_dataset_is_an_error_unless_allowed(ff_raw, tmp_path, capsys):
     """Issue 29 item 5: listed videos that are not on disk are counted; above max_failed_share
     it is an error before anything is processed, unless allow_partial says the subset is
     intended; then the index and manifest record the counts and the set is named partial."""
+    from fairforensics.cli.errors import run_cli
     from fairforensics.cli.preprocess import main
     from fairforensics.preprocessing.pipeline import PartialDataset
 
@@ -541,7 +542,9 @@ def test_a_partial_dataset_is_an_error_unless_allowed(ff_raw, tmp_path, capsys):
     demo = Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml"
     sets = [f"dataset.root={ff_raw}", f"output.root={tmp_path / 'out'}"]
     sets += ["dataset.attributes=null", "dataset.options.methods=[Deepfakes]"]
-    assert main(["--config", str(demo), *(a for s in sets for a in ("--set", s))]) == 2
+    with pytest.raises(SystemExit) as stop:  # the command: one line, exit 2
+        run_cli(main, ["--config", str(demo), *(a for s in sets for a in ("--set", s))])
+    assert stop.value.code == 2 and "allow_partial" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="allow_partial' expects true or false"):
         config(ff_raw, tmp_path / "x", **{"dataset.options.allow_partial": "sometimes"})
 
