@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -131,6 +131,10 @@ class AlignConfig:
     def crop(self) -> CropSpec:
         """The crop these settings make (recorded in the index)."""
         return CropSpec(self.method, self.scale, self.size)
+
+    def cropping(self, crop: CropSpec) -> AlignConfig:
+        """These settings with the crop ``crop`` (its method, scale and size)."""
+        return replace(self, method=crop.method, scale=crop.scale, size=crop.size)
 
 
 @dataclass
