@@ -10,7 +10,7 @@ from pathlib import Path
 from fairforensics.evaluation import plots
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.evaluation.report import Section, write_report
-from fairforensics.evaluation.results import slug
+from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
 from fairforensics.evaluation.tables import Result, cross_manipulation, leaderboard
 
@@ -38,6 +38,7 @@ def _results_by_level(
         if not info_path.is_file():
             raise FileNotFoundError(f"{info_path}: not an evaluation folder (no eval.json)")
         info = json.loads(info_path.read_text(encoding="utf-8"))
+        labels = set_labels(info.get("test_data", []), info)  # a partial set keeps its label
         for name in info.get("test_data", []):
             path = d / "predictions" / f"{slug(name)}.csv"
             if not path.is_file():
@@ -50,7 +51,7 @@ def _results_by_level(
                     Result(
                         info["detector"],
                         info.get("train_data", ""),
-                        name,
+                        labels[name],
                         res["metrics"],
                         res["unit"],
                     )
