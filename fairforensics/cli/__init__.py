@@ -21,6 +21,7 @@ VERBS = {
     "fairness": "fairness",
     "metamorphic": "metamorphic",
     "benchmark": "benchmark",
+    "perturb": "perturb",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -88,3 +89,8 @@ def metamorphic() -> NoReturn:
 def benchmark() -> NoReturn:
     """``ff-benchmark``."""
     run_verb("benchmark")
+
+
+def perturb() -> NoReturn:
+    """``ff-perturb``."""
+    run_verb("perturb")

@@ -19,11 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from fairforensics.configs import ConfigError
-from fairforensics.detectors import CheckpointError
-from fairforensics.detectors.backbones import PretrainedWeightsError
-from fairforensics.detectors.deepfakebench import WeightsError
-from fairforensics.preprocessing.demo_dataset import DemoDataError
-from fairforensics.preprocessing.video import MediaReadError
 
 
 class UserInputError(ConfigError):
@@ -36,17 +31,25 @@ class Terminated(KeyboardInterrupt):
     signum = signal.SIGTERM
 
 
-#: Errors that describe the user's input, not a bug: shown as one line, exit code 2.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    ConfigError,
-    ValueError,
-    CheckpointError,
-    WeightsError,
-    PretrainedWeightsError,
-    DemoDataError,
-    MediaReadError,
-    OSError,
-)
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Errors that describe the user's input, not a bug: shown as one line, exit code 2.
+    Imported when an error is handled, so that a command without torch (perturb) loads none."""
+    from fairforensics.detectors import CheckpointError
+    from fairforensics.detectors.backbones import PretrainedWeightsError
+    from fairforensics.detectors.deepfakebench import WeightsError
+    from fairforensics.preprocessing.demo_dataset import DemoDataError
+    from fairforensics.preprocessing.video import MediaReadError
+
+    return (
+        ConfigError,
+        ValueError,
+        CheckpointError,
+        WeightsError,
+        PretrainedWeightsError,
+        DemoDataError,
+        MediaReadError,
+        OSError,
+    )
 
 
 class RepeatFilter(logging.Filter):
@@ -131,7 +134,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def run_cli(
     main: Callable[[Sequence[str] | None], int | None], argv: list[str] | None = None
 ) -> NoReturn:
-    """Run a command's ``main(argv)`` and exit: its return code, 2 for :data:`USER_ERRORS`
+    """Run a command's ``main(argv)`` and exit: its return code, 2 for :func:`user_errors`
     (one line on stderr), 130 for Ctrl-C and 143 for SIGTERM."""
     if hasattr(signal, "SIGTERM") and signal.getsignal(signal.SIGTERM) in (
         signal.SIG_DFL,
@@ -149,8 +152,8 @@ def run_cli(
         detail = str(exc) if type(exc) in (KeyboardInterrupt, Terminated) else ""
         print(f"stopped ({name})" + (f": {detail}" if detail else ""), file=sys.stderr)
         sys.exit(128 + int(signum))
-    except USER_ERRORS as exc:
-        if os.environ.get("FF_TRACEBACK"):
+    except Exception as exc:
+        if os.environ.get("FF_TRACEBACK") or not isinstance(exc, user_errors()):
             raise
         print(f"error: {describe(exc)}", file=sys.stderr)
         sys.exit(2)

@@ -19,6 +19,7 @@ GUIDES = {
     "fairness": "fairness.md",
     "metamorphic": "metamorphic.md",
     "benchmark": "evaluation.md",
+    "perturb": "evaluation.md",
 }
 
 
