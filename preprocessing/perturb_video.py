@@ -144,6 +144,7 @@ class VideoEncoder:
             target if isinstance(target, io.BytesIO) else str(target),
             "w",
             format="mp4" if isinstance(target, io.BytesIO) else None,
+            options={"fflags": "+bitexact"},  # no random ids or dates: the same input, same bytes
         )
         if crf is None:
             codec, fmt, options = LOSSLESS[suffix]
