@@ -250,6 +250,7 @@ def run_preprocess(
                 root=out,
                 methods=listing.methods,
                 split_info=_split_info(listing, entries),
+                preprocess=cfg.face_settings().to_json(),
             )
             write_index(index, summary.index_path)
             summary.seconds = time.perf_counter() - start
