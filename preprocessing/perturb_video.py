@@ -140,6 +140,7 @@ class VideoEncoder:
         the encoder's defaults (VC, as the reference's ffmpeg command does)."""
         import av
 
+        self.target = target
         self.container = av.open(
             target if isinstance(target, io.BytesIO) else str(target),
             "w",
@@ -158,7 +159,7 @@ class VideoEncoder:
         cc.time_base = source.time_base
         self.stream.time_base = source.time_base
         cc.thread_count = ENCODER_THREADS
-        if crf is not None:
+        if crf is not None and source.stream is not None:
             src = source.stream.codec_context
             for name in ("color_range", "color_primaries", "color_trc", "colorspace"):
                 setattr(cc, name, getattr(src, name))
