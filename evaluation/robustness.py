@@ -363,19 +363,26 @@ def _provenance(
     return prov
 
 
+def read_cases(folder: str | Path) -> tuple[dict[str, Any], dict[str, Predictions]]:
+    """``cases.json`` of a test set's predictions folder and its case predictions."""
+    folder = Path(folder)
+    try:
+        saved = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
+        files = {c: folder / f"{case_slug(c)}.csv" for c in saved["cases"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{folder}: no readable cases.json of a robustness run ({exc})") from None
+    return saved, {c: read_predictions(f) for c, f in files.items()}
+
+
 def _cached(folder: Path, provenance: dict) -> _SetResult | None:
     """The case predictions in ``folder`` when ``cases.json`` records the same provenance."""
     try:
-        saved = json.loads((folder / "cases.json").read_text(encoding="utf-8"))
+        saved, predictions = read_cases(folder)
     except (OSError, ValueError):
         return None
     current = json.loads(json.dumps(jsonable(provenance), default=str))
-    if not isinstance(saved, dict) or saved.get("provenance") != current:
+    if saved.get("provenance") != current:
         return None
-    files = {c: folder / f"{case_slug(c)}.csv" for c in saved["cases"]}
-    if not all(f.is_file() for f in files.values()):
-        return None
-    predictions = {c: read_predictions(f) for c, f in files.items()}
     return _SetResult(
         saved["test_data"], saved["mode"], predictions, saved["failed"], saved["skipped"], {},
         saved["videos"],

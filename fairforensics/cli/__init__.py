@@ -22,6 +22,7 @@ VERBS = {
     "metamorphic": "metamorphic",
     "benchmark": "benchmark",
     "perturb": "perturb",
+    "robustness": "robustness",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -94,3 +95,8 @@ def benchmark() -> NoReturn:
 def perturb() -> NoReturn:
     """``ff-perturb``."""
     run_verb("perturb")
+
+
+def robustness() -> NoReturn:
+    """``ff-robustness``."""
+    run_verb("robustness")

@@ -20,6 +20,7 @@ GUIDES = {
     "metamorphic": "metamorphic.md",
     "benchmark": "evaluation.md",
     "perturb": "evaluation.md",
+    "robustness": "evaluation.md",
 }
 
 
