@@ -62,13 +62,16 @@ import numpy as np
 from scipy import stats
 
 from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
     bootstrap_interval,
     cluster_icc,
     clustered_auc_variance,
     effective_size,
+    few_units_note,
     mover_interval,
     percentile_interval,
     stratified_multiplicities,
+    too_few_units,
     weighted_ranking_metrics,
     wilson_interval,
 )
@@ -97,8 +100,6 @@ GAP_METRICS: tuple[str, ...] = tuple(HIGHER_IS_BETTER)
 _COUNT_METRICS = ("acc", "fpr", "fnr", "error_rate")
 _RANKING_METRICS = ("auc", "eer")
 _PERM_BLOCK_CELLS = 1 << 21
-#: Fewest units (videos) of a class for an interval of a metric that needs that class.
-MIN_INTERVAL_UNITS = 5
 _CLASS_NAME = ("real", "fake")
 
 
@@ -231,9 +232,7 @@ def _class_rates(c: _Cells, n_groups: int, min_units: int, unit_name: str) -> li
                 out[g].append(_Rate(np.nan, 0.0, 0.0, f"no {_CLASS_NAME[k]} {unit_name}"))
                 continue
             p, weight = float(errors[cells].sum() / n), float(n / total[g])
-            note = ""
-            if n_units < min_units:
-                note = f"fewer than {min_units} {_CLASS_NAME[k]} {unit_name} ({n_units})"
+            note = few_units_note(n_units, f"{_CLASS_NAME[k]} {unit_name}", min_units)
             out[g].append(_Rate(p, effective_size(frames[cells], icc), weight, note))
     return out
 
@@ -635,9 +634,9 @@ def curve_auc_intervals(
     c = _cells(y, (s >= 0.5).astype(np.int64), grp, np.array([str(i) for i in ids]), names)
     strata = 2 * c.group + c.label
     too_few = [
-        f"{names[h // 2]}: fewer than {min_units} {_CLASS_NAME[h % 2]} {unit_name} ({n})"
+        f"{names[h // 2]}: {few_units_note(n, f'{_CLASS_NAME[h % 2]} {unit_name}', min_units)}"
         for h, n in enumerate(np.bincount(strata, minlength=2 * len(names)))
-        if 0 < n < min_units
+        if n > 0 and too_few_units(n, min_units)
     ]
     keys = ("fdr_auc", "abf_auc")
     if too_few:
@@ -711,7 +710,7 @@ def iso_group_intervals(
     label = np.empty(len(uniq), dtype=np.int64)
     label[codes] = y_true
     nan = (float("nan"), float("nan"))
-    if min(np.bincount(label, minlength=2)) < min_units:
+    if any(too_few_units(n, min_units) for n in np.bincount(label, minlength=2)):
         return {"apcer": nan, "bpcer": nan, "eer": nan}
     rng = np.random.default_rng(seed)
     out: dict[str, list[float]] = {"apcer": [], "bpcer": [], "eer": []}

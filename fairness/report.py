@@ -28,6 +28,7 @@ from fairforensics.configs import load_config
 from fairforensics.evaluation.metrics import SingleClassError, video_scores
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.evaluation.table_writer import UNDEFINED, format_number, html_text
+from fairforensics.evaluation.thresholds import DEFAULT_THRESHOLD, DecisionThreshold
 from fairforensics.fairness import plots
 from fairforensics.fairness.abf import (
     DEFAULT_XS,
@@ -60,7 +61,7 @@ class ReportConfig:
     attributes: list[str] | None = None  # None: every attribute column of the predictions
     level: Literal["frame", "video"] = "frame"
     video_reduce: Literal["mean", "median", "max"] = "mean"
-    threshold: float = 0.5
+    threshold: float | None = None  # None: the command's (scripts/fairness.py), else 0.5
     alpha: float = 0.5
     xs: list[float] | None = None  # FDR/ABF operating points; None: 0.005 to 0.2 step 0.005
     iso_points: list[float] = field(default_factory=lambda: list(ISO_APCER_POINTS))
@@ -76,6 +77,11 @@ class ReportConfig:
     min_interval_units: int = MIN_INTERVAL_UNITS  # fewer units of a class: no interval, say so
     seed: int = 0
     figures: bool = True
+
+    @property
+    def decision_threshold(self) -> float:
+        """The threshold of every decision: ``threshold``, or 0.5 when it is not set."""
+        return DEFAULT_THRESHOLD if self.threshold is None else self.threshold
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -121,12 +127,14 @@ class AttributeReport:
     y_score: np.ndarray
     group_of: np.ndarray
     errors: list[str] = field(default_factory=list)
+    threshold: float = DEFAULT_THRESHOLD  # of every decision (ACC, FPR, FNR, bias factor)
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(
             {
                 "attribute": self.attribute,
                 "level": self.level,
+                "threshold": self.threshold,
                 "groups": self.groups,
                 "bias_factor": self.bias_factor,
                 "bias_pair": list(self.bias_pair),
@@ -257,7 +265,7 @@ def attribute_report(
         return None
     errors: list[str] = []
     unit_name = "videos" if cfg.unit is None else f"{cfg.unit} units"
-    per_group = group_metrics(y_true, y_score, groups, cfg.threshold)
+    per_group = group_metrics(y_true, y_score, groups, cfg.decision_threshold)
     for g in names:
         rows = groups == g
         iso = None
@@ -268,7 +276,7 @@ def attribute_report(
                 iso_metrics,
                 y_true[rows],
                 y_score[rows],
-                cfg.threshold,
+                cfg.decision_threshold,
                 species[rows],
                 cfg.iso_points,
                 cfg.species_rule,
@@ -280,7 +288,7 @@ def attribute_report(
         y_score,
         groups,
         units,
-        threshold=cfg.threshold,
+        threshold=cfg.decision_threshold,
         n_boot=cfg.bootstrap,
         n_perm=cfg.permutations,
         confidence=cfg.confidence,
@@ -302,7 +310,7 @@ def attribute_report(
                     y_score[rows],
                     species[rows],
                     units[rows],
-                    cfg.threshold,
+                    cfg.decision_threshold,
                     cfg.species_rule,
                     cfg.bootstrap,
                     cfg.confidence,
@@ -320,9 +328,9 @@ def attribute_report(
         units[r],
         species[r],
     )
-    y_pred = (y_score >= cfg.threshold).astype(np.int64)
+    y_pred = (y_score >= cfg.decision_threshold).astype(np.int64)
     bias, low, high = bias_factor_pair(y_true, y_pred, groups)
-    lin = lin_metrics(y_true, y_score, groups, cfg.threshold)
+    lin = lin_metrics(y_true, y_score, groups, cfg.decision_threshold)
     xs = np.asarray(cfg.xs if cfg.xs is not None else DEFAULT_XS, dtype=np.float64)
     threshold_groups = [str(t) for t in cfg.threshold_groups or []] or [POOLED] + [
         g for g in ranked if np.any((groups == g) & (y_true == 1))
@@ -406,6 +414,7 @@ def attribute_report(
         y_score=y_score,
         group_of=groups,
         errors=errors,
+        threshold=cfg.decision_threshold,
     )
 
 
@@ -524,13 +533,18 @@ def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
 
 
 def write_report(
-    reports: dict[str, AttributeReport], out_dir: str | Path, figures: bool = True
+    reports: dict[str, AttributeReport],
+    out_dir: str | Path,
+    figures: bool = True,
+    threshold: DecisionThreshold | None = None,
 ) -> Path:
     """Write ``fairness.json``, tables (``summary``, ``group_metrics``, ``fdr_abf_auc``,
-    ``curves``, ``odta``, ``gaps``: CSV/MD/JSON) and figures under ``out_dir``."""
+    ``curves``, ``odta``, ``gaps``: CSV/MD/JSON) and figures under ``out_dir``; ``threshold``
+    (the one the reports decided with) is recorded with its source in ``fairness.json``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "fairness.json", {a: r.to_json() for a, r in reports.items()})
+    decided = {} if threshold is None else {"threshold_from": threshold.source}
+    write_json(out / "fairness.json", {a: {**r.to_json(), **decided} for a, r in reports.items()})
     atomic_write_text(out / "section.html", f"<html><body>{html_section(reports)}</body></html>\n")
     write_table(summary_rows(reports), out / "summary")
     write_table(group_rows(reports), out / "group_metrics")

@@ -145,12 +145,13 @@ def _script():
     return module
 
 
-def test_script_on_a_run_dir(tmp_path: Path) -> None:
+def test_script_on_a_run_dir(tmp_path: Path, capsys, caplog) -> None:
     torch = pytest.importorskip("torch")
     checkpoint = pytest.importorskip("fairforensics.detectors.weights")
     import yaml
 
     from fairforensics.detectors import build_detector
+    from fairforensics.evaluation.thresholds import write_run_thresholds
 
     data_root = tmp_path / "data"
     _make_index(data_root)
@@ -169,22 +170,21 @@ def test_script_on_a_run_dir(tmp_path: Path) -> None:
             }
         )
     )
+    # the run's validation threshold decides (issue 29, item 4); at 0 every face is "fake"
+    write_run_thresholds(run, "frame", ["celebval"], {"best": {"threshold": 0.0, "step": 3}})
     script = _script()
-    rc = script.main(
-        [
-            "--run",
-            str(run),
-            "--test-data",
-            "celebtest",
-            "--batch-size",
-            "2",
-            "--set",
-            "threshold=0.5",
-        ]
-    )
+    rc = script.main(["--run", str(run), "--test-data", "celebtest", "--batch-size", "2"])
     assert rc == 0
+    used = f"validation threshold of run {run} (best checkpoint, step 3; EER rule, frame level"
+    assert f"decision threshold: 0 ({used}" in capsys.readouterr().err
+    assert "celebtest/test: all 2 decisions are fake" in caplog.text
     out = run / "metamorphic" / "celebtest"
     summary = json.loads((out / "metamorphic.json").read_text())
+    assert summary["threshold"] == 0.0 and summary["threshold_from"].startswith(used)
+    assert (
+        f"a score >= 0 is a fake decision (decision threshold: {used}"
+        in (out / "metamorphic.md").read_text()
+    )
     assert summary["n_faces"] == 2 and summary["n_skipped"] == 2
     assert len(summary["rows"]) == 8 * 3
     for name in (

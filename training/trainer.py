@@ -43,6 +43,11 @@ from fairforensics.evaluation.predict import (
 )
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.scoring import detection_metrics
+from fairforensics.evaluation.thresholds import (
+    read_run_thresholds,
+    validation_record,
+    write_run_thresholds,
+)
 from fairforensics.preprocessing.device import amp_dtype, resolve_device, to_channels_last
 from fairforensics.preprocessing.files import write_json, write_yaml
 from fairforensics.preprocessing.frames import (
@@ -188,6 +193,9 @@ class Trainer:
         self._setup_optimisation()
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
         self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        # the validation threshold of the latest evaluation, and of each saved checkpoint
+        self.val_threshold: dict[str, Any] | None = None
+        self.checkpoint_thresholds: dict[str, Any] = {}
         sets = [self.train_set] + [ds for sets in self.eval_sets.values() for _, ds in sets]
         short = sorted({v for ds in sets for v in ds.short_videos})
         if short:  # video detectors: videos without a run of clip_size frames, left out
@@ -409,6 +417,10 @@ class Trainer:
                 )
         if self.resume_dir is not None:
             self._load_state(read_checkpoint(self.run.checkpoint("last")))
+            recorded = read_run_thresholds(self.run_dir) if self.dist.is_main else None
+            if recorded is not None:
+                self.checkpoint_thresholds = dict(recorded["checkpoints"])
+                self.val_threshold = self.checkpoint_thresholds.get("last")
         if self.dist.is_main:
             self.writer = SummaryWriter(str(self.run.tensorboard), purge_step=self.step or None)
 
@@ -446,6 +458,22 @@ class Trainer:
                 "manifest": self.manifest,
             }
         save_checkpoint(self.run.checkpoint(name), payload)
+        self._record_threshold(name)
+
+    def _record_threshold(self, name: str) -> None:
+        """Record the validation threshold of checkpoint ``name`` (that of the evaluation at
+        this step; none when this step was not evaluated) in ``validation_threshold.json``."""
+        if not self.cfg.data.val_data:
+            return
+        latest = self.val_threshold
+        evaluated = latest is not None and latest["step"] == self.step
+        self.checkpoint_thresholds[name] = latest if evaluated else None
+        write_run_thresholds(
+            self.run_dir,
+            self.selector.level,
+            self.cfg.data.val_data,
+            self.checkpoint_thresholds,
+        )
 
     def _load_state(self, ckpt: dict[str, Any]) -> None:
         if "state" not in ckpt:
@@ -636,6 +664,7 @@ class Trainer:
         if not any(self.eval_sets.values()):
             return
         metrics: dict[str, dict[str, dict[str, float]]] = {"val": {}, "test": {}}
+        val_preds = []
         bs = t.eval_batch_size or self.rank_batch
         for split, sets in self.eval_sets.items():
             for name, ds in sets:
@@ -661,10 +690,16 @@ class Trainer:
                 keys = sorted({k for r in rows for k in r})
                 preds = rows_to_predictions({k: [r.get(k, "") for r in rows] for k in keys})
                 metrics[split][name] = detection_metrics(preds)
+                if split == "val":
+                    val_preds.append(preds)
                 if t.save_predictions:
                     out = self.run.predictions / f"{split}_{name}_step{self.step:07d}.csv"
                     write_predictions(out, preds)
         metrics = D.broadcast(metrics)
+        if val_preds:  # rank 0: the threshold the checkpoints saved now will record
+            self.val_threshold = validation_record(
+                val_preds, self.selector.level, self.step, self.epoch
+            )
         is_best = self.selector.update(self.step, self.epoch, metrics)
         if self.dist.is_main:
             write_json(

@@ -4,8 +4,10 @@
   scripts/metamorphic.py --detector NAME --weights FILE [--variant paper | --model-config YAML]
       --test-data DATASET [--data-root DIR]
 
---weights FILE is what scripts/test.py reads: a torch checkpoint (ours or DeepfakeBench's) or,
-for meso4/meso_inception4, the MesoNet authors' Keras .h5 (e.g. Meso4_DF.h5). Example::
+A score at or above the decision threshold is a fake decision: by default the run's validation
+threshold (see --threshold). --weights FILE is what scripts/test.py reads: a torch checkpoint
+(ours or DeepfakeBench's) or, for meso4/meso_inception4, the MesoNet authors' Keras .h5 (e.g.
+Meso4_DF.h5). Example::
 
     python scripts/metamorphic.py --run runs/meso4_demo --test-data demo \
         --relations configs/metamorphic/makeup.yaml
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import (
     ConfigError,
     import_modules,
@@ -27,6 +30,7 @@ from fairforensics.detectors import CheckpointError, list_detectors
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector
 from fairforensics.evaluation.provenance import file_sha256
 from fairforensics.evaluation.testing import check_writable
+from fairforensics.evaluation.thresholds import decision_threshold
 from fairforensics.fairness.metamorphic.pipeline import evaluate_detector, evaluate_run
 from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
 
@@ -89,8 +93,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a relations-file key, e.g. threshold=0.4",
+        help="override a relations-file key, e.g. max_yaw=45",
     )
+    add_threshold_arguments(p)
     add_import_argument(p)
     return p.parse_args(argv)
 
@@ -114,6 +119,8 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
         "weights_sha256": file_sha256(weights),
         "model": model_cfg,
     }
+    threshold = decision_threshold(threshold=args.threshold, threshold_from=args.threshold_from)
+    print_threshold(threshold)
     return evaluate_detector(
         detector,
         args.test_data,
@@ -122,6 +129,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
         out_dir=args.out,
         out_parent=Path("metamorphic") / f"{args.detector}_{weights.stem}",
         meta=meta,
+        threshold=threshold,
         **options,
     )
 
@@ -146,6 +154,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             if args.model_config is not None or args.variant is not None:
                 raise ConfigError("--model-config and --variant go with --detector, not --run")
+            threshold = decision_threshold(
+                run=Path(args.run),
+                threshold=args.threshold,
+                threshold_from=args.threshold_from,
+                weights=args.weights,
+            )
+            print_threshold(threshold)
             files = evaluate_run(
                 args.run,
                 args.test_data,
@@ -153,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                 data_root=args.data_root,
                 out_dir=args.out,
                 weights=args.weights,
+                threshold=threshold,
                 **options,
             )
     except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as exc:

@@ -184,6 +184,8 @@ def write_report(
     summary = {
         **(meta or {}),
         "config": config_to_dict(result.config),
+        "threshold": result.threshold.value,
+        "threshold_from": result.threshold.source,
         "n_faces": len(result.rows),
         "n_skipped": len(result.skipped),
         "n_non_frontal": sum(s.reason.startswith(NON_FRONTAL) for s in result.skipped),

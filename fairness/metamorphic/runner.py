@@ -21,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fairforensics.evaluation.predictions import Predictions
+from fairforensics.evaluation.thresholds import DEFAULT_THRESHOLD, DecisionThreshold
 from fairforensics.fairness.metamorphic.examples import Example, ExamplePicker
 from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairforensics.fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
@@ -89,7 +90,8 @@ class Skipped:
 
 @dataclass
 class MetamorphicResult:
-    """Scores of the benchmark and of every test case on the same faces, plus what was skipped."""
+    """Scores of the benchmark and of every test case on the same faces, plus what was skipped;
+    ``threshold`` makes the decisions of the tables."""
 
     config: MetamorphicConfig
     rows: list[FaceMeta]
@@ -97,6 +99,7 @@ class MetamorphicResult:
     changed: dict[str, np.ndarray]  # case id -> fraction of pixels each transform changed
     skipped: list[Skipped] = field(default_factory=list)
     examples: list[Example] = field(default_factory=list)
+    threshold: DecisionThreshold = DecisionThreshold(DEFAULT_THRESHOLD, "0.5 (default)")
 
     @property
     def case_ids(self) -> list[str]:
@@ -226,13 +229,15 @@ def run_metamorphic(
     chunk_size: int = 64,
     n_examples: int = 4,
     progress: bool = True,
+    threshold: DecisionThreshold | None = None,
 ) -> MetamorphicResult:
     """Score every face untransformed and under every test case.
 
     ``samples`` may also yield :class:`Skipped` records (faces the loader could not read);
     they are kept in the result. Faces are processed ``chunk_size`` at a time, so memory does
     not grow with the test set. The example sheet shows ``n_examples`` faces spread over the
-    groups, real and fake, and people (:mod:`fairness.metamorphic.examples`).
+    groups, real and fake, and people (:mod:`fairness.metamorphic.examples`). ``threshold``:
+    the decision threshold of the result (default 0.5).
     """
     cases = [case.id for case in config.cases]
     missing = [c for c in cases if c not in transforms]
@@ -291,4 +296,5 @@ def run_metamorphic(
         changed={k: np.asarray(v) for k, v in changed.items()},
         skipped=skipped,
         examples=picker.chosen(),
+        **({"threshold": threshold} if threshold is not None else {}),
     )

@@ -9,15 +9,17 @@ factor against the benchmark, and the violation rate: the share of faces on whic
 relation does not hold, with the decision flips split into fake->real and real->fake (shares
 of all faces of the row). Undefined values (no predicted fakes, a single group) are NaN.
 
-Uncertainty (:mod:`fairness.gaps`, :mod:`evaluation.confidence`): accuracy has a bootstrap
-interval (``accuracy_low``, ``accuracy_high``); the bias factor of a case
-comes with its sign (``bias_diff`` = ACC of the first minus the second group of the widest
-pair, ``favoured``), a bootstrap interval of that difference and a permutation p-value
-(``bias_p``), and the class-ratio verdict of the gap; the violation rate has a bootstrap
-interval; ``n_worse`` / ``n_better`` count faces whose decision turned wrong / right against
-the case's source, and ``mcnemar_p`` is McNemar's exact test of "the case does not change
-accuracy" on these discordant pairs. Bootstraps resample videos (a face without a video id is
-its own unit).
+Uncertainty (:mod:`fairness.gaps`, :mod:`evaluation.confidence`): accuracy and the violation
+rate have Wilson score intervals on the effective number of faces (faces of one video are
+correlated; a face without a video id is its own unit; :func:`~evaluation.confidence.
+proportion_interval`), none for a group of fewer than 5 videos (the one small-group rule,
+:func:`~evaluation.confidence.too_few_units`); the bias factor of a case comes with its sign
+(``bias_diff`` = ACC of the first minus the second group of the widest pair, ``favoured``), the
+interval of that difference (Wilson intervals combined by MOVER, :func:`fairness.gaps.group_gaps`)
+and a permutation p-value (``bias_p``), and the class-ratio verdict of the gap; ``n_worse`` /
+``n_better`` count faces whose decision turned wrong / right against the case's source, and
+``mcnemar_p`` is McNemar's exact test of "the case does not change accuracy" on these
+discordant pairs.
 """
 
 from __future__ import annotations
@@ -26,7 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from fairforensics.evaluation.confidence import bootstrap_proportion, mcnemar_exact
+from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
+    mcnemar_exact,
+    proportion_interval,
+    too_few_units,
+)
 from fairforensics.evaluation.table_writer import (
     csv_text,
     is_missing,
@@ -147,7 +154,8 @@ def case_table(
         dtype=object,
     )
     stats = {"n_boot": n_boot, "n_perm": n_perm, "confidence": confidence, "seed": seed}
-    decisions = {k: (v >= cfg.threshold).astype(np.int64) for k, v in result.scores.items()}
+    threshold = result.threshold.value
+    decisions = {k: (v >= threshold).astype(np.int64) for k, v in result.scores.items()}
     rows: list[dict[str, Any]] = []
     benchmark: dict[str, dict[str, Any]] = {}
     for case_id in [BENCHMARK, *result.case_ids]:
@@ -158,10 +166,10 @@ def case_table(
             case = next(c for c in rel.cases if c.id == case_id)
             relation, source, oracle, tolerance = rel.id, case.source, rel.oracle, rel.tolerance
         pred = decisions[case_id]
-        bias = _bias(labels, result.scores[case_id], groups, units, names, cfg.threshold, stats)
+        bias = _bias(labels, result.scores[case_id], groups, units, names, threshold, stats)
         if source:
             holds = relation_holds(
-                oracle, result.scores[source], result.scores[case_id], cfg.threshold, tolerance
+                oracle, result.scores[source], result.scores[case_id], threshold, tolerance
             )
             flip_fr = (decisions[source] == 1) & (pred == 0)
             flip_rf = (decisions[source] == 0) & (pred == 1)
@@ -185,8 +193,11 @@ def case_table(
             else:
                 row.update({k: 0 for k in ("tn", "fp", "fn", "tp")})
                 row.update({k: float("nan") for k in ("accuracy", "precision", "recall", "f1")})
-            row["accuracy_low"], row["accuracy_high"] = bootstrap_proportion(
-                pred[sel] == labels[sel], units[sel], n_boot, confidence, seed
+            shown = n_boot > 0 and not too_few_units(len(set(units[sel])))
+            row["accuracy_low"], row["accuracy_high"] = (
+                proportion_interval(pred[sel] == labels[sel], units[sel], confidence)
+                if shown
+                else (float("nan"), float("nan"))
             )
             row.update(bias)
             if case_id == BENCHMARK:
@@ -209,8 +220,10 @@ def case_table(
                     row[f"{name}_change"] = row[name] - benchmark[group][name]
                 n = max(row["n"], 1)
                 row["violation_rate"] = float((~holds[sel]).sum() / n) if row["n"] else float("nan")
-                row["violation_low"], row["violation_high"] = bootstrap_proportion(
-                    ~holds[sel], units[sel], n_boot, confidence, seed
+                row["violation_low"], row["violation_high"] = (
+                    proportion_interval(~holds[sel], units[sel], confidence)
+                    if shown
+                    else (float("nan"), float("nan"))
                 )
                 row["n_worse"], row["n_better"] = int(worse[sel].sum()), int(better[sel].sum())
                 row["mcnemar_p"] = mcnemar_exact(row["n_worse"], row["n_better"])
@@ -317,12 +330,15 @@ def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None 
     if result is not None:
         lines += [
             f"{len(result.rows)} faces tested ({len(result.skipped)} skipped, see "
-            f"manifest.json); groups by `{cfg.group_key}`; a score >= {cfg.threshold:g} is a "
-            "fake decision; positive class = fake.",
+            f"manifest.json); groups by `{cfg.group_key}`; a score >= "
+            f"{result.threshold.value:.4g} is a fake decision (decision threshold: "
+            f"{result.threshold.source}); positive class = fake.",
             "",
         ]
     lines += [
-        "Rates in percent; intervals are 95% bootstrap intervals over videos. `violated`: faces "
+        "Rates in percent; intervals are 95% Wilson score intervals on the effective number of "
+        "faces (faces of one video count as fewer), shown for groups of at least "
+        f"{MIN_INTERVAL_UNITS} videos. `violated`: faces "
         "on which the relation does not hold; `worse/better`: faces whose decision turned wrong "
         "/ right against the source; McNemar p: exact test of no accuracy change.",
     ]
