@@ -358,8 +358,7 @@ def _provenance(
     producer: Mapping[str, Any], index_path: Path, test: TestConfig, rcfg: RobustnessConfig
 ) -> dict[str, Any]:
     prov = prediction_provenance(producer, index_path, test)
-    keep = {k: v for k, v in asdict(rcfg).items() if k not in ("types", "levels")}
-    prov["robustness"] = keep
+    prov["robustness"] = asdict(rcfg)
     return prov
 
 

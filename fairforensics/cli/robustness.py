@@ -19,11 +19,17 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
 from fairforensics.evaluation import settings, testing
 from fairforensics.evaluation.report import add_sections
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.robustness import RobustnessConfig, read_cases, run_robustness
+from fairforensics.evaluation.thresholds import (
+    DecisionThreshold,
+    decision_threshold,
+    warn_if_one_class,
+)
 from fairforensics.fairness.report import load_report_config
 from fairforensics.fairness.robustness import case_gaps, write_robustness_fairness
 from fairforensics.preprocessing.perturbations import TYPES
@@ -52,7 +58,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--train-data", default="", help="training data shown in tables")
     p.add_argument("--test-data", nargs="+", required=True, help="dataset names")
     p.add_argument("--data-root", help="folder of the dataset indexes")
-    p.add_argument("--val-data", help="decision threshold from this dataset's val split (EER)")
+    p.add_argument(
+        "--val-data", help="choose the decision threshold on this dataset's val split (EER rule)"
+    )
     p.add_argument(
         "--config", type=Path, action="append", default=[], help=config_help("test", "test config")
     )
@@ -84,6 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--no-fairness", action="store_true", help="skip fairness under perturbation")
     p.add_argument("--no-progress", action="store_true")
+    add_threshold_arguments(p)
     add_import_argument(p)
     return p.parse_args(argv)
 
@@ -120,12 +129,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     testing.check_writable(out)
     if args.val_data:
+        if args.threshold is not None or args.threshold_from is not None:
+            raise UserInputError("give --val-data, --threshold or --threshold-from, not several")
         val_index = resolve_index(args.val_data, cfg.data_root or "datasets")
-        cfg.threshold = testing.validation_threshold(detector, val_index, cfg)
-        meta["threshold_from"] = (
-            f"EER rule, {cfg.levels[0]} level, val split of {val_index.dataset}"
+        value = testing.validation_threshold(detector, val_index, cfg)
+        threshold = DecisionThreshold(
+            value, f"EER rule, {cfg.levels[0]} level, on the val split of {val_index.dataset}"
         )
-    print(f"decision threshold {cfg.threshold:.6g} ({meta.get('threshold_from', 'default 0.5')})")
+    else:
+        threshold = decision_threshold(
+            run=args.run,
+            threshold=args.threshold,
+            threshold_from=args.threshold_from,
+            weights=args.weights,
+        )
+    cfg.threshold = threshold.value
+    meta["threshold_from"] = threshold.source
+    print_threshold(threshold)
     run_robustness(
         detector,
         name,
@@ -137,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         overwrite=args.overwrite,
         progress=not args.no_progress,
     )
+    for test_data in cfg.test_data:
+        _, cases = read_cases(out / "predictions" / slug(test_data))
+        warn_if_one_class(cases["clean"].score, threshold, f"{test_data} (clean)")
     if report_cfg is not None:
         report_cfg.threshold = cfg.threshold
         rows = []
