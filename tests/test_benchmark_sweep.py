@@ -84,3 +84,18 @@ def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
             assert cmd[-2:] == ["--import", "tests.clip_detectors"]
     same = sw.Sweep(["_tiny_clip"], tmp_path, data_root="frames")  # no clip root: the same data
     assert "frames" in sw.train_command(same, "_tiny_clip")
+
+
+def test_robustness_step_writes_into_the_evaluation_folder(tmp_path: Path) -> None:
+    s = sw.Sweep(
+        ["meso4"], tmp_path, train_data=["demo"], test_data=["demo"], data_root="d",
+        robustness=True, source_root="raw", robustness_args=["--types", "GB,VC"],
+    )  # fmt: skip
+    calls: list[list[str]] = []
+    assert sw.run_one(s, "meso4", _recorder(calls)) and len(calls) == 3
+    cmd = calls[2]
+    assert cmd[:4] == [sys.executable, "-m", "fairforensics.cli", "robustness"]
+    assert cmd[cmd.index("--run") + 1] == str(tmp_path / "meso4" / "run")
+    assert cmd[cmd.index("--test-data") + 1] == "demo" and "--data-root" in cmd
+    assert cmd[cmd.index("--source-root") + 1] == "raw" and "GB,VC" in cmd
+    assert cmd[cmd.index("--out") + 1] == str(tmp_path / "meso4" / "eval" / "robustness")

@@ -255,3 +255,64 @@ def test_one_command_writes_every_output_and_repeats_with_the_seed(data, tmp_pat
     # VC draws nothing (equal up to the batch's float rounding); GNC draws other noise
     assert np.allclose(first["VC:5"].score, other["VC:5"].score, atol=1e-6)
     assert np.abs(first["GNC:5"].score - other["GNC:5"].score).max() > 1e-3
+
+
+def test_crops_mode_for_an_index_of_crops(data, tmp_path) -> None:
+    index = read_index(data["processed"] / "faces.json")
+    bare = replace(index, preprocess=None)
+    write_index(bare, index.root / "bare.json")
+    bare = read_index(index.root / "bare.json")
+    model = build_detector("meso4", input_size=64)
+    test = load_test_config(overrides=["frame_num=3", "device=cpu"])
+    rcfg = RobustnessConfig(types=["BW", "VC"], levels=[5], frame_size=[256, 256], crop_side=64)
+    result = predict_cases(model, bare, rcfg, test, progress=False)
+    assert result.mode == "crops" and set(result.predictions) == {CLEAN, "BW:5", "VC:5"}
+    video = bare.split("test")[0]
+    cases = crop_cases(bare, video, [Perturbation("BW", 5)], frame_size=(256, 256), crop_side=64)
+    for u, c in zip(cases.units["BW:5"], cases.units[CLEAN], strict=True):
+        changed = np.any(u.crops[0] != c.crops[0], axis=2)
+        assert changed.any() and np.all(u.crops[0][changed] == 128)
+
+
+def test_crop_block_wise_scales_blocks_to_the_crop() -> None:
+    crop = np.zeros((64, 64, 3), np.uint8)
+    rng = np.random.default_rng(0)
+    # a 256x256 frame, the crop covering all of it at a quarter of the resolution: 80 blocks of
+    # 8 frame pixels become 2x2 crop pixels
+    out = crop_block_wise(crop, 80, rng, (256, 256), 256)
+    changed = np.any(out != 0, axis=2)
+    assert np.all(out[changed] == 128) and 0.6 * 80 * 4 < changed.sum() <= 80 * 4
+    assert not crop_block_wise(crop, 80, rng, (255, 900), 255).any()  # no block (< 256)
+
+
+def test_bad_settings_are_errors() -> None:
+    with pytest.raises(PerturbationError, match="unknown perturbation types"):
+        RobustnessConfig(types=["XX"])
+    with pytest.raises(PerturbationError, match="levels"):
+        RobustnessConfig(levels=[0])
+
+
+def test_leaderboard_gains_a_robust_auc_column(tmp_path) -> None:
+    from fairforensics.evaluation.leaderboard import build_leaderboard
+    from fairforensics.evaluation.predictions import Predictions, write_predictions
+
+    rng = np.random.default_rng(0)
+    dirs = []
+    for det, robust in (("meso4", 0.71), ("xception", None)):
+        d = tmp_path / det
+        n = 40
+        pred = Predictions(
+            dataset=["x"] * n, video_id=[f"v{i // 2}" for i in range(n)], frame=[i % 2 for i in range(n)],
+            label=[(i // 2) % 2 for i in range(n)], score=rng.random(n), method=["m"] * n,
+        )  # fmt: skip
+        write_predictions(d / "predictions" / "x.csv", pred)
+        (d / "eval.json").write_text(json.dumps({"detector": det, "test_data": ["x"]}))
+        if robust is not None:
+            (d / "robustness").mkdir()
+            info = {"detector": det, "robust_auc": {"frame": robust, "video": 0.5}}
+            (d / "robustness" / "robustness.json").write_text(json.dumps(info))
+        dirs.append(d)
+    build_leaderboard(dirs, tmp_path / "board", ["auc", "eer"])
+    rows = list(csv.DictReader(open(tmp_path / "board" / "leaderboard_frame_auc.csv")))
+    assert {r["Detector"]: r["robust AUC"] for r in rows} == {"meso4": "0.71", "xception": ""}
+    assert "robust AUC" not in (tmp_path / "board" / "leaderboard_frame_eer.csv").read_text()

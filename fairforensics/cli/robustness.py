@@ -65,7 +65,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--config", type=Path, action="append", default=[], help=config_help("test", "test config")
     )
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--out", type=Path, help="output folder (default RUN_DIR/robustness/<weights>)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: robustness/ in test.py's evaluation folder, "
+        "RUN_DIR/eval/<weights>/robustness, where the leaderboard finds it)",
+    )
     p.add_argument("--overwrite", action="store_true", help="predict again even if cached")
     p.add_argument("--types", default=",".join(TYPES), help="perturbation types (default: all 7)")
     p.add_argument("--levels", default="1,2,3,4,5", help="perturbation levels (default: 1-5)")
@@ -120,9 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     if out is None:
         out = (
-            args.run / "robustness" / weights_label
+            args.run / "eval" / weights_label / "robustness"
             if args.run
-            else Path("evals") / f"{args.detector}_{weights_label}_robustness"
+            else Path("evals") / f"{args.detector}_{weights_label}" / "robustness"
         )
     detector, name, train_data, meta, out = testing.load_for_test(
         args.run, args.detector, args.weights, args.model_config, cfg, out, variant=args.variant
