@@ -1,5 +1,6 @@
-"""Evaluate a detector under DeeperForensics-1.0's seven perturbations at five levels, with
-fairness under perturbation.
+"""Evaluate a detector under DeeperForensics-1.0's perturbations, with fairness under them.
+
+Seven perturbation types at five levels, each applied to the whole decoded frames.
 
   fairforensics robustness --run RUN_DIR --test-data FF-c23 --source-root DATASET_ROOT
   fairforensics robustness --detector NAME --weights FILE --test-data FF-c23 \
