@@ -28,6 +28,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from fairforensics.preprocessing.align import warp_image
 from fairforensics.preprocessing.clips import clip_windows, video_runs
 from fairforensics.preprocessing.config import FaceSettings
 from fairforensics.preprocessing.face_path import (
@@ -37,6 +38,7 @@ from fairforensics.preprocessing.face_path import (
     NoFaceError,
     as_stored,
     crop_faces,
+    face_analyzer,
     find_faces,
 )
 from fairforensics.preprocessing.faces import FaceAnalyzer
@@ -217,6 +219,7 @@ def frame_cases(
     decoded = DecodedFrames(path, frames, len(frames), indices, clips)
     log = FaceLog()
     t0 = time.process_time()
+    analyzer = analyzer or face_analyzer(settings.face)
     clean_faces = find_faces(decoded, settings, analyzer, log)
     _add(timing, "detect", t0)
     chosen = _restrict(clean_faces, needed)
@@ -229,8 +232,24 @@ def frame_cases(
         _add(timing, "crop", t)
         return out
 
-    clean = {i: frames[i] for i in needed}
-    result.units[CLEAN], lost = _units(crop(clean, chosen), frame_units)
+    t0 = time.process_time()
+    clean_crops = crop_faces({i: frames[i] for i in needed}, chosen, settings.align)
+    _add(timing, "crop", t0)
+    matrices = {c.frame: c.matrix for c in clean_crops}
+
+    def crop_clean_faces(frame_set: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """Crops at the clean crops' alignments (what crop_faces gives with the clean faces)."""
+        t = time.process_time()
+        size = settings.align.size
+        out = {
+            i: as_stored(warp_image(frame_set[i], m, size), settings.output)
+            for i, m in matrices.items()
+        }
+        _add(timing, "crop", t)
+        return out
+
+    stored_clean = {c.frame: as_stored(c.image, settings.output) for c in clean_crops}
+    result.units[CLEAN], lost = _units(stored_clean, frame_units)
     if lost:
         result.notes.append(f"clean: {lost} units without a face crop")
     for case in cases:
@@ -242,8 +261,9 @@ def frame_cases(
             rng = perturbation_rng(seed, index.dataset, video.method, video.id, name)
             perturbed = {i: perturb_frame(frames[i], case, rng) for i in sorted(needed)}
         _add(timing, "perturb", t0)
-        found = chosen
-        if faces == "detect":
+        if faces == "clean":
+            result.units[name], _ = _units(crop_clean_faces(perturbed), frame_units)
+        else:  # detect: the faces of the perturbed frames
             sub_clips = None if clips is None else [c for c in clips if set(c) <= needed]
             t0 = time.process_time()
             try:
@@ -258,7 +278,7 @@ def frame_cases(
                 continue
             finally:
                 _add(timing, "detect", t0)
-        result.units[name], _ = _units(crop(perturbed, found), frame_units)
+            result.units[name], _ = _units(crop(perturbed, found), frame_units)
         if not result.units[name]:
             result.failed[name] = "no scored unit kept a face crop"
     return result
