@@ -206,17 +206,28 @@ def color_contrast(rgb: np.ndarray, param: float) -> np.ndarray:
     return _to_uint8(_check_rgb(rgb).astype(np.float32) * param)
 
 
-def block_wise(rgb: np.ndarray, param: int, rng: np.random.Generator) -> np.ndarray:
-    """BW: ``min(h, w) // 256 * param`` grey 8x8 blocks at uniform positions (a copy)."""
+def block_wise(
+    rgb: np.ndarray,
+    param: int,
+    rng: np.random.Generator,
+    frame_shape: tuple[int, int] | None = None,
+    origin: tuple[int, int] = (0, 0),
+) -> np.ndarray:
+    """BW: ``min(h, w) // 256 * param`` grey 8x8 blocks at uniform positions (a copy).
+
+    ``frame_shape`` and ``origin`` (x, y): ``rgb`` is that part of a larger frame; the blocks
+    are drawn over the whole frame (the same draws) and the parts inside ``rgb`` pasted."""
     out = _check_rgb(rgb).copy()
-    h, w = out.shape[:2]
+    h, w = frame_shape or out.shape[:2]
     n = min(h, w) // 256 * int(param)
     if n == 0:
         return out
     # randint(0, side - 1 - BLOCK) of the reference: the bound is inclusive there
     starts = rng.integers(0, [w - BLOCK, h - BLOCK], size=(n, 2))
+    ox, oy = origin
     for x, y in starts:
-        out[y : y + BLOCK, x : x + BLOCK, :] = 128
+        x0, y0 = max(x - ox, 0), max(y - oy, 0)
+        out[y0 : max(y - oy + BLOCK, 0), x0 : max(x - ox + BLOCK, 0), :] = 128
     return out
 
 

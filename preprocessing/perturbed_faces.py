@@ -49,6 +49,7 @@ from fairforensics.preprocessing.perturbations import (
     BLOCK,
     Perturbation,
     block_count,
+    block_wise,
     perturb_frame,
     perturbation_rng,
 )
@@ -149,6 +150,57 @@ def _decode_keep(buffer, keep: set[int]) -> dict[int, np.ndarray]:
         }
     finally:
         video.close()
+
+
+#: perturbations computed only on the part of the frame a clean-faces crop reads (pointwise, or
+#: local within the blur's radius): the crop is that of the whole perturbed frame
+REGION_TYPES = frozenset({"CS", "CC", "GNC", "BW", "GB"})
+
+
+def footprint(
+    matrix: np.ndarray, size: int, shape: tuple[int, ...], margin: int = 0
+) -> tuple[int, int, int, int]:
+    """(x0, y0, x1, y1): the frame pixels a ``size`` crop at ``matrix`` reads (bilinear: the
+    mapped square's bounding box and 2 pixels), widened by ``margin``, inside the frame."""
+    inverse = cv2.invertAffineTransform(matrix)
+    corners = np.array([[0, 0, 1], [size, 0, 1], [0, size, 1], [size, size, 1]], np.float64)
+    xy = corners @ inverse.T
+    pad = 2 + margin
+    x0 = min(max(int(np.floor(xy[:, 0].min())) - pad, 0), shape[1])
+    y0 = min(max(int(np.floor(xy[:, 1].min())) - pad, 0), shape[0])
+    x1 = max(min(int(np.ceil(xy[:, 0].max())) + pad + 1, shape[1]), x0)
+    y1 = max(min(int(np.ceil(xy[:, 1].max())) + pad + 1, shape[0]), y0)
+    return x0, y0, x1, y1
+
+
+def region_crop(
+    frame: np.ndarray,
+    case: Perturbation,
+    rng: np.random.Generator,
+    matrix: np.ndarray,
+    size: int,
+) -> np.ndarray:
+    """The crop at ``matrix`` of ``frame`` perturbed by ``case`` (one of :data:`REGION_TYPES`),
+    computed on the crop's footprint only: the same pixels as cropping the whole perturbed frame
+    (GNC: its noise drawn for those pixels only; BW: the same block draws over the whole frame)."""
+    margin = int(case.param) // 2 if case.type == "GB" else 0
+    x0, y0, x1, y1 = footprint(matrix, size, frame.shape, margin)
+    part = np.ascontiguousarray(frame[y0:y1, x0:x1])
+    if case.type == "BW":
+        part = block_wise(part, int(case.param), rng, frame.shape[:2], (x0, y0))
+    elif part.size:
+        part = perturb_frame(part, case, rng)
+    if not part.size:  # the crop lies outside the frame: black, as the whole frame's warp
+        return np.zeros((size, size, 3), np.uint8)
+    inverse = cv2.invertAffineTransform(matrix)
+    inverse[:, 2] -= (x0, y0)
+    return cv2.warpAffine(
+        part,
+        inverse,
+        (size, size),
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_CONSTANT,
+    )
 
 
 def _restrict(faces: FoundFaces, frames: set[int]) -> FoundFaces:
@@ -255,6 +307,18 @@ def frame_cases(
     for case in cases:
         name = str(case)
         t0 = time.process_time()
+        if faces == "clean" and case.type in REGION_TYPES:
+            rng = perturbation_rng(seed, index.dataset, video.method, video.id, name)
+            size = settings.align.size
+            crops = {
+                i: as_stored(region_crop(frames[i], case, rng, matrices[i], size), settings.output)
+                for i in sorted(matrices)
+            }
+            _add(timing, "perturb", t0)
+            result.units[name], _ = _units(crops, frame_units)
+            if not result.units[name]:
+                result.failed[name] = "no scored unit kept a face crop"
+            continue
         if case.type == "VC":
             perturbed = {i: compressed[int(case.param)][i] for i in needed}
         else:

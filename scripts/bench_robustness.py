@@ -50,6 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-type", action="store_true", help="also each type alone")
     p.add_argument("--threads", type=int, default=1, help="torch threads (CPU is summed anyway)")
     p.add_argument(
+        "--batch-size",
+        type=int,
+        default=8,
+        help="model batch (one thread: 4-8 cost least per crop)",
+    )
+    p.add_argument(
         "--frame-size", default="720,1280", help="perturbation costs: frame height,width"
     )
     p.add_argument("--vc-video", type=Path, default=VIDEO, help="perturbation costs: VC's video")
@@ -62,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     frame = np.ascontiguousarray(cv2.resize(photo, (w, h), interpolation=cv2.INTER_LINEAR))
     report: dict = {"load_average_1min": os.getloadavg()[0], "cores": os.cpu_count()}
     report["torch_threads"] = args.threads
+    report["batch_size"] = args.batch_size
     report["perturbations"] = perturbation_costs(frame, args.vc_video)
     if not args.perturbations_only:
         if not (args.run and args.test_data and args.source_root):
@@ -70,7 +77,13 @@ def main(argv: list[str] | None = None) -> int:
 
         detector, run_cfg = load_run(args.run)
         frame_num = (run_cfg.get("train") or {}).get("test_frame_num")
-        test = load_test_config(overrides=[f"frame_num={frame_num or 'null'}", "device=cpu"])
+        test = load_test_config(
+            overrides=[
+                f"frame_num={frame_num or 'null'}",
+                "device=cpu",
+                f"batch_size={args.batch_size}",
+            ]
+        )
         index = resolve_index(args.test_data, args.data_root)
         rcfg = RobustnessConfig(
             types=args.types.split(","),

@@ -316,3 +316,33 @@ def test_leaderboard_gains_a_robust_auc_column(tmp_path) -> None:
     rows = list(csv.DictReader(open(tmp_path / "board" / "leaderboard_frame_auc.csv")))
     assert {r["Detector"]: r["robust AUC"] for r in rows} == {"meso4": "0.71", "xception": ""}
     assert "robust AUC" not in (tmp_path / "board" / "leaderboard_frame_eer.csv").read_text()
+
+
+@pytest.mark.parametrize("kind", ["CS", "CC", "BW", "GB", "GNC"])
+def test_a_crop_perturbed_on_its_footprint_is_the_crop_of_the_whole_perturbed_frame(kind) -> None:
+    from fairforensics.preprocessing.align import warp_image
+    from fairforensics.preprocessing.perturbations import perturb_frame, perturbation_rng
+    from fairforensics.preprocessing.perturbed_faces import region_crop
+
+    frame = cv2.cvtColor(cv2.imread(str(CELEBRITIES / "img1.jpg")), cv2.COLOR_BGR2RGB)
+    h, w = frame.shape[:2]
+    for angle, scale, cx, cy in (
+        (12, 0.7, 300, 250),
+        (-30, 1.6, 20, h - 10),
+        (0, 0.37, w / 2, h / 2),
+    ):
+        matrix = cv2.getRotationMatrix2D((cx, cy), angle, scale)
+        matrix[:, 2] += (64 - cx, 64 - cy)  # the point (cx, cy) at the crop's centre
+        for level in (1, 5):
+            case = Perturbation(kind, level)
+            got = region_crop(frame, case, perturbation_rng(0, kind), matrix, 128)
+            whole = warp_image(perturb_frame(frame, case, perturbation_rng(0, kind)), matrix, 128)
+            if kind == "GNC":  # the noise is drawn for the footprint only: same spread
+                diff = got.astype(float) - warp_image(frame, matrix, 128)
+                ref = whole.astype(float) - warp_image(frame, matrix, 128)
+                assert abs(diff.std() - ref.std()) < 0.1 * ref.std() + 0.5
+            else:
+                assert np.array_equal(got, whole), (kind, level, angle)
+    outside = cv2.getRotationMatrix2D((0, 0), 0, 1.0)
+    outside[:, 2] = (5000, 5000)
+    assert not region_crop(frame, Perturbation("CS", 1), perturbation_rng(0), outside, 32).any()
