@@ -190,17 +190,11 @@ def region_crop(
         part = block_wise(part, int(case.param), rng, frame.shape[:2], (x0, y0))
     elif part.size:
         part = perturb_frame(part, case, rng)
-    if not part.size:  # the crop lies outside the frame: black, as the whole frame's warp
-        return np.zeros((size, size, 3), np.uint8)
-    inverse = cv2.invertAffineTransform(matrix)
-    inverse[:, 2] -= (x0, y0)
-    return cv2.warpAffine(
-        part,
-        inverse,
-        (size, size),
-        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-        borderMode=cv2.BORDER_CONSTANT,
-    )
+    # warped from a frame-sized canvas (zero pages but the footprint) at the same matrix:
+    # shifting the matrix instead moves OpenCV's fixed-point rounding of the coordinates
+    canvas = np.zeros_like(frame)
+    canvas[y0:y1, x0:x1] = part
+    return warp_image(canvas, matrix, size)
 
 
 def _restrict(faces: FoundFaces, frames: set[int]) -> FoundFaces:
