@@ -8,7 +8,9 @@ Variants (``variant``). ``deepfakebench`` (the default) computes DeepfakeBench's
 modules: the stem is an unpadded 3x3 stride-2 convolution (DeepfakeBench replaces it), every
 depthwise convolution pads statically as "same" padding computed for the 380x380 input B4 is
 defined for (asymmetric, e.g. (0, 1) in the stride-2 3x3 blocks, whatever the real input size),
-BatchNorm eps 1e-3 and momentum 0.01, and drop-connect 0.2 (scaled by block index) in training;
+BatchNorm eps 1e-3 and momentum 0.01, and drop-connect 0.2 (scaled by block index) in training,
+drawn as efficientnet_pytorch draws it (one ``torch.rand`` per sample and block, kept where
+``floor(keep + u)`` is 1: the same masks as DeepfakeBench's for the same seed);
 mean = std = 0.5. DeepfakeBench re-initialises the stem after loading ImageNet weights; we keep
 the ImageNet stem weights (same shape). ``paper``: timm's ``efficientnet_b4`` as it is
 (symmetric padding, eps 1e-5, no drop-path), ImageNet statistics.
@@ -65,6 +67,27 @@ class StaticPadConv2d(nn.Conv2d):
         return super().forward(F.pad(x, self.static_pad))
 
 
+class DropConnect(nn.Module):
+    """efficientnet_pytorch's ``drop_connect``: in training, each sample's branch is kept where
+    ``floor(keep + u)`` is 1 for ``u = torch.rand([B, 1, 1, 1])`` in the input's dtype, and scaled
+    by ``1 / keep``. Same distribution as timm's ``DropPath`` (which draws with ``bernoulli_``),
+    but the same masks as efficientnet_pytorch for the same generator state."""
+
+    def __init__(self, drop_prob: float) -> None:
+        super().__init__()
+        self.drop_prob = drop_prob
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or not self.drop_prob:
+            return x
+        keep = 1.0 - self.drop_prob
+        u = torch.rand([x.shape[0], 1, 1, 1], dtype=x.dtype, device=x.device)
+        return x / keep * torch.floor(keep + u)
+
+    def extra_repr(self) -> str:
+        return f"drop_prob={self.drop_prob:.3f}"
+
+
 def _same_pad(size: int, kernel: int, stride: int) -> tuple[int, int]:
     """efficientnet_pytorch's static "same" padding of one axis: (before, after)."""
     total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
@@ -77,7 +100,10 @@ def efficientnet_pytorch_numerics(
     """Turn timm's ``efficientnet_b4`` into efficientnet_pytorch's function, as DeepfakeBench runs
     it (see the module docstring); weights are kept. ``image_size``: the size efficientnet_pytorch
     computes its static padding for (B4: 380; B0: 224). ``same_stem``: keep efficientnet_pytorch's
-    own stem (static "same" padding) instead of DeepfakeBench's unpadded replacement."""
+    own stem (static "same" padding) instead of DeepfakeBench's unpadded replacement. timm's
+    drop-path becomes efficientnet_pytorch's :class:`DropConnect` (same rate)."""
+    from timm.layers import DropPath  # timm is loaded: ``model`` is one of its models
+
     if same_stem:
         before, after = _same_pad(image_size, 3, 2)
         model.conv_stem = StaticPadConv2d(model.conv_stem, (before, after, before, after))
@@ -91,6 +117,8 @@ def efficientnet_pytorch_numerics(
             before, after = _same_pad(size, k, s)
             block.conv_dw = StaticPadConv2d(conv, (before, after, before, after))
             size = math.ceil(size / s)
+            if isinstance(block.drop_path, DropPath):
+                block.drop_path = DropConnect(block.drop_path.drop_prob)
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
             m.eps, m.momentum = 1e-3, 0.01

@@ -39,9 +39,8 @@ from typing import Any
 import numpy as np
 
 from fairforensics.configs import ConfigError
-from fairforensics.evaluation.metrics import choose_threshold, video_scores
+from fairforensics.evaluation.metrics import choose_threshold, factorize, video_scores
 from fairforensics.evaluation.predictions import Predictions
-from fairforensics.evaluation.scoring import video_codes
 from fairforensics.preprocessing.files import write_json
 
 log = logging.getLogger(__name__)
@@ -76,7 +75,7 @@ def predictions_threshold(
     for pred in preds:
         y, s = pred.label, pred.score
         if level == "video":
-            y, s, _ = video_scores(y, s, video_codes(pred)[0], reduce=reduce)
+            y, s, _ = video_scores(y, s, factorize(pred.video_key)[0], reduce=reduce)
         labels.append(np.asarray(y))
         scores.append(np.asarray(s, dtype=np.float64))
     if not labels:

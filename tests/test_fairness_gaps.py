@@ -66,8 +66,9 @@ def test_all_fake_model_is_a_class_ratio_effect():
     assert abs(acc.diff) == pytest.approx(bias_factor(y, (s >= 0.5).astype(int), g))
     assert acc.favoured == "male"
     # 3 male real faces: too few for an interval, and the output says so
-    assert np.isnan(acc.low) and acc.note == "fewer than 5 real videos (3)"
-    assert res.notes["male"]["fpr"] == acc.note and "fpr" not in res.notes["female"]
+    assert np.isnan(acc.low) and acc.note == "male: fewer than 5 real videos (3)"  # the group
+    assert res.notes["male"]["fpr"] == "fewer than 5 real videos (3)"
+    assert "fpr" not in res.notes["female"]
     small = group_gaps(y, s, g, n_boot=300, n_perm=0, min_units=3).gaps["acc"]
     assert small.low <= small.diff <= small.high and small.note == ""
     assert res.gaps["fpr"].diff == 0 and res.gaps["fnr"].diff == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from math import comb
 from pathlib import Path
@@ -462,3 +463,82 @@ def test_intervals_are_wilson_and_hidden_under_five_videos() -> None:
     male = table[(BENCHMARK, "male")]  # 4 videos
     assert male["accuracy"] == 1.0 and np.isnan(male["accuracy_low"])
     assert table[(BENCHMARK, "all")]["accuracy_low"] == pytest.approx(34 / (34 + z2))
+
+
+def _hand_result(labels, scores_of_case, groups=None):
+    """A MetamorphicResult of faces with given labels and scores (one video per face)."""
+    from fairforensics.fairness.metamorphic.runner import FaceMeta, MetamorphicResult
+
+    cfg, _ = load_relations(CONFIG)
+    n = len(labels)
+    groups = groups or ["female", "male"] * (n // 2)
+    rows = [
+        FaceMeta(f"f{i}", int(lb), {"gender": g}, "d", f"v{i}", 0, "m")
+        for i, (lb, g) in enumerate(zip(labels, groups, strict=True))
+    ]
+    scores = {BENCHMARK: np.asarray(scores_of_case[BENCHMARK], float)}
+    scores |= {
+        c.id: np.asarray(scores_of_case.get(c.id, scores[BENCHMARK]), float) for c in cfg.cases
+    }
+    return MetamorphicResult(cfg, rows, scores, {c.id: np.zeros(n) for c in cfg.cases})
+
+
+def test_all_real_faces_give_undefined_precision_with_the_reason() -> None:
+    """Issue 31, item 7: on faces without fakes precision, recall and F1 are undefined, not
+    0.0, and the table says why; flips read as decisions; percentages have one decimal."""
+    from fairforensics.fairness.metamorphic.tables import table_markdown
+
+    labels = np.zeros(12, int)
+    scores = {BENCHMARK: np.linspace(0.1, 0.9, 12), "TC1": np.linspace(0.6, 0.95, 12)}
+    result = _hand_result(labels, scores)
+    rows = case_table(result, n_perm=0)
+    female = next(r for r in rows if r["case"] == BENCHMARK and r["group"] == "female")
+    assert (
+        female["fp"] > 0 and np.isnan([female["precision"], female["recall"], female["f1"]]).all()
+    )
+    assert female["notes"] == "precision, recall, F1 undefined: no fake faces"
+    md = table_markdown(rows, result)
+    assert "| precision | undefined | undefined | undefined |" in md
+    assert "Notes: female: precision, recall, F1 undefined: no fake faces; male: " in md
+    assert "| decision flipped real->fake | " in md and "| fake->real |" not in md
+    assert not re.search(r"\d\.\d\d\b", md.split("## benchmark")[1].split("Bias factor")[0])
+
+
+def test_example_sheet_shows_scores_and_flipped_faces_first(tmp_path: Path, monkeypatch) -> None:
+    """Issue 31, item 7: each face's score and decision per case, flipped decisions first and
+    marked, row labels inside the image."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from fairforensics.fairness.metamorphic import report
+    from fairforensics.fairness.metamorphic.examples import Example, ExamplePicker
+
+    face = np.zeros((8, 8, 3), np.uint8)
+
+    def example(i: int, group: str, label: int, tc1: float) -> Example:
+        scores = {BENCHMARK: 0.2 if label == 0 else 0.8, "TC1": tc1}
+        flipped = (tc1 >= 0.5) != (scores[BENCHMARK] >= 0.5)
+        images = {BENCHMARK: face, "TC1": face}
+        return Example(
+            f"celeb/a_long_video_name/k{i}", group, label, f"p{i}", images, scores, flipped
+        )
+
+    picker = ExamplePicker(2, ["female", "male"])
+    for ex in (example(0, "female", 0, 0.1), example(1, "female", 0, 0.3)):
+        picker.offer(ex)
+    picker.offer(example(2, "male", 1, 0.9))
+    picker.offer(example(3, "female", 0, 0.7))  # the full bucket swaps a plain face for it
+    chosen = picker.chosen()
+    assert [e.key[-2:] for e in chosen] == ["k3", "k2"]  # flipped first
+    figures = []
+    monkeypatch.setattr(report, "save_figure", lambda fig, path, dpi: figures.append(fig))
+    report.example_sheet(chosen, tmp_path / "examples.png", 0.5)
+    (fig,) = figures
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    labels = {ax.get_xlabel(): ax.xaxis.label.get_color() for ax in fig.axes}
+    assert labels["0.70 fake (flip)"] == "tab:red" and labels["0.20 real"] == "black"
+    box = fig.bbox
+    for ax in fig.axes[::2]:  # every row's label lies inside the image
+        extent = ax.yaxis.label.get_window_extent(renderer)
+        assert ax.get_ylabel().startswith(("female, real", "male, fake"))
+        assert extent.x0 >= box.x0 and extent.y0 >= box.y0 and extent.y1 <= box.y1

@@ -42,7 +42,7 @@ from fairforensics.evaluation.predict import (
     rows_to_predictions,
 )
 from fairforensics.evaluation.predictions import write_predictions
-from fairforensics.evaluation.scoring import detection_metrics
+from fairforensics.evaluation.scoring import detection_metrics, level_label
 from fairforensics.evaluation.thresholds import (
     read_run_thresholds,
     validation_record,
@@ -236,6 +236,8 @@ class Trainer:
         model_cfg["input_size"] = self.resolution
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
+        # the face-crop settings of each training index, for detect (None: not recorded)
+        self.face_settings = {ix.dataset: ix.preprocess for ix in train_idx}
         model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
         videos = [
             (
@@ -413,6 +415,7 @@ class Trainer:
                         precision=str(self.amp_dtype),
                         channels_last=self.channels_last,
                         method_names=self.method_names,
+                        preprocess=self.face_settings,
                     ),
                 )
         if self.resume_dir is not None:
@@ -665,6 +668,7 @@ class Trainer:
             return
         metrics: dict[str, dict[str, dict[str, float]]] = {"val": {}, "test": {}}
         val_preds = []
+        units: list[str] = []  # what the rows scored: frames, or clips (a video detector)
         bs = t.eval_batch_size or self.rank_batch
         for split, sets in self.eval_sets.items():
             for name, ds in sets:
@@ -690,6 +694,7 @@ class Trainer:
                 keys = sorted({k for r in rows for k in r})
                 preds = rows_to_predictions({k: [r.get(k, "") for r in rows] for k in keys})
                 metrics[split][name] = detection_metrics(preds)
+                units.append(preds.row_unit)
                 if split == "val":
                     val_preds.append(preds)
                 if t.save_predictions:
@@ -712,9 +717,11 @@ class Trainer:
                         if "/" in k and not math.isnan(v):  # NaN: needs both classes
                             self.writer.add_scalar(f"{split}/{name}/{k}", v, self.step)
             log.info(
-                "eval step %d: %s = %.4f%s",
+                "eval step %d: %s %s %s = %.4f%s",  # e.g. "val clip AUC" of a video detector
                 self.step,
-                self.selector.key,
+                "val" if self.selector.mode == "val" else "test",
+                level_label(self.selector.level, units),
+                self.selector.metric.upper(),
                 self.selector.history[-1]["value"],
                 " (best)" if is_best else "",
             )

@@ -1,4 +1,4 @@
-"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
+r"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
 
     python scripts/fairness.py --predictions runs/x/predictions/test.csv --attributes gender \
         --out runs/x/fairness
@@ -16,6 +16,7 @@ import functools
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fairforensics.cli.errors import (
     UserInputError,
@@ -27,29 +28,18 @@ from fairforensics.cli.errors import (
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules, shipped_configs
-from fairforensics.evaluation.predictions import PredictionsError, read_predictions
-from fairforensics.evaluation.testing import check_writable
-from fairforensics.evaluation.thresholds import (
-    DecisionThreshold,
-    decision_threshold,
-    warn_if_one_class,
-)
-from fairforensics.fairness import protocols
-from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
-from fairforensics.fairness.fairswap import fairswap_transforms
-from fairforensics.fairness.report import (
-    ReportConfig,
-    fairness_report,
-    format_summary,
-    load_report_config,
-    write_report,
-)
-from fairforensics.training.config import load_train_config
-from fairforensics.training.trainer import Trainer
+
+if TYPE_CHECKING:
+    from fairforensics.evaluation.thresholds import DecisionThreshold
+    from fairforensics.fairness.report import ReportConfig
 
 
 def train_run(detector: str, train_configs: list, overrides: dict) -> Path:
     """One training of a fairness protocol (with FairSWAP when its config enables it)."""
+    from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.trainer import Trainer
+
     cfg = load_train_config(detector, *train_configs, overrides=overrides)
     return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
 
@@ -59,6 +49,8 @@ def report_threshold(cfg: ReportConfig, args: argparse.Namespace) -> DecisionThr
     (an error together with --threshold/--threshold-from), else
     :func:`evaluation.thresholds.decision_threshold` (--threshold, --threshold-from, the
     eval.json beside the predictions, 0.5)."""
+    from fairforensics.evaluation.thresholds import DecisionThreshold, decision_threshold
+
     if cfg.threshold is None:
         return decision_threshold(
             threshold=args.threshold,
@@ -135,6 +127,19 @@ def main(argv: list[str] | None = None) -> int:
     add_threshold_arguments(parser)
     add_import_argument(parser)
     args = parser.parse_args(argv)
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation.predictions import PredictionsError, read_predictions
+    from fairforensics.evaluation.testing import check_writable
+    from fairforensics.evaluation.thresholds import warn_if_one_class
+    from fairforensics.fairness import protocols
+    from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
+    from fairforensics.fairness.report import (
+        fairness_report,
+        format_summary,
+        load_report_config,
+        write_report,
+    )
+
     configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

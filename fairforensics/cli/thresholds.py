@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fairforensics.evaluation.thresholds import DecisionThreshold
+if TYPE_CHECKING:  # not imported at run time: --help starts without scikit-learn and SciPy
+    from fairforensics.evaluation.thresholds import DecisionThreshold
 
 THRESHOLD_HELP = (
     "a score at or above the decision threshold is a fake decision. Default: the validation "

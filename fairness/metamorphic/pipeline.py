@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fairforensics.configs import config_to_dict
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
 from fairforensics.evaluation.thresholds import (
@@ -51,7 +52,7 @@ def evaluate_detector(
     """Test ``detector`` on ``test_data`` under every relation and write the report.
 
     ``out_dir`` defaults to ``<out_parent>/<test_data name>``; ``meta`` (detector, weights) is
-    written into ``metamorphic.json``. ``threshold`` makes the decisions (default: 0.5; the
+    written into ``metamorphic.json``, with ``model``: the detector's resolved config. ``threshold`` makes the decisions (default: 0.5; the
     command passes :func:`evaluation.thresholds.decision_threshold`); a warning is logged when
     it puts every untransformed face in one class. Returns the written files by name.
     """
@@ -77,6 +78,8 @@ def evaluate_detector(
         threshold=threshold,
     )
     warn_if_one_class(result.scores[BENCHMARK], threshold, f"{index_path.stem}/{split}")
+    # the config the detector was built with (a run's, a YAML's, or the checkpoint's)
+    meta = {**(meta or {}), "model": config_to_dict(detector.cfg)}
     return write_report(result, out, meta=meta)
 
 
