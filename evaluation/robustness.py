@@ -483,8 +483,8 @@ def _write_outputs(
     per_level = levels_table(rows, level)
     per_level.write(out / "robustness_levels")
     items.append(per_level)
-    figure = robustness_figure(rows, level, out / "figures" / "robustness_auc")[0]
-    items.append(figure)
+    if test.plots:
+        items.append(robustness_figure(rows, level, out / "figures" / "robustness_auc")[0])
     info = {
         "detector": detector_name,
         "train_data": train_data,
@@ -507,11 +507,11 @@ def _write_outputs(
         + f", faces: {rcfg.faces}; decision threshold {test.threshold:.6g} "
         f"({info['threshold_from']})."
     )
-    sections = [Section("Robustness", items, text=text)]
-    write_report(
-        out / "report.html",
-        f"Robustness of {detector_name}",
-        sections,
-        extra_sections,
-        meta={"detector": detector_name, "test data": ", ".join(test.test_data)},
-    )
+    if test.report:
+        write_report(
+            out / "report.html",
+            f"Robustness of {detector_name}",
+            [Section("Robustness", items, text=text)],
+            extra_sections,
+            meta={"detector": detector_name, "test data": ", ".join(test.test_data)},
+        )

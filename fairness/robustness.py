@@ -291,10 +291,14 @@ def _cell(value: Any, low: Any, high: Any, p: Any = None) -> str:
 
 
 def write_robustness_fairness(
-    rows: Sequence[dict[str, Any]], out: str | Path, metrics: Sequence[str] = ("auc", "acc")
+    rows: Sequence[dict[str, Any]],
+    out: str | Path,
+    metrics: Sequence[str] = ("auc", "acc"),
+    figures: bool = True,
 ) -> list[Section]:
-    """Write the rows, the change tables and one figure per test set and attribute (each gap
-    of ``metrics`` against level, with its interval); returns the report sections."""
+    """Write the rows, the change tables and (``figures``) one figure per test set and
+    attribute (each gap of ``metrics`` against level, with its interval); returns the report
+    sections."""
     out = Path(out)
     rows = list(rows)
     if not rows:
@@ -315,7 +319,8 @@ def write_robustness_fairness(
             cells = [[r[c] for c in cols] for r in table]
             items.append(html_text(cols, cells, lambda i, j, v: str(v), caption=caption))
     (out / "robustness_fairness_table.md").write_text("".join(text), encoding="utf-8")
-    for test_data, attribute in dict.fromkeys((r["test_data"], r["attribute"]) for r in rows):
+    pairs = dict.fromkeys((r["test_data"], r["attribute"]) for r in rows) if figures else {}
+    for test_data, attribute in pairs:
         panels: dict[str, dict[str, list]] = {}
         mine = [r for r in rows if (r["test_data"], r["attribute"]) == (test_data, attribute)]
         types = [t for t in dict.fromkeys(r["type"] for r in mine) if t != CLEAN]

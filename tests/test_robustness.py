@@ -23,7 +23,7 @@ from fairforensics.cli.robustness import main as robustness_main
 from fairforensics.detectors import build_detector, save_checkpoint
 from fairforensics.evaluation.metrics import choose_threshold
 from fairforensics.evaluation.predict import predict_images
-from fairforensics.evaluation.robustness import RobustnessConfig, predict_cases, read_cases
+from fairforensics.evaluation.robustness import RobustnessConfig, predict_cases
 from fairforensics.evaluation.runs import load_run
 from fairforensics.evaluation.settings import load_test_config
 from fairforensics.preprocessing.config import load_preprocess_config
@@ -84,7 +84,7 @@ def _write(path: Path, frames: list[np.ndarray]) -> None:
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory) -> dict[str, Path]:
-    """Raw videos (a real and a fake of each photo), their index (3 frames a video, 64 px
+    """Raw videos (a real and a fake of each photo), their index (2 frames a video, 64 px
     crops) and a Meso4 run trained on the train split."""
     root = tmp_path_factory.mktemp("robustness")
     raw, processed = root / "raw", root / "processed"
@@ -104,7 +104,7 @@ def data(tmp_path_factory) -> dict[str, Path]:
             "dataset.type=generic",
             f"dataset.root={raw}",
             "dataset.options.csv=list.csv",
-            "sampling.num_frames=3",
+            "sampling.num_frames=2",
             "align.size=64",
             f"output.root={processed}",
             "workers=1",
@@ -155,7 +155,7 @@ def _train_run(index, run: Path) -> None:
     cfg = {
         "detector": "meso4",
         "model": {"input_size": 64},
-        "train": {"test_frame_num": 3},
+        "train": {"test_frame_num": 2},
         "data": {"data_root": str(index.root), "train_data": ["faces"]},
     }
     (run / "config.yaml").write_text(yaml.safe_dump(cfg))
@@ -183,6 +183,11 @@ def test_clean_crops_are_the_stored_crops_and_cases_change_them(data) -> None:
     assert {"decode", "detect", "perturb", "encode", "crop"} <= set(timing)
     again = frame_cases(index, video, data["raw"], cases[:1], faces="detect")
     assert len(again.units["CS:5"]) == len(clean)
+    # another seed: GNC draws other noise, VC draws nothing
+    other = frame_cases(index, video, data["raw"], cases[3::3], seed=1)
+    for case, same in (("GNC:5", False), ("VC:5", True)):
+        pairs = zip(got.units[case], other.units[case], strict=True)
+        assert all(np.array_equal(a.crops[0], b.crops[0]) == same for a, b in pairs), case
 
 
 def test_trained_detector_loses_margin_under_blur_and_compression(data) -> None:
@@ -192,7 +197,7 @@ def test_trained_detector_loses_margin_under_blur_and_compression(data) -> None:
     train_crops = [c for v in index.split("train") for c in _stored(index, v)]
     train_labels = [v.label for v in index.split("train") for _ in v.frames]
     threshold = choose_threshold(train_labels, predict_images(model, train_crops), "eer")
-    test = load_test_config(overrides=["frame_num=3", "batch_size=8", "device=cpu"])
+    test = load_test_config(overrides=["frame_num=2", "batch_size=8", "device=cpu"])
     rcfg = RobustnessConfig(types=["GB", "VC"], levels=[5], source_root=str(data["raw"]))
     result = predict_cases(model, index, rcfg, test, progress=False)
     clean = result.predictions[CLEAN]
@@ -205,7 +210,8 @@ def test_trained_detector_loses_margin_under_blur_and_compression(data) -> None:
     for case in ("GB:5", "VC:5"):
         fakes = clean.label == 1
         assert np.mean(margin[case][fakes]) < np.mean(margin[CLEAN][fakes]) - 0.05, case
-        assert np.sum(margin[case] < margin[CLEAN]) > len(clean.label) // 2, case
+        # the artefact washed out: most fake faces lose margin
+        assert np.sum(margin[case][fakes] < margin[CLEAN][fakes]) > fakes.sum() // 2, case
     # the scores are those of the crops: recompute one case's by hand
     stored = [c for v in index.split("test") for c in _stored(index, v)]
     assert np.allclose(predict_images(model, stored), clean.score, atol=1e-6)
@@ -244,17 +250,13 @@ def test_one_command_writes_every_output_and_repeats_with_the_seed(data, tmp_pat
     assert "Robustness" in report and "Fairness under perturbation" in report
     info = json.loads((a / "robustness.json").read_text())
     assert info["modes"] == {"faces": "frames"} and info["threshold"] == 0.5
-    _run_command(data, b, "--overwrite")
+    # the same seed, predicted again (figures and report off: the same numbers, no drawing)
+    _run_command(data, b, "--overwrite", "--set", "plots=false", "--set", "report=false")
     for name in ("robustness.csv", "robustness_table.md", "robustness_levels.csv",
-                 "robustness_fairness.csv", "figures/robustness_auc.png",
+                 "robustness_fairness.csv", "robustness_fairness_table.md",
                  "predictions/faces/GNC_5.csv", "predictions/faces/VC_1.csv"):  # fmt: skip
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
-    c = tmp_path / "c"
-    _run_command(data, c, "--seed", "1", "--types", "GNC,VC", "--levels", "5", "--no-fairness")
-    first, other = (read_cases(x / "predictions" / "faces")[1] for x in (a, c))
-    # VC draws nothing (equal up to the batch's float rounding); GNC draws other noise
-    assert np.allclose(first["VC:5"].score, other["VC:5"].score, atol=1e-6)
-    assert np.abs(first["GNC:5"].score - other["GNC:5"].score).max() > 1e-3
+    assert not (b / "figures").exists() and not (b / "report.html").exists()
 
 
 def test_crops_mode_for_an_index_of_crops(data, tmp_path) -> None:
@@ -263,7 +265,7 @@ def test_crops_mode_for_an_index_of_crops(data, tmp_path) -> None:
     write_index(bare, index.root / "bare.json")
     bare = read_index(index.root / "bare.json")
     model = build_detector("meso4", input_size=64)
-    test = load_test_config(overrides=["frame_num=3", "device=cpu"])
+    test = load_test_config(overrides=["frame_num=2", "device=cpu"])
     rcfg = RobustnessConfig(types=["BW", "VC"], levels=[5], frame_size=[256, 256], crop_side=64)
     result = predict_cases(model, bare, rcfg, test, progress=False)
     assert result.mode == "crops" and set(result.predictions) == {CLEAN, "BW:5", "VC:5"}
@@ -324,10 +326,11 @@ def test_a_crop_perturbed_on_its_footprint_is_the_crop_of_the_whole_perturbed_fr
     from fairforensics.preprocessing.perturbations import perturb_frame, perturbation_rng
     from fairforensics.preprocessing.perturbed_faces import region_crop
 
-    frame = cv2.cvtColor(cv2.imread(str(CELEBRITIES / "img1.jpg")), cv2.COLOR_BGR2RGB)
+    photo = cv2.cvtColor(cv2.imread(str(CELEBRITIES / "img1.jpg")), cv2.COLOR_BGR2RGB)
+    frame = np.ascontiguousarray(photo[:400, :320])  # BW: min(h, w) // 256 = 1 block per param
     h, w = frame.shape[:2]
     for angle, scale, cx, cy in (
-        (12, 0.7, 300, 250),
+        (12, 0.7, 250, 250),
         (-30, 1.6, 20, h - 10),
         (0, 0.37, w / 2, h / 2),
     ):

@@ -173,13 +173,15 @@ def main(argv: list[str] | None = None) -> int:
             _, cases = read_cases(out / "predictions" / slug(test_data))
             rows += case_gaps(cases, args.attributes, report_cfg, test_data=test_data)
         if rows:
-            sections = write_robustness_fairness(rows, out)
-            add_sections(out / "report.html", sections)
+            sections = write_robustness_fairness(rows, out, figures=cfg.plots)
+            if cfg.report:
+                add_sections(out / "report.html", sections)
             print((out / "robustness_fairness_table.md").read_text(encoding="utf-8"))
         else:
             logging.getLogger("fairness").warning("no attribute with two groups: no fairness")
     print((out / "robustness_table.md").read_text(encoding="utf-8"))
-    print(f"report: {(out / 'report.html').resolve()}")
+    if cfg.report:
+        print(f"report: {(out / 'report.html').resolve()}")
     return 0
 
 
