@@ -22,19 +22,7 @@ from fairforensics.cli.errors import UserInputError, add_import_argument, config
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
-from fairforensics.evaluation import settings, testing
-from fairforensics.evaluation.report import add_sections
-from fairforensics.evaluation.results import slug
-from fairforensics.evaluation.robustness import RobustnessConfig, read_cases, run_robustness
-from fairforensics.evaluation.thresholds import (
-    DecisionThreshold,
-    decision_threshold,
-    warn_if_one_class,
-)
-from fairforensics.fairness.report import load_report_config
-from fairforensics.fairness.robustness import case_gaps, write_robustness_fairness
 from fairforensics.preprocessing.perturbations import TYPES
-from fairforensics.preprocessing.resolve import resolve_index
 
 
 def _list(text: str, kind: type = str) -> list:
@@ -105,6 +93,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # imported after the arguments parse: --help and argument errors load no torch
+    from fairforensics.evaluation import settings, testing
+    from fairforensics.evaluation.report import add_sections
+    from fairforensics.evaluation.results import slug
+    from fairforensics.evaluation.robustness import RobustnessConfig, read_cases, run_robustness
+    from fairforensics.evaluation.thresholds import (
+        DecisionThreshold,
+        decision_threshold,
+        warn_if_one_class,
+    )
+    from fairforensics.fairness.report import load_report_config
+    from fairforensics.fairness.robustness import case_gaps, write_robustness_fairness
+    from fairforensics.preprocessing.resolve import resolve_index
+
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = [*args.overrides, "test_data=[" + ",".join(args.test_data) + "]"]
