@@ -142,10 +142,14 @@ def warp_face(
     rgb: np.ndarray, landmarks: np.ndarray, matrix: np.ndarray, size: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``align_face`` with a given 2x3 matrix (e.g. one shared by every frame of a clip)."""
-    crop = cv2.warpAffine(
+    return warp_image(rgb, matrix, size), matrix, transform_points(landmarks, matrix)
+
+
+def warp_image(rgb: np.ndarray, matrix: np.ndarray, size: int) -> np.ndarray:
+    """The ``size`` x ``size`` crop of ``rgb`` under a 2x3 alignment matrix (bilinear)."""
+    return cv2.warpAffine(
         rgb, matrix, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT
     )
-    return crop, matrix, transform_points(landmarks, matrix)
 
 
 def warp_mask(mask: np.ndarray, matrix: np.ndarray, size: int, threshold: int = 128) -> np.ndarray:
