@@ -3,7 +3,7 @@
 Defaults follow DeepfakeBench (paper 002, Sec. 4.1 and Appendix A.3): Adam, lr 2e-4,
 betas (0.9, 0.999), batch 32, 32 frames per video for training and testing, 256x256 faces, and
 the augmentations of :class:`AugmentConfig`. Layers: dataclass defaults < the detector YAML's
-``model:``/``train:`` sections < each YAML file < ``--set`` overrides.
+``model:``/``train:``/``crop:`` sections < each YAML file < ``--set`` overrides.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from fairforensics.configs import (
     parse_overrides,
     resolve_config,
 )
+from fairforensics.configs.crop import CropSpec
 from fairforensics.detectors.registry import get_detector_class, load_detector_yaml
 from fairforensics.preprocessing.rundir import RunDir
 from fairforensics.training.fair_losses import FairLossConfig
@@ -321,12 +322,17 @@ class DataSection:
 
 @dataclass
 class TrainConfig:
-    """A full training run: ``detector``, its ``model`` fields, ``train`` and ``data`` sections."""
+    """A full training run: ``detector``, its ``model`` fields, ``train`` and ``data`` sections.
+
+    ``crop`` is the face crop the weights were trained on (:class:`configs.crop.CropSpec`): the
+    detector YAML's ``crop:`` section (its original weights'); a run's saved config holds its
+    training data's crop instead (``null`` when an index does not record it or they differ)."""
 
     detector: str = "meso4"
     model: dict[str, Any] = field(default_factory=dict)
     train: TrainSection = field(default_factory=TrainSection)
     data: DataSection = field(default_factory=DataSection)
+    crop: CropSpec | None = None
     output_dir: str = "runs"
     run_name: str | None = None
     device: str = "auto"
@@ -369,6 +375,7 @@ def load_train_config(
         "detector": name,
         "model": dict(det_yaml.get("model") or {}),
         "train": dict(det_yaml.get("train") or {}),
+        "crop": det_yaml.get("crop"),
     }
     return load_config(TrainConfig, *yaml_paths, overrides=over, base=base)
 
