@@ -30,7 +30,9 @@ class OurSide:
     after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
     false); ``prepare(model, batch)``: state set before the step (a training phase, injected
     statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``);
-    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``)."""
+    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``); ``status``: a difference
+    from DeepfakeBench's step that stays, and its cause (its comparisons are expected to fail,
+    marked ``xfail``; the table of docs/detectors.md shows it instead of "equal")."""
 
     name: str
     losses: dict[str, str]
@@ -39,6 +41,7 @@ class OurSide:
     frozen: Callable[[torch.nn.Module], set[str]] | None = None
     slow: bool = False
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
+    status: str = ""
 
 
 def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
@@ -54,7 +57,7 @@ def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
 CASES: dict[str, OurSide] = {
     "xception": OurSide("xception", {"overall": "total", "cls": "ce"}),
     "efficientnetb4": OurSide("efficientnet_b4", {"overall": "total"}),
-    "clip": OurSide("clip", {"overall": "total"}, {"layers": 2}),
+    "clip": OurSide("clip", {"overall": "total"}, {"layers": 2, "input_size": 64}),
     "sbi": OurSide("sbi", {"overall": "total"}),
     # video detectors (their references' notes say how they were reduced, the same here)
     "tall": OurSide(
@@ -78,10 +81,15 @@ CASES: dict[str, OurSide] = {
         frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
     ),
     "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
-    # SCNet's smallest input, yet ~30 s of CPU: float64 grouped convolutions run group by group
-    "stil": OurSide("stil", {"overall": "total"}, {"clip_size": 2, "input_size": 128}, slow=True),
+    # SCNet's smallest input; width and depths reduced (float64 grouped convolutions run group by
+    # group: ~30 s of CPU at SCNet-50's)
+    "stil": OurSide(
+        "stil",
+        {"overall": "total"},
+        {"clip_size": 2, "input_size": 128, "width": 32, "depths": (1, 1, 2, 1)},
+    ),
     "timesformer": OurSide(
-        "timesformer", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
+        "timesformer", {"overall": "total"}, {"clip_size": 2, "input_size": 64, "layers": 2}
     ),
     "videomae": OurSide(
         "videomae", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
@@ -100,7 +108,7 @@ CASES: dict[str, OurSide] = {
     # v2 image detectors
     # DeepfakeBench's batch-mean SAIA normalisation (ours normalises per face by default)
     "sia": OurSide(
-        "sia", {"overall": "total"}, {"input_size": 64, "batch_coupled_attention": True}
+        "sia", {"overall": "total"}, {"input_size": 32, "batch_coupled_attention": True}
     ),
     # its second phase; DeepfakeBench leaves norm_middle trainable (it gets no gradient), ours
     # freezes it
@@ -122,12 +130,19 @@ CASES: dict[str, OurSide] = {
     "multi_attention": OurSide(
         "multi_attention",
         {"overall": "total", "ce_loss": "ce", "ril_loss": "ril"},
-        {"input_size": 64},
+        {"input_size": 48},
+    ),
+    # 128 px and a batch of 2 (two float64 EfficientNet-B4s); idct from the batch, as DFB's
+    "lrl": OurSide(
+        "lrl",
+        {"overall": "total", "ce_loss": "ce", "sim_loss": "sim", "seg_loss": "seg"},
+        {"input_size": 128},
+        slow=True,
     ),
     "pcl_xception": OurSide(
         "pcl_xception",
         {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
-        {"input_size": 64},
+        {"input_size": 32},
     ),
     # v1 detectors (i30e)
     "meso4": OurSide("meso4", {"overall": "total"}),
@@ -186,13 +201,16 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     )
 
 
+def _marks(side: OurSide) -> list[pytest.MarkDecorator]:
+    marks = [pytest.mark.slow] if side.slow else []
+    if side.status:
+        marks.append(pytest.mark.xfail(reason=side.status, strict=False))
+    return marks
+
+
 @pytest.fixture(
     scope="module",
-    params=[
-        pytest.param(n, marks=[pytest.mark.slow] if CASES[n].slow else [])
-        for n in tp.fixture_names()
-        if n in CASES
-    ],
+    params=[pytest.param(n, marks=_marks(CASES[n])) for n in tp.fixture_names() if n in CASES],
 )
 def step(request) -> tuple[dict[str, Any], StepResult]:
     reference = tp.load_reference(request.param)
