@@ -38,6 +38,18 @@ CASES: dict[str, OurSide] = {
     "efficientnetb4": OurSide("efficientnet_b4", {"overall": "total"}),
     "clip": OurSide("clip", {"overall": "total"}, {"layers": 2}),
     "sbi": OurSide("sbi", {"overall": "total"}),
+    "rfm": OurSide("rfm", {"overall": "total"}),
+    "lsda": OurSide(
+        "lsda",
+        {
+            "overall": "total",
+            "domain": "domain",
+            "deepfake": "deepfake",
+            "distillation": "distillation",
+            "real_loss": "real",
+        },
+        {"real_encoder_depth": 18},
+    ),
 }
 
 
