@@ -211,7 +211,7 @@ def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
         [sweep.out / d / "eval" for d in detectors],
         out,
         cfg.metrics,
-        cfg.levels[0],
+        cfg.levels,  # frame (clip) and video level, as docs/evaluation.md describes
         reduce=cfg.reduce,
         threshold=cfg.threshold,
         within=sweep.within,

@@ -25,6 +25,24 @@ class ConfigError(ValueError):
     """A configuration file or override is missing, malformed, or has a bad key or value."""
 
 
+class ConfigProblems(ConfigError):
+    """Every bad key and value found in one config (``source``), reported in one message."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(f"{source}: {join_problems(problems)}")
+        self.source = source
+        self.problems = problems
+
+
+def join_problems(problems: list[str]) -> str:
+    """One problem as it is; several as ``N problems: (1) ...; (2) ...`` (one line, so that a
+    command shows them all in one ``error:`` line)."""
+    if len(problems) == 1:
+        return problems[0]
+    listed = "; ".join(f"({n}) {problem}" for n, problem in enumerate(problems, start=1))
+    return f"{len(problems)} problems: {listed}"
+
+
 def shipped_configs(kind: str | None = None) -> list[str]:
     """Names of the shipped configs of ``kind`` (``"FF-c23"``, ``"paper/ucf"``), or of all kinds
     as ``"<kind>/<name>"`` when ``kind`` is None."""
@@ -170,7 +188,7 @@ def _type_name(tp: Any) -> str:
 
 
 def _fail(source: str, key: str, message: str) -> typing.NoReturn:
-    raise ConfigError(f"{source}: key '{key or '<root>'}' {message}")
+    raise ConfigProblems(source, [f"key '{key or '<root>'}' {message}"])
 
 
 def _float_literal(text: str) -> float | str:
@@ -257,19 +275,26 @@ def _convert_dataclass(schema: Any, value: Any, key: str, source: str) -> Any:
         _fail(source, key, f"expects a mapping (section {schema.__name__}), got {value!r}")
     hints = typing.get_type_hints(schema)
     fields = {f.name: f for f in dataclasses.fields(schema) if f.init}
-    unknown = sorted(set(value) - set(fields))
-    if unknown:
-        name = f"{key}.{unknown[0]}" if key else str(unknown[0])
-        allowed = ", ".join(sorted(fields))
-        raise ConfigError(f"{source}: unknown key '{name}'; allowed keys here: {allowed}")
+    problems = []  # every unknown key and bad value of this section and the ones below it
+    for unknown in sorted(set(value) - set(fields)):
+        name = f"{key}.{unknown}" if key else str(unknown)
+        problems.append(f"unknown key '{name}'; allowed keys here: {', '.join(sorted(fields))}")
     kwargs = {}
     for name, field in fields.items():
         sub = f"{key}.{name}" if key else name
-        if name in value:
-            kwargs[name] = _convert(hints[name], value[name], sub, source)
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
-            _fail(source, sub, "is required but missing")
+        try:
+            if name in value:
+                kwargs[name] = _convert(hints[name], value[name], sub, source)
+            elif (
+                field.default is dataclasses.MISSING
+                and field.default_factory is dataclasses.MISSING
+            ):
+                _fail(source, sub, "is required but missing")
+        except ConfigProblems as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise ConfigProblems(source, problems)
     try:
         return schema(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{source}: section '{key or '<root>'}': {exc}") from None
+        raise ConfigProblems(source, [f"section '{key or '<root>'}': {exc}"]) from None

@@ -201,3 +201,9 @@ class Detector(nn.Module):
             "feat": feat,
             **extra,
         }
+
+
+def loss_precision(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32 for a loss term (half precision under AMP is promoted); a float64 model's
+    tensors stay float64."""
+    return x if x.dtype == torch.float64 else x.float()

@@ -19,6 +19,7 @@ import torch
 
 from fairforensics.detectors.backbones import read_torch_file, strip_module_prefix
 from fairforensics.detectors.base import Detector
+from fairforensics.detectors.dfb_keys import UnmappedKeys
 
 _LIST = 8  # names shown per kind of mismatch
 
@@ -78,10 +79,15 @@ def map_deepfakebench(
     try:
         return detector.map_deepfakebench_state_dict(strip_module_prefix(state_dict))
     except KeyError as exc:
-        raise WeightsError(
-            f"{source}: not a DeepfakeBench {type(detector).deepfakebench_name!r} checkpoint: "
-            f"{exc.args[0] if exc.args else exc}"
-        ) from None
+        raise _not_deepfakebench(source, type(detector), exc) from None
+
+
+def _not_deepfakebench(source: str, cls: type[Detector], exc: KeyError) -> WeightsError:
+    """The error for a state dict that the key map of ``cls`` refuses (``exc`` names the keys)."""
+    return WeightsError(
+        f"{source}: not a DeepfakeBench {cls.deepfakebench_name!r} checkpoint: "
+        f"{exc.args[0] if exc.args else exc}"
+    )
 
 
 def load_deepfakebench_state_dict(
@@ -135,8 +141,13 @@ def checkpoint_state_dict(
 def build_from_detector_file(cls: type[Detector], config: Any) -> Detector | None:
     """``cls(config)`` with ``config.pretrained`` loaded as a whole-detector file, or None.
 
-    None means the file is not a whole detector (ours or DeepfakeBench's) and is left to the
-    backbone's ``pretrained`` loading; an unreadable file is left to it as well, which reports it.
+    None means the file is not a whole detector and is left to the backbone's ``pretrained``
+    loading: a file torch cannot read as a dict (a Keras or safetensors file, a folder: the
+    backbone's readers take it or report it), or a state dict none of whose keys this detector's
+    DeepfakeBench key map recognises (a backbone's own file). A file that is ours (its meta names
+    the detector), or one the key map recognises in part, must fit: a key the map does not know,
+    a failed check of the map, or a missing, unexpected or mis-shaped tensor is an error naming
+    the keys.
     """
     path = config.pretrained
     if not isinstance(path, str) or path.lower() in ("", "timm", "false", "none", "true"):
@@ -145,18 +156,22 @@ def build_from_detector_file(cls: type[Detector], config: Any) -> Detector | Non
         data = read_weights_file(path)
     except WeightsError:
         return None
-    state, _ = checkpoint_state_dict(data, cls.name, path)
+    state, meta = checkpoint_state_dict(data, cls.name, path)
     bare = dataclasses.replace(config, pretrained=False)
     with torch.device("meta"):  # decide on the key names without allocating the model
         probe = cls(bare)
     plain = strip_module_prefix(state)
-    if set(plain) != set(probe.state_dict()):
+    if set(plain) != set(probe.state_dict()) and "detector" not in meta:
         if cls.deepfakebench_name is None:
             return None
         try:
             plain = probe.map_deepfakebench_state_dict(plain)
-        except (KeyError, NotImplementedError):
-            return None
+        except UnmappedKeys as exc:
+            if exc.recognised == 0:
+                return None
+            raise _not_deepfakebench(path, cls, exc) from None
+        except KeyError as exc:
+            raise _not_deepfakebench(path, cls, exc) from None
     detector = cls(bare)
     check_fits(detector, plain, path)
     detector.load_state_dict(plain, strict=True)

@@ -2,8 +2,8 @@
 
 A map is an ordered list of ``(DeepfakeBench prefix, our prefix)`` rules plus the prefixes of
 tensors that DeepfakeBench builds but never uses in its forward pass. The first matching rule
-renames a key; a dropped key disappears; a key that matches neither raises ``KeyError`` naming
-every such key, so nothing is lost silently.
+renames a key; a dropped key disappears; a key that matches neither raises :class:`UnmappedKeys`
+(a ``KeyError``) naming every such key, so nothing is lost silently.
 """
 
 from __future__ import annotations
@@ -16,6 +16,19 @@ import torch
 #: layer names; ``last_linear`` is its 2-way head and ``adjust_channel`` is built in every mode.
 XCEPTION_HEAD = "last_linear."
 XCEPTION_UNUSED = "adjust_channel."
+
+
+class UnmappedKeys(KeyError):
+    """Keys of a state dict that no rule of a key map renames or drops; ``recognised`` counts the
+    keys the map did rename or drop (0: the file is not laid out as that DeepfakeBench model)."""
+
+    def __init__(self, unmapped: list[str], recognised: int) -> None:
+        super().__init__(
+            f"{len(unmapped)} DeepfakeBench keys have no counterpart in this model: "
+            f"{unmapped[:20]}{' ...' if len(unmapped) > 20 else ''}"
+        )
+        self.unmapped = unmapped
+        self.recognised = recognised
 
 
 def remap(
@@ -42,10 +55,7 @@ def remap(
         else:
             unmapped.append(key)
     if unmapped:
-        raise KeyError(
-            f"{len(unmapped)} DeepfakeBench keys have no counterpart in this model: "
-            f"{unmapped[:20]}{' ...' if len(unmapped) > 20 else ''}"
-        )
+        raise UnmappedKeys(unmapped, len(state_dict) - len(unmapped))
     return out
 
 

@@ -44,7 +44,7 @@ from fairforensics.detectors.backbones import (
 from fairforensics.detectors.backbones.coverage import fitting_tensors
 from fairforensics.detectors.backbones.resnet3d import ResNet3d, slowfast_rules
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
-from fairforensics.detectors.dfb_keys import remap
+from fairforensics.detectors.dfb_keys import UnmappedKeys, remap
 from fairforensics.detectors.registry import register_detector
 
 KINETICS_FILE = "I3D_8x8_R50.pth"
@@ -139,9 +139,10 @@ class I3DBase(Detector):
         is not a detector checkpoint."""
         head = state_dict.get("resnet.head.projection.weight")
         if head is not None and head.shape[0] != 1:
-            raise KeyError(
-                f"resnet.head.projection has {head.shape[0]} outputs, not 1 (a Kinetics backbone "
-                f"file? pass it as 'pretrained:')"
+            # recognised=0: not laid out as a DeepfakeBench detector; the backbone loader takes it
+            raise UnmappedKeys(
+                [f"resnet.head.projection.weight ({head.shape[0]} outputs, not 1: a Kinetics file)"],
+                recognised=0,
             )
         rules = [("resnet.head.projection.", "head."), *slowfast_rules("resnet.", "backbone.")]
         return remap(state_dict, rules)

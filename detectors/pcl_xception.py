@@ -9,7 +9,15 @@ a 1 x 1 convolution ``theta`` embeds every position and the consistency of posit
 ``q`` is ``sigmoid(theta_p . theta_q / sqrt(728))``, a 4-D volume [B, 16, 16, 16, 16]. Its target
 is ``1 - |M_p - M_q|`` with ``M`` the mask resized to the map (bilinear, corners aligned): 1 where
 both positions come from the same face. Loss: CE + ``pcl_weight`` (1) x binary cross-entropy of
-the volume (computed from the logits). At evaluation only the classifier runs.
+the volume. At evaluation only the classifier runs.
+
+The binary cross-entropy (``consistency_bce``). ``sigmoid`` (default), DeepfakeBench's: the
+sigmoid of the logits, then ``nn.BCELoss`` (each log clamped at -100), in float32 (float64 for a
+float64 model) also under AMP. Where the float32 sigmoid rounds to exactly 0 or 1 (a logit beyond
+about +-17, common at the start of training) an entry whose target lies on the other side costs
+100 and passes no gradient. ``logits``: the same loss computed from the logits
+(``binary_cross_entropy_with_logits``), which stays exact and keeps its gradient there; the two
+agree wherever the sigmoid does not saturate.
 
 Variants (``model.variant``). ``deepfakebench`` (default) reproduces DeepfakeBench's code:
 its ``Masks4D`` puts the mask ``M_q`` itself, not ``1 - |M_p - M_q|``, in the target row of every
@@ -29,7 +37,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fairforensics.detectors.base import DetectorConfig
+from fairforensics.detectors.base import DetectorConfig, loss_precision
 from fairforensics.detectors.dfb_keys import XCEPTION_HEAD, XCEPTION_UNUSED, remap
 from fairforensics.detectors.registry import register_detector
 from fairforensics.detectors.xception_sladd import MIDDLE, XceptionSLADDBase
@@ -37,10 +45,13 @@ from fairforensics.detectors.xception_sladd import MIDDLE, XceptionSLADDBase
 
 @dataclass
 class PCLConfig(DetectorConfig):
-    """``pcl_weight``: weight of the consistency loss (DeepfakeBench: 1)."""
+    """``pcl_weight``: weight of the consistency loss (DeepfakeBench: 1); ``consistency_bce``:
+    its binary cross-entropy after a sigmoid (DeepfakeBench's) or from the logits (module
+    docstring)."""
 
     pcl_weight: float = 1.0
     variant: Literal["deepfakebench", "paper"] = "deepfakebench"
+    consistency_bce: Literal["sigmoid", "logits"] = "sigmoid"
 
     def __post_init__(self) -> None:
         if self.pcl_weight < 0:
@@ -60,19 +71,37 @@ class ConsistencyVolume(nn.Module):
 
 
 def consistency_target(
-    mask: torch.Tensor, size: tuple[int, int], first_column_quirk: bool
+    mask: torch.Tensor,
+    size: tuple[int, int],
+    first_column_quirk: bool,
+    dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """[B, N, N] target ``1 - |M_p - M_q|`` of a mask [B, 1, H, W] resized to ``size``.
+    """[B, N, N] target ``1 - |M_p - M_q|`` of a mask [B, 1, H, W] resized to ``size``, in
+    ``dtype``.
 
     ``first_column_quirk``: DeepfakeBench's ``Masks4D``, whose rows of the positions in column 0
     hold ``M_q`` instead.
     """
-    m = F.interpolate(mask.float(), size=size, mode="bilinear", align_corners=True).flatten(1)
+    m = F.interpolate(mask.to(dtype), size=size, mode="bilinear", align_corners=True).flatten(1)
     target = 1 - (m[:, :, None] - m[:, None, :]).abs()
     if first_column_quirk:
         first = torch.arange(0, size[0] * size[1], size[1], device=mask.device)
         target[:, first, :] = m[:, None, :]
     return target
+
+
+def consistency_bce(
+    logits: torch.Tensor, target: torch.Tensor, after_sigmoid: bool
+) -> torch.Tensor:
+    """Mean binary cross-entropy of consistency ``logits`` against ``target`` in float32 (float64
+    stays), also under AMP: after a sigmoid with ``nn.BCELoss``'s clamp (``after_sigmoid``,
+    DeepfakeBench's) or from the logits."""
+    with torch.autocast(logits.device.type, enabled=False):
+        x = loss_precision(logits)
+        target = target.to(x.dtype)
+        if after_sigmoid:
+            return F.binary_cross_entropy(torch.sigmoid(x), target)
+        return F.binary_cross_entropy_with_logits(x, target)
 
 
 @register_detector("pcl_xception", family="Spatial")
@@ -105,8 +134,9 @@ class PCLXception(XceptionSLADDBase):
             )
         size = tuple(out["middle"].shape[-2:])
         quirk = self.cfg.variant == "deepfakebench"
-        target = consistency_target(batch["mask"], size, quirk)
-        pcl = F.binary_cross_entropy_with_logits(out["consistency"].float(), target)
+        logits = loss_precision(out["consistency"])
+        target = consistency_target(batch["mask"], size, quirk, logits.dtype)
+        pcl = consistency_bce(logits, target, self.cfg.consistency_bce == "sigmoid")
         return {"total": ce + self.cfg.pcl_weight * pcl, "ce": ce, "pcl": pcl}
 
     def map_deepfakebench_state_dict(

@@ -79,9 +79,10 @@ from fairforensics.detectors.ucf import (
     _Head,
     adain,
     half_batch_contrastive,
-    pair_reconstructions,
     specific_and_reconstruction,
     training_method_labels,
+    training_outputs,
+    with_num_methods,
 )
 
 log = logging.getLogger(__name__)
@@ -234,10 +235,7 @@ class PGFDD(Detector):
     def configure_from_data(
         cls, model_cfg: dict[str, Any], method_names: list[str]
     ) -> dict[str, Any]:
-        """``num_methods`` = the training split's manipulation methods, unless set."""
-        if "num_methods" in model_cfg:
-            return model_cfg
-        return {**model_cfg, "num_methods": max(len(method_names), 1)}
+        return with_num_methods(model_cfg, method_names)
 
     @classmethod
     def configure_from_attributes(
@@ -340,25 +338,9 @@ class PGFDD(Detector):
         content = self.encoder_c(image)
         if self.cfg.implementation == "authors":
             content = adain(demographic, content)
-        f_all = torch.cat([f_spe, f_sha], dim=1)
-        pair = pair.to(image.device)
-        recon_self, recon_cross = pair_reconstructions(
-            self.decoder, f_all, content, pair, image.shape[-2:]
-        )
-        logits_sha, feat_sha = self.head_sha(f_sha)
-        logits_spe, feat_spe = self.head_spe(f_spe)
-        logits_fair, _ = self.head_fair(f_fair)
-        return self.outputs(
-            fused_logits,
-            fused_feat,
-            logits_sha=logits_sha,
-            feat_sha=feat_sha,
-            logits_spe=logits_spe,
-            feat_spe=feat_spe,
-            logits_fair=logits_fair,
-            recon_self=recon_self,
-            recon_cross=recon_cross,
-        )
+        out = training_outputs(self, f_spe, f_sha, content, pair, image.shape[-2:])
+        out["logits_fair"] = self.head_fair(f_fair)[0]
+        return self.outputs(fused_logits, fused_feat, **out)
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The six PG-FDD terms in training; CE of the fused prediction at evaluation."""

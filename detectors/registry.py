@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "fairforensics.detectors"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _REGISTRY: dict[str, type[Detector]] = {}
+#: Entry-point name -> the import failure of that detector plugin (filled by load_entry_points).
+_FAILED_PLUGINS: dict[str, str] = {}
 D = TypeVar("D", bound=type[Detector])
 
 
@@ -95,16 +97,35 @@ def _builtin_modules() -> dict[str, str]:
 @cache
 def load_entry_points() -> list[str]:
     """Import the modules of the ``fairforensics.detectors`` entry points (once); a plugin that
-    fails to import is logged and skipped, so it cannot break the other detectors."""
+    fails to import is logged and skipped, so it cannot break the other detectors, and its
+    failure is kept for the error of an unknown detector (:func:`plugin_failures`)."""
     loaded = []
+    _FAILED_PLUGINS.clear()
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
         except Exception as exc:  # noqa: BLE001 - a broken plugin fails in many ways
-            log.warning("detector plugin %s (%s) cannot be loaded: %s", ep.name, ep.value, exc)
+            failure = f"detector plugin {ep.name} ({ep.value}) failed to import: {exc!r}"
+            log.warning("%s", failure)
+            _FAILED_PLUGINS[ep.name] = failure
             continue
         loaded.append(ep.name)
     return loaded
+
+
+def plugin_failures() -> dict[str, str]:
+    """Entry-point name -> why that detector plugin failed to import (after the first lookup)."""
+    load_entry_points()
+    return dict(_FAILED_PLUGINS)
+
+
+def plugin_failure_note(name: str) -> str:
+    """``""``, or ``"; "`` + the import failure of each detector plugin that failed (the entry
+    point called ``name`` first): the error of an unknown detector ``name`` adds it, since the
+    detector may be one of theirs."""
+    failed = plugin_failures()
+    notes = [failed.pop(name)] if name in failed else []
+    return "".join(f"; {note}" for note in [*notes, *failed.values()])
 
 
 def detector_family(name: str) -> str:
@@ -132,7 +153,10 @@ def get_detector_class(name: str) -> type[Detector]:
     if name not in _REGISTRY:
         load_entry_points()
     if name not in _REGISTRY:
-        raise KeyError(f"unknown detector {name!r}; known detectors: {', '.join(list_detectors())}")
+        raise KeyError(
+            f"unknown detector {name!r}{plugin_failure_note(name)}; "
+            f"known detectors: {', '.join(list_detectors())}"
+        )
     return _REGISTRY[name]
 
 

@@ -9,9 +9,12 @@ residual paths carry the first attention map forward (1x1 conv + BN + ReLU, adap
 to the later resolution). Then the remaining blocks, the head (+ Swish) and a linear 2-way layer on
 the pooled 1792-d features; cross-entropy loss (DeepfakeBench's).
 
-SAIA normalises by the mean over the **whole batch tensor**, as DeepfakeBench does, so a sample's
-score depends on the other samples of its batch (DeepfakeBench's behaviour; documented in
-docs/detectors.md). The attention is computed without gradient (``torch.no_grad``), as there.
+SAIA normalises by a mean of the attention: by default each sample's own mean, so that a face's
+score does not depend on the faces batched with it. DeepfakeBench takes the mean over the **whole
+batch tensor**, so there a sample's score depends on the other samples of its batch;
+``batch_coupled_attention: true`` reproduces that (the parity tests use it; docs/detectors.md says
+what DeepfakeBench's published numbers were computed with). With one sample per batch both are the
+same model. The attention is computed without gradient (``torch.no_grad``), as there.
 DeepfakeBench builds its blocks without drop-connect here (``block(x)``), and so do we.
 """
 
@@ -45,8 +48,11 @@ CHANNEL_RANGE = 5
 BAND_WIDTH = 1.0
 
 
-def saia(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """DeepfakeBench's ``SAIA_conv(isspace=True, ischannel=True)``: (attended x, spatial map)."""
+def saia(x: torch.Tensor, batch_coupled: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """DeepfakeBench's ``SAIA_conv(isspace=True, ischannel=True)``: (attended x, spatial map).
+
+    The attention is normalised by each sample's mean, or with ``batch_coupled`` by the mean over
+    the whole batch (DeepfakeBench's)."""
     b, c, h, w = x.shape
     with torch.no_grad():
         ones = torch.ones(c, 1, 3, 3, dtype=x.dtype, device=x.device)
@@ -56,7 +62,8 @@ def saia(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # DeepfakeBench sums groups of 5 consecutive channels of the concatenated differences
         inter = diffs.view(b, c, CHANNEL_RANGE, h, w).sum(dim=2).abs()
         att = intra + 0.5 * inter
-        scale = att.mean() * 2 * BAND_WIDTH**2  # the mean over the whole batch tensor
+        mean = att.mean() if batch_coupled else att.mean(dim=(1, 2, 3), keepdim=True)
+        scale = mean * 2 * BAND_WIDTH**2
         channel = -torch.log(torch.exp(-att / scale) + 0.1)
         channel = channel.view(b, c, -1).mean(dim=2).view(b, c, 1, 1) + 1
         space = att / scale
@@ -69,7 +76,12 @@ def _conv_bn_relu(cin: int, cout: int) -> nn.Sequential:
 
 @dataclass
 class SIAConfig(DetectorConfig):
-    """SIA has no variant: DeepfakeBench's model is the paper's (mean = std = 0.5)."""
+    """SIA has no variant: DeepfakeBench's model is the paper's (mean = std = 0.5).
+    ``batch_coupled_attention``: normalise SAIA by the mean over the whole batch, as DeepfakeBench
+    does (a face's score then depends on its batch-mates); ``false`` (default): by each face's own
+    mean."""
+
+    batch_coupled_attention: bool = False
 
 
 @register_detector("sia", family="Spatial")
@@ -92,14 +104,15 @@ class SIA(Detector):
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         net = self.backbone
         x = run_blocks(net, stem(net, batch["image"]), 0, 6)
-        x, att1 = saia(x)
+        coupled = self.cfg.batch_coupled_attention
+        x, att1 = saia(x, coupled)
         x = run_blocks(net, x, 6, 10)
         res12 = F.adaptive_max_pool2d(self.conv1(att1), x.shape[-2:])
-        x, att2 = saia(x + res12)
+        x, att2 = saia(x + res12, coupled)
         x = run_blocks(net, x, 10, 22)
         res14 = F.adaptive_max_pool2d(self.conv2(att1), x.shape[-2:])
         res24 = F.adaptive_max_pool2d(self.conv3(att2), x.shape[-2:])
-        x, _ = saia(x + res24 + res14)
+        x, _ = saia(x + res24 + res14, coupled)
         fmap = head(net, run_blocks(net, x, 22, 32))
         feat = fmap.mean(dim=(2, 3))
         return self.outputs(self.head(feat), feat, feature_map=fmap)

@@ -48,9 +48,10 @@ _BLOCK = re.compile(r"^transformer\.resblocks\.(\d+)\.")
 class StaClipConfig(ClipDetectorConfig):
     """StA-CLIP on clips of 8 frames at 224 px with CLIP's normalisation; ``width``, ``layers``,
     ``heads``, ``patch_size``: the CLIP tower (DeepfakeBench: ViT-L/14 cut to 14 blocks);
-    ``dropout``: before the linear head; ``batch_coupled_attention``: DeepfakeBench's adapter
-    cross-attention, whose token layout mixes the clips of a batch (a clip's score then depends on
-    the other clips in its batch; ``false``: each clip attends over its own positions)."""
+    ``dropout``: before the linear head; ``batch_coupled_attention``: ``true`` is DeepfakeBench's
+    adapter cross-attention, whose token layout mixes the clips of a batch (a clip's score then
+    depends on the other clips in its batch); ``false`` (default): each clip attends over its own
+    positions (the same model when a batch holds one clip)."""
 
     clip_size: int = 8
     input_size: int = 224
@@ -61,7 +62,7 @@ class StaClipConfig(ClipDetectorConfig):
     heads: int = 16
     patch_size: int = 14
     dropout: float = 0.5
-    batch_coupled_attention: bool = True
+    batch_coupled_attention: bool = False
 
     def __post_init__(self) -> None:
         if self.width % self.heads or self.width % 4:

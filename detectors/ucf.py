@@ -206,21 +206,44 @@ def half_batch_contrastive(
     return loss + _margin_loss(specific[n : 2 * n], spe_anchor[n : 2 * n], spe_anchor[:n], margin)
 
 
-def pair_reconstructions(
-    decoder: ConditionalDecoder,
-    f_all: torch.Tensor,
+def with_num_methods(model_cfg: dict[str, Any], method_names: list[str]) -> dict[str, Any]:
+    """``model_cfg`` with ``num_methods`` = the training split's manipulation methods (at least
+    one), unless it sets it: the specific head's classes (UCF, PG-FDD)."""
+    if "num_methods" in model_cfg:
+        return model_cfg
+    return {**model_cfg, "num_methods": max(len(method_names), 1)}
+
+
+def training_outputs(
+    model: nn.Module,
+    f_spe: torch.Tensor,
+    f_sha: torch.Tensor,
     content: torch.Tensor,
     pair: torch.Tensor,
     size: torch.Size,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """UCF's self and cross reconstructions: each image's features with its own content and its
-    pair partner's features with that content, resized to ``size`` (the input's)."""
-    recon_self = decoder(f_all, content)
-    recon_cross = decoder(f_all[pair], content)
+) -> dict[str, torch.Tensor]:
+    """The training outputs UCF and PG-FDD share: the common head's (``logits_sha``,
+    ``feat_sha``) and the specific head's (``logits_spe``, ``feat_spe``) logits and features,
+    and UCF's self and cross reconstructions (``recon_self``: each image's features with its own
+    content; ``recon_cross``: its pair partner's features with that content), resized to
+    ``size`` (the input's). ``model`` holds ``decoder``, ``head_sha`` and ``head_spe``."""
+    f_all = torch.cat([f_spe, f_sha], dim=1)
+    pair = pair.to(f_all.device)
+    recon_self = model.decoder(f_all, content)
+    recon_cross = model.decoder(f_all[pair], content)
     if recon_self.shape[-2:] != size:
         recon_self = F.interpolate(recon_self, size=size, mode="bilinear", align_corners=True)
         recon_cross = F.interpolate(recon_cross, size=size, mode="bilinear", align_corners=True)
-    return recon_self, recon_cross
+    logits_sha, feat_sha = model.head_sha(f_sha)
+    logits_spe, feat_spe = model.head_spe(f_spe)
+    return {
+        "logits_sha": logits_sha,
+        "feat_sha": feat_sha,
+        "logits_spe": logits_spe,
+        "feat_spe": feat_spe,
+        "recon_self": recon_self,
+        "recon_cross": recon_cross,
+    }
 
 
 def training_method_labels(
@@ -268,10 +291,7 @@ class UCF(Detector):
     def configure_from_data(
         cls, model_cfg: dict[str, Any], method_names: list[str]
     ) -> dict[str, Any]:
-        """``num_methods`` = the training split's manipulation methods, unless set."""
-        if "num_methods" in model_cfg:
-            return model_cfg
-        return {**model_cfg, "num_methods": max(len(method_names), 1)}
+        return with_num_methods(model_cfg, method_names)
 
     def __init__(self, cfg: UCFConfig) -> None:
         super().__init__(cfg)
@@ -297,21 +317,8 @@ class UCF(Detector):
         if self.cfg.shuffle_p > 0 and torch.rand(()) < self.cfg.shuffle_p:
             f_sha = f_sha[_permute_within(label)]
         content = self.encoder_c(image)
-        f_all = torch.cat([f_spe, f_sha], dim=1)
-        pair = pair.to(image.device)
-        recon_self, recon_cross = pair_reconstructions(
-            self.decoder, f_all, content, pair, image.shape[-2:]
-        )
-        logits, feat = self.head_sha(f_sha)
-        logits_spe, feat_spe = self.head_spe(f_spe)
-        return self.outputs(
-            logits,
-            feat,
-            logits_spe=logits_spe,
-            feat_spe=feat_spe,
-            recon_self=recon_self,
-            recon_cross=recon_cross,
-        )
+        out = training_outputs(self, f_spe, f_sha, content, pair, image.shape[-2:])
+        return self.outputs(out.pop("logits_sha"), out.pop("feat_sha"), **out)
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The four UCF losses in training; common-feature CE alone at evaluation."""

@@ -47,7 +47,7 @@ from fairforensics.detectors.backbones.vit_weights import (
     local_weights,
     read_weight_files,
 )
-from fairforensics.detectors.base import Detector, DetectorConfig
+from fairforensics.detectors.base import Detector, DetectorConfig, loss_precision
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
 
@@ -351,7 +351,7 @@ class UIAViT(Detector):
         self, out: dict[str, torch.Tensor], label: torch.Tensor
     ) -> dict[str, torch.Tensor]:
         model, (w_pcl, w_c, w_cross) = self.model, self.cfg.loss_weights
-        feat = out["patch_feat"].float()
+        feat = loss_precision(out["patch_feat"])
         b, g, _, d = feat.shape
         flat = feat.reshape(-1, d)
         with torch.no_grad():
@@ -360,7 +360,12 @@ class UIAViT(Detector):
             )
         fake_patch = (F.relu(gap) > 0).reshape(b, g * g)
         pcl = patch_consistency_loss(
-            out["attn_map"].float(), label, fake_patch, model.c_real, model.c_fake, model.c_cross
+            loss_precision(out["attn_map"]),
+            label,
+            fake_patch,
+            model.c_real,
+            model.c_fake,
+            model.c_cross,
         )
         reg = 1 / model.c_real.abs() + 1 / model.c_fake.abs()
         return {

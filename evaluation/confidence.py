@@ -13,8 +13,18 @@ samples; the covariance uses the fast mid-rank algorithm of Sun & Xu (IEEE SPL 2
 
 Shared helpers for clustered resampling elsewhere (fairness gaps): :func:`bootstrap_multiplicities`
 (vectorised draws of units), :func:`weighted_ranking_metrics` (AUC/EER of many weightings from
-one sort), :func:`percentile_interval`, :func:`bootstrap_proportion`, and McNemar's exact test
-of paired before/after outcomes (:func:`mcnemar_exact`).
+one sort), :func:`percentile_interval`, and McNemar's exact test of paired before/after outcomes
+(:func:`mcnemar_exact`).
+
+Proportions (accuracy, precision, recall, error rates, flip and violation rates) get Wilson score
+intervals on the effective number of trials (:func:`clustered_wilson`, :func:`proportion_interval`)
+rather than bootstrap ones: a percentile bootstrap of a share that is 100 % on the sample
+resamples to 100 % every time, the zero-width ``100.0 [100.0, 100.0]``.
+
+One small-group rule for every interval shown (here, in :mod:`fairness.gaps` and the metamorphic
+tables): none is shown for a quantity measured on fewer than :data:`MIN_INTERVAL_UNITS` units
+(videos; a face without a video is its own unit) of what it counts, and the note of
+:func:`few_units_note` says why.
 """
 
 from __future__ import annotations
@@ -51,8 +61,22 @@ class Interval:
         return {"value": self.value, "low": self.low, "high": self.high}
 
 
-#: Fewest videos of a class for a bootstrap interval of a metric that needs that class.
-MIN_UNITS = 5
+#: Fewest units (videos) of what a quantity counts for its interval to be shown.
+MIN_INTERVAL_UNITS = 5
+
+
+def too_few_units(n_units: int, min_units: int = MIN_INTERVAL_UNITS) -> bool:
+    """The small-group rule: no interval is shown for a quantity on fewer than ``min_units``
+    units (videos) of what it counts."""
+    return n_units < min_units
+
+
+def few_units_note(n_units: int, what: str, min_units: int = MIN_INTERVAL_UNITS) -> str:
+    """Why :func:`too_few_units` hides an interval (``"fewer than 5 real videos (3)"``), or
+    ``""`` when it is shown."""
+    return f"fewer than {min_units} {what} ({n_units})" if too_few_units(n_units, min_units) else ""
+
+
 #: Classes each metric of :func:`evaluation.metrics.summarize` needs (0 real, 1 fake);
 #: ACC needs videos of any class.
 _NEEDS = {"acc": (), "recall": (1,)}
@@ -70,9 +94,11 @@ def bootstrap_ci(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-    min_units: int = MIN_UNITS,
+    min_units: int = MIN_INTERVAL_UNITS,
 ) -> dict[str, Interval]:
-    """Percentile bootstrap intervals of every :func:`evaluation.metrics.summarize` metric.
+    """Intervals of every :func:`evaluation.metrics.summarize` metric: Wilson score intervals
+    of the proportions (ACC, precision, recall) on the effective number of frames or videos
+    (:func:`clustered_wilson`), percentile bootstrap intervals of the others.
 
     ``level="frame"`` scores frames, ``"video"`` scores videos (frame scores reduced with
     ``reduce``); either way the resampling unit is the video (``video_ids``, unique across
@@ -80,7 +106,8 @@ def bootstrap_ci(
 
     Undefined rather than misleading: an interval is NaN, with the reason in ``note``, when the
     data hold fewer than ``min_units`` videos of a class the metric needs (ACC: of all videos;
-    recall: fakes; the rest: both classes), or when more than half of the replicates leave it
+    recall: fakes; the rest: both classes; :func:`few_units_note`), when a proportion counts
+    nothing (precision without fake decisions), or when more than half of the replicates leave it
     undefined (e.g. drew one class); otherwise ``n_undefined`` replicates were left out. Nothing
     is logged here: callers summarise the notes once.
     """
@@ -108,23 +135,54 @@ def bootstrap_ci(
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
         reps[b] = list(_summarize(ranked, counts[codes].astype(np.float64), fpr_targets).values())
+    shares = _proportion_counts(y_true, y_score, codes, n_videos, threshold)
     out: dict[str, Interval] = {}
     for j, name in enumerate(point):
         needs = _NEEDS.get(name, (0, 1))
-        few = [k for k in needs if per_class[k] < min_units]
-        if not needs and n_videos < min_units:
-            note = f"fewer than {min_units} videos ({n_videos})"
-        elif few:
+        if needs:
             note = "; ".join(
-                f"fewer than {min_units} {('real', 'fake')[k]} videos ({per_class[k]})" for k in few
+                filter(
+                    None,
+                    (few_units_note(per_class[k], f"{_CLASS[k]} videos", min_units) for k in needs),
+                )
             )
+        else:
+            note = few_units_note(n_videos, "videos", min_units)
+        if note:
+            out[name] = Interval(point[name], float("nan"), float("nan"), 0, note)
+        elif name in shares:
+            low, high = clustered_wilson(*shares[name], confidence)
+            why = "" if np.isfinite(low) else _NO_TRIALS[name]
+            out[name] = Interval(point[name], low, high, 0, why)
         else:
             low, high, note = bootstrap_interval(reps[:, j], confidence, "bootstrap replicates")
             bad = int(n_boot - np.isfinite(reps[:, j]).sum())
             out[name] = Interval(point[name], low, high, bad, note)
-            continue
-        out[name] = Interval(point[name], float("nan"), float("nan"), 0, note)
     return out
+
+
+_CLASS = ("real", "fake")
+#: Why a proportion's interval is undefined when nothing is counted.
+_NO_TRIALS = {"acc": "no rows", "precision": "no fake decisions", "recall": "no fakes"}
+
+
+def _proportion_counts(
+    y_true: np.ndarray, y_score: np.ndarray, codes: np.ndarray, n_units: int, threshold: float
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per unit (video) the successes and trials of ACC, precision and recall."""
+    fake, decided_fake = y_true == 1, y_score >= threshold
+    counted = {
+        "acc": (decided_fake == fake, np.ones(len(y_true), dtype=bool)),
+        "precision": (fake, decided_fake),
+        "recall": (decided_fake, fake),
+    }
+    return {
+        name: (
+            np.bincount(codes, weights=success & rows, minlength=n_units),
+            np.bincount(codes, weights=rows, minlength=n_units),
+        )
+        for name, (success, rows) in counted.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -400,26 +458,37 @@ def mcnemar_exact(n_01: int, n_10: int) -> float:
     return float(stats.binomtest(int(n_01), int(n_01 + n_10), 0.5).pvalue)
 
 
-def bootstrap_proportion(
-    events: np.ndarray,
-    units: Sequence,
-    n_boot: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
+def clustered_wilson(
+    successes: np.ndarray, trials: np.ndarray, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Percentile interval of the share of True ``events``, resampling ``units`` (e.g. videos)."""
+    """Wilson score interval of the proportion ``sum(successes) / sum(trials)``, one entry per
+    cluster (a video's frames): on Kish's effective number of trials (:func:`effective_size`,
+    ICC by :func:`cluster_icc`), so correlated frames of one video count less than independent
+    ones; clusters of one trial each (photos, videos) give the plain Wilson interval. Unlike a
+    percentile bootstrap it never collapses to a point: 30 of 30 gives [88.6 %, 100 %].
+    NaN without trials."""
+    successes = np.asarray(successes, dtype=np.float64)
+    trials = np.asarray(trials, dtype=np.float64)
+    used = trials > 0
+    successes, trials = successes[used], trials[used]
+    total = trials.sum()
+    if total <= 0:
+        return float("nan"), float("nan")
+    icc = cluster_icc(successes, trials, np.zeros(len(trials), dtype=np.int64))
+    low, high = wilson_interval(successes.sum() / total, effective_size(trials, icc), confidence)
+    return float(low), float(high)
+
+
+def proportion_interval(
+    events: np.ndarray, units: Sequence, confidence: float = 0.95
+) -> tuple[float, float]:
+    """:func:`clustered_wilson` of the share of True ``events``, clustered by ``units`` (e.g.
+    the video of each face); NaN when there is no event."""
     events = np.asarray(events, dtype=bool)
     if len(events) != len(units):
         raise ValueError("units must have one entry per event")
-    if events.size == 0 or n_boot < 1:
+    if events.size == 0:
         return float("nan"), float("nan")
     codes, uniq = factorize(units)
-    per_unit = np.stack(
-        [np.bincount(codes, weights=events, minlength=len(uniq)), np.bincount(codes)], axis=1
-    )
-    rng = np.random.default_rng(seed)
-    shares = []
-    for block in bootstrap_multiplicities(rng, len(uniq), n_boot):
-        sums = block @ per_unit
-        shares.append(sums[:, 0] / sums[:, 1])
-    return percentile_interval(np.concatenate(shares), confidence)
+    per_unit = np.bincount(codes, weights=events, minlength=len(uniq))
+    return clustered_wilson(per_unit, np.bincount(codes, minlength=len(uniq)), confidence)

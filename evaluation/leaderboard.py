@@ -25,7 +25,14 @@ def collect_results(
 ) -> list[Result]:
     """One :class:`Result` per test set of each evaluation folder, recomputed from its
     predictions files (detector and training data come from ``eval.json``)."""
-    results = []
+    return _results_by_level(eval_dirs, [level], reduce, threshold)[level]
+
+
+def _results_by_level(
+    eval_dirs: Sequence[str | Path], levels: Sequence[str], reduce: str, threshold: float
+) -> dict[str, list[Result]]:
+    """:func:`collect_results` at each of ``levels``, reading every predictions file once."""
+    results: dict[str, list[Result]] = {level: [] for level in levels}
     for d in map(Path, eval_dirs):
         info_path = d / "eval.json"
         if not info_path.is_file():
@@ -36,14 +43,18 @@ def collect_results(
             if not path.is_file():
                 log.warning("%s: no predictions for %s; left out", d, name)
                 continue
-            res = evaluate_predictions(
-                read_predictions(path), level=level, reduce=reduce, threshold=threshold
-            )
-            results.append(
-                Result(
-                    info["detector"], info.get("train_data", ""), name, res["metrics"], res["unit"]
+            pred = read_predictions(path)
+            for level in levels:
+                res = evaluate_predictions(pred, level=level, reduce=reduce, threshold=threshold)
+                results[level].append(
+                    Result(
+                        info["detector"],
+                        info.get("train_data", ""),
+                        name,
+                        res["metrics"],
+                        res["unit"],
+                    )
                 )
-            )
     return results
 
 
@@ -51,7 +62,7 @@ def build_leaderboard(
     eval_dirs: Sequence[str | Path],
     out_dir: str | Path,
     metrics: Sequence[str] = ("auc", "ap", "eer", "acc"),
-    level: str = "frame",
+    levels: Sequence[str] | str = ("frame",),
     *,
     reduce: str = "mean",
     threshold: float = 0.5,
@@ -59,21 +70,26 @@ def build_leaderboard(
     train_data: str | None = None,
     extra_sections: Sequence[Section | tuple] = (),
 ) -> Path:
-    """Leaderboards (paper 002 Table 3) per metric, cross-manipulation heat maps (Figure 2) and a
-    radar chart from several evaluation folders, with an HTML report; returns ``out_dir``.
+    """Leaderboards (paper 002 Table 3) per level and metric
+    (``leaderboard_<level>_<metric>.*``), cross-manipulation heat maps (Figure 2) and a radar
+    chart (of the first level) from several evaluation folders, with an HTML report; returns
+    ``out_dir``.
 
     Image and video detectors share one table; at ``level="frame"`` a video detector's rows are
     its clips (the section title says ``frame/clip level``), at ``video`` both are videos."""
     out = Path(out_dir)
-    results = collect_results(eval_dirs, level, reduce, threshold)
-    if not results:
+    levels = [levels] if isinstance(levels, str) else list(levels)
+    by_level = _results_by_level(eval_dirs, levels, reduce, threshold)
+    if not any(by_level.values()):
         raise ValueError("the evaluation folders hold no predictions")
     sections = []
-    label = level_label(level, [r.unit for r in results])  # frame/clip: image + video detectors
-    for metric in metrics:
-        table = leaderboard(results, metric, within=within, train_data=train_data)
-        table.write(out / f"leaderboard_{level}_{slug(metric)}")
-        sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
+    for level, results in by_level.items():
+        label = level_label(level, [r.unit for r in results])  # frame/clip: image + video
+        for metric in metrics:
+            table = leaderboard(results, metric, within=within, train_data=train_data)
+            table.write(out / f"leaderboard_{level}_{slug(metric)}")
+            sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
+    level, results = levels[0], by_level[levels[0]]
     figures: list[Path] = []
     first = metrics[0]
     radar: dict[str, dict[str, float]] = {}

@@ -10,7 +10,6 @@ from typing import Any
 
 from fairforensics.configs import ConfigError
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector
-from fairforensics.evaluation.metrics import choose_threshold, video_scores
 from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.provenance import (
@@ -23,8 +22,8 @@ from fairforensics.evaluation.provenance import (
 from fairforensics.evaluation.report import Section, relative_to
 from fairforensics.evaluation.results import evaluate_prediction_files, slug
 from fairforensics.evaluation.runs import load_run
-from fairforensics.evaluation.scoring import video_codes
 from fairforensics.evaluation.settings import TestConfig
+from fairforensics.evaluation.thresholds import predictions_threshold
 from fairforensics.preprocessing.device import resolve_device
 from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
@@ -190,10 +189,7 @@ def validation_threshold(
     )
     if out_dir is not None:
         write_predictions(Path(out_dir) / "predictions_val.csv", pred)
-    y, s = pred.label, pred.score
-    if cfg.levels[0] == "video":
-        y, s, _ = video_scores(y, s, video_codes(pred)[0], reduce=cfg.reduce)
-    threshold = choose_threshold(y, s, rule)
+    threshold = predictions_threshold([pred], cfg.levels[0], cfg.reduce, rule)
     name = index.dataset if isinstance(index, DatasetIndex) else index
     log.info("threshold %.6f chosen on %s/val (%s rule)", threshold, name, rule)
     return threshold

@@ -1,7 +1,8 @@
 """FairForensics: benchmark deepfake and face presentation-attack detectors, with fairness
 measured by default. The one import name; its subpackages are ``configs``, ``preprocessing``,
 ``detectors``, ``training``, ``evaluation``, ``fairness``, ``benchmarks`` and ``cli`` (the commands),
-e.g. ``from fairforensics.detectors import build_detector``."""
+e.g. ``from fairforensics.detectors import build_detector``. ``fairforensics.detect(paths, run=...)``
+scores videos and images (:func:`fairforensics.evaluation.detection.detect`)."""
 
 from pathlib import Path
 
@@ -11,3 +12,13 @@ if not (_HERE / "detectors").is_dir() and (_HERE.parent / "detectors" / "__init_
     # subpackages are the repository's top-level folders beside this one. An installed copy
     # (wheel or editable) has them inside, or mapped by the install's own finder.
     __path__.append(str(_HERE.parent))  # noqa: F821 - the package's module search path
+
+
+def __getattr__(name: str):
+    """``fairforensics.detect``: imported on first use, so ``import fairforensics`` stays light
+    (no torch until a function needs it)."""
+    if name == "detect":
+        from fairforensics.evaluation.detection import detect
+
+        return detect
+    raise AttributeError(f"module 'fairforensics' has no attribute {name!r}")

@@ -62,13 +62,16 @@ import numpy as np
 from scipy import stats
 
 from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
     bootstrap_interval,
     cluster_icc,
     clustered_auc_variance,
     effective_size,
+    few_units_note,
     mover_interval,
     percentile_interval,
     stratified_multiplicities,
+    too_few_units,
     weighted_ranking_metrics,
     wilson_interval,
 )
@@ -97,8 +100,6 @@ GAP_METRICS: tuple[str, ...] = tuple(HIGHER_IS_BETTER)
 _COUNT_METRICS = ("acc", "fpr", "fnr", "error_rate")
 _RANKING_METRICS = ("auc", "eer")
 _PERM_BLOCK_CELLS = 1 << 21
-#: Fewest units (videos) of a class for an interval of a metric that needs that class.
-MIN_INTERVAL_UNITS = 5
 _CLASS_NAME = ("real", "fake")
 
 
@@ -231,9 +232,7 @@ def _class_rates(c: _Cells, n_groups: int, min_units: int, unit_name: str) -> li
                 out[g].append(_Rate(np.nan, 0.0, 0.0, f"no {_CLASS_NAME[k]} {unit_name}"))
                 continue
             p, weight = float(errors[cells].sum() / n), float(n / total[g])
-            note = ""
-            if n_units < min_units:
-                note = f"fewer than {min_units} {_CLASS_NAME[k]} {unit_name} ({n_units})"
+            note = few_units_note(n_units, f"{_CLASS_NAME[k]} {unit_name}", min_units)
             out[g].append(_Rate(p, effective_size(frames[cells], icc), weight, note))
     return out
 
@@ -359,6 +358,214 @@ def _favoured(metric: str, a: str, b: str, diff: float) -> str:
     return a if (diff > 0) == HIGHER_IS_BETTER[metric] else b
 
 
+@dataclass
+class _GapData:
+    """One :func:`group_gaps` call's rows (groups known), their cells and per-class rates."""
+
+    y: np.ndarray
+    s: np.ndarray
+    grp: np.ndarray
+    cells: _Cells
+    names: list[str]  # every group, sorted
+    ranked: list[str]  # groups of >= min_group_size rows
+    rates: list[list[_Rate]]  # [group][class]
+
+
+@dataclass
+class _GroupFigures:
+    """Per group: each metric's value, interval and why it has none, and what the gaps reuse
+    (EER bootstrap replicates, the clustered AUC variance)."""
+
+    values: dict[str, dict[str, float]] = field(default_factory=dict)
+    ci: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    notes: dict[str, dict[str, str]] = field(default_factory=dict)
+    eer_boot: dict[str, np.ndarray] = field(default_factory=dict)
+    auc_var: dict[str, float] = field(default_factory=dict)
+
+
+def _check_gap_arguments(
+    metrics: Sequence[str], n_boot: int, n_perm: int, confidence: float, min_units: int
+) -> None:
+    unknown = sorted(set(metrics) - set(GAP_METRICS))
+    if unknown:
+        raise ValueError(f"unknown gap metrics {unknown}; allowed: {list(GAP_METRICS)}")
+    if n_boot < 0 or n_perm < 0 or not 0 < confidence < 1:
+        raise ValueError("n_boot and n_perm must be >= 0 and confidence in (0, 1)")
+    if min_units < 2:
+        raise ValueError(f"min_units must be >= 2 (an interval needs variation), got {min_units}")
+
+
+def _gap_data(
+    y_true: Sequence,
+    y_score: Sequence,
+    groups: Sequence,
+    units: Sequence | None,
+    threshold: float,
+    min_group_size: int,
+    min_units: int,
+    unit_name: str,
+) -> _GapData:
+    """The rows with a group, their cells and rates; groups under ``min_group_size`` rows are
+    kept but not ranked (a warning), fewer than two ranked groups is an error."""
+    n_all = len(np.asarray(y_true))
+    ids = np.arange(n_all) if units is None else np.asarray(units, dtype=object)
+    if len(ids) != n_all:
+        raise ValueError(f"units must have one entry per sample ({n_all}), got {len(ids)}")
+    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
+    y, s, grp = clean_groups(y_true, y_score, groups)
+    ids = np.array([str(i) for i in ids[known]], dtype=object)
+    names = sorted(set(grp))
+    size = {g: int(np.sum(grp == g)) for g in names}
+    ranked = [g for g in names if size[g] >= min_group_size]
+    small = [g for g in names if g not in ranked]
+    if small:
+        log.warning(
+            "groups %s have fewer than %d rows: reported, but not used for gaps and tests",
+            small,
+            min_group_size,
+        )
+    if len(ranked) < 2:
+        raise ValueError(
+            f"gaps need at least two groups of >= {min_group_size} rows; sizes: {size}"
+        )
+    cells = _cells(y, (s >= threshold).astype(np.int64), grp, ids, names)
+    rates = _class_rates(cells, len(names), min_units, unit_name)
+    return _GapData(y, s, grp, cells, names, ranked, rates)
+
+
+def _group_figures(
+    d: _GapData,
+    metrics: Sequence[str],
+    n_boot: int,
+    confidence: float,
+    rng: np.random.Generator,
+) -> _GroupFigures:
+    """Every group's value of each metric and its interval (module docstring)."""
+    out = _GroupFigures()
+    want_rank = [m for m in metrics if m in _RANKING_METRICS]
+    for gi, g in enumerate(d.names):
+        counted = _count_metrics(d.cells.of_group(gi))
+        point = {m: float(counted[m]) for m in metrics if m in counted}
+        rows = d.grp == g
+        if want_rank:
+            r = weighted_ranking_metrics(d.y[rows], d.s[rows], [np.ones(int(rows.sum()))])
+            point.update({m: float(r[m][0]) for m in want_rank})
+        out.values[g] = {m: point[m] for m in metrics}
+        out.ci[g], out.notes[g] = {}, {}
+        for m in metrics:
+            low, high, note = _group_interval(d, out, m, gi, n_boot, confidence, rng)
+            out.ci[g][m] = (float(low), float(high))
+            if note:
+                out.notes[g][m] = note
+    return out
+
+
+def _group_interval(
+    d: _GapData,
+    figures: _GroupFigures,
+    m: str,
+    gi: int,
+    n_boot: int,
+    confidence: float,
+    rng: np.random.Generator,
+) -> tuple[float, float, str]:
+    """Group ``gi``'s interval of metric ``m`` and why it has none (records what gaps reuse)."""
+    g = d.names[gi]
+    value = figures.values[g][m]
+    if not n_boot:
+        return np.nan, np.nan, ""
+    if not np.isfinite(value):
+        return np.nan, np.nan, f"{m} undefined"
+    if m in _COUNT_METRICS:
+        return _rate_interval(m, d.rates, confidence, gi)
+    note = _ranking_note(d.rates[gi])
+    if m == "auc":
+        if not note:
+            rows = d.grp == g
+            figures.auc_var[g] = clustered_auc_variance(
+                d.y[rows], d.s[rows], d.cells.row_cell[rows]
+            )[1]
+        low, high = _normal_interval(value, figures.auc_var.get(g, np.nan), confidence)
+        return max(low, 0.0), min(high, 1.0), note
+    if note:
+        return np.nan, np.nan, note
+    figures.eer_boot[g] = _eer_replicates(d.cells, gi, d.y, d.s, n_boot, rng)
+    return bootstrap_interval(figures.eer_boot[g], confidence, "bootstrap replicates")
+
+
+def _pair_gap(
+    d: _GapData,
+    figures: _GroupFigures,
+    m: str,
+    permuted: dict[str, np.ndarray],
+    n_boot: int,
+    confidence: float,
+) -> Gap:
+    """The signed gap of metric ``m`` between the ranked groups furthest apart, its interval
+    (simultaneous over the pairs) and its permutation p-value."""
+    values = figures.values
+    point = np.array([values[g][m] for g in d.ranked])
+    spread = float(_spread(point))
+    defined = [i for i, v in enumerate(point) if np.isfinite(v)]
+    if len(defined) < 2:
+        undefined = [g for g in d.ranked if not np.isfinite(values[g][m])]
+        why = f"{m} undefined in {undefined}: fewer than two groups have it"
+        nan = float("nan")
+        return Gap(m, "", "", nan, nan, nan, nan, nan, nan, spread, "", 0, 0, why)
+    order = sorted(defined, key=lambda k: (point[k], k))
+    i, j = order[0], order[-1]  # distinct even when every value is equal
+    a, b = sorted((d.ranked[i], d.ranked[j]))
+    diff = values[a][m] - values[b][m]
+    low = high = float("nan")
+    note, n_boot_valid = "", 0
+    # simultaneous over the pairs (Bonferroni): the pair is chosen after looking at the data
+    pair_conf = 1.0 - (1.0 - confidence) / (len(defined) * (len(defined) - 1) / 2)
+    if n_boot and m in _COUNT_METRICS:
+        ia, ib = d.names.index(a), d.names.index(b)
+        own = {a: _rate_interval(m, d.rates, confidence, ia)[2]}
+        own[b] = _rate_interval(m, d.rates, confidence, ib)[2]
+        note = _named_notes(own)
+        if not note:
+            low, high, note = _rate_interval(m, d.rates, pair_conf, ia, ib)
+    elif n_boot:
+        note = _named_notes({g: figures.notes[g].get(m, "") for g in (a, b)})
+        if not note and m == "auc":
+            var = figures.auc_var[a] + figures.auc_var[b]
+            low, high = _normal_interval(diff, var, pair_conf)
+        elif not note:
+            replicates = figures.eer_boot[a] - figures.eer_boot[b]
+            n_boot_valid = int(np.isfinite(replicates).sum())
+            low, high, note = bootstrap_interval(replicates, pair_conf, "bootstrap replicates")
+    p, n_perm_valid = float("nan"), 0
+    if permuted:
+        spreads = _spread(permuted[m])
+        spreads = spreads[np.isfinite(spreads)]
+        n_perm_valid = int(spreads.size)
+        p = float((1 + np.sum(spreads >= spread - 1e-12)) / (1 + spreads.size))
+    return Gap(
+        metric=m,
+        group_a=a,
+        group_b=b,
+        value_a=values[a][m],
+        value_b=values[b][m],
+        diff=diff,
+        low=float(low),
+        high=float(high),
+        p_value=p,
+        spread=spread,
+        favoured=_favoured(m, a, b, diff),
+        n_boot_valid=n_boot_valid,
+        n_perm_valid=n_perm_valid,
+        note=note,
+    )
+
+
+def _named_notes(notes: dict[str, str]) -> str:
+    """Why an interval is undefined: each group's own reason, named (``"bright: fewer than 5 real
+    videos (4)"``); "" when none has one."""
+    return "; ".join(f"{g}: {note}" for g, note in notes.items() if note)
+
+
 def group_gaps(
     y_true: Sequence,
     y_score: Sequence,
@@ -383,139 +590,17 @@ def group_gaps(
     ``unit_name`` names the units there). ``n_boot`` 0 switches every interval off (NaN),
     ``n_perm`` 0 the tests. Seeded: the same inputs give the same result.
     """
-    unknown = sorted(set(metrics) - set(GAP_METRICS))
-    if unknown:
-        raise ValueError(f"unknown gap metrics {unknown}; allowed: {list(GAP_METRICS)}")
-    if n_boot < 0 or n_perm < 0 or not 0 < confidence < 1:
-        raise ValueError("n_boot and n_perm must be >= 0 and confidence in (0, 1)")
-    if min_units < 2:
-        raise ValueError(f"min_units must be >= 2 (an interval needs variation), got {min_units}")
-    n_all = len(np.asarray(y_true))
-    ids = np.arange(n_all) if units is None else np.asarray(units, dtype=object)
-    if len(ids) != n_all:
-        raise ValueError(f"units must have one entry per sample ({n_all}), got {len(ids)}")
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    y, s, grp = clean_groups(y_true, y_score, groups)
-    ids = np.array([str(i) for i in ids[known]], dtype=object)
-    names = sorted(set(grp))
-    size = {g: int(np.sum(grp == g)) for g in names}
-    ranked_names = [g for g in names if size[g] >= min_group_size]
-    small = [g for g in names if g not in ranked_names]
-    if small:
-        log.warning(
-            "groups %s have fewer than %d rows: reported, but not used for gaps and tests",
-            small,
-            min_group_size,
-        )
-    if len(ranked_names) < 2:
-        raise ValueError(
-            f"gaps need at least two groups of >= {min_group_size} rows; sizes: {size}"
-        )
-    y_pred = (s >= threshold).astype(np.int64)
-    c = _cells(y, y_pred, grp, ids, names)
-    ranked = [names.index(g) for g in ranked_names]
+    _check_gap_arguments(metrics, n_boot, n_perm, confidence, min_units)
+    d = _gap_data(y_true, y_score, groups, units, threshold, min_group_size, min_units, unit_name)
     rng = np.random.default_rng(seed)
-    rates = _class_rates(c, len(names), min_units, unit_name)
-    want_rank = [m for m in metrics if m in _RANKING_METRICS]
-
-    values: dict[str, dict[str, float]] = {}
-    boot: dict[str, np.ndarray] = {}  # EER replicates per group
-    auc_var: dict[str, float] = {}  # clustered (Obuchowski) variance of each group's AUC
-    group_ci: dict[str, dict[str, tuple[float, float]]] = {}
-    notes: dict[str, dict[str, str]] = {}
-    for gi, g in enumerate(names):
-        counted = _count_metrics(c.of_group(gi))
-        point = {m: float(counted[m]) for m in metrics if m in counted}
-        rows = grp == g
-        if want_rank:
-            r = weighted_ranking_metrics(y[rows], s[rows], [np.ones(int(rows.sum()))])
-            point.update({m: float(r[m][0]) for m in want_rank})
-        values[g] = {m: point[m] for m in metrics}
-        group_ci[g], notes[g] = {}, {}
-        for m in metrics:
-            if not n_boot:
-                low, high, note = np.nan, np.nan, ""
-            elif not np.isfinite(values[g][m]):
-                low, high, note = np.nan, np.nan, f"{m} undefined"
-            elif m in _COUNT_METRICS:
-                low, high, note = _rate_interval(m, rates, confidence, gi)
-            elif m == "auc":
-                note = _ranking_note(rates[gi])
-                if not note:
-                    auc_var[g] = clustered_auc_variance(y[rows], s[rows], c.row_cell[rows])[1]
-                low, high = _normal_interval(values[g][m], auc_var.get(g, np.nan), confidence)
-                low, high = max(low, 0.0), min(high, 1.0)
-            else:
-                note = _ranking_note(rates[gi])
-                if not note:
-                    boot[g] = _eer_replicates(c, gi, y, s, n_boot, rng)
-                low, high, note = (
-                    (np.nan, np.nan, note)
-                    if note
-                    else bootstrap_interval(boot[g], confidence, "bootstrap replicates")
-                )
-            group_ci[g][m] = (float(low), float(high))
-            if note:
-                notes[g][m] = note
-    perm = _permuted_values(c, ranked, y, s, metrics, n_perm, rng) if n_perm else {}
-
-    gaps: dict[str, Gap] = {}
-    for m in metrics:
-        point = np.array([values[g][m] for g in ranked_names])
-        spread = float(_spread(point))
-        defined = [i for i, v in enumerate(point) if np.isfinite(v)]
-        if len(defined) < 2:
-            undefined = [g for g in ranked_names if not np.isfinite(values[g][m])]
-            why = f"{m} undefined in {undefined}: fewer than two groups have it"
-            nan = float("nan")
-            gaps[m] = Gap(m, "", "", nan, nan, nan, nan, nan, nan, spread, "", 0, 0, why)
-            continue
-        order = sorted(defined, key=lambda k: (point[k], k))
-        i, j = order[0], order[-1]  # distinct even when every value is equal
-        a, b = sorted((ranked_names[i], ranked_names[j]))
-        diff = values[a][m] - values[b][m]
-        low = high = float("nan")
-        note, n_boot_valid = "", 0
-        # simultaneous over the pairs (Bonferroni): the pair is chosen after looking at the data
-        pair_conf = 1.0 - (1.0 - confidence) / (len(defined) * (len(defined) - 1) / 2)
-        if n_boot and m in _COUNT_METRICS:
-            low, high, note = _rate_interval(m, rates, pair_conf, names.index(a), names.index(b))
-        elif n_boot and m == "auc":
-            note = "; ".join(n for n in (notes[a].get(m), notes[b].get(m)) if n)
-            if not note:
-                var = auc_var[a] + auc_var[b]
-                low, high = _normal_interval(diff, var, pair_conf)
-        elif n_boot:
-            note = "; ".join(n for n in (notes[a].get(m), notes[b].get(m)) if n)
-            if not note:
-                d = boot[a] - boot[b]
-                n_boot_valid = int(np.isfinite(d).sum())
-                low, high, note = bootstrap_interval(d, pair_conf, "bootstrap replicates")
-        p = float("nan")
-        n_perm_valid = 0
-        if n_perm:
-            stats = _spread(perm[m])
-            stats = stats[np.isfinite(stats)]
-            n_perm_valid = int(stats.size)
-            p = float((1 + np.sum(stats >= spread - 1e-12)) / (1 + stats.size))
-        gaps[m] = Gap(
-            metric=m,
-            group_a=a,
-            group_b=b,
-            value_a=values[a][m],
-            value_b=values[b][m],
-            diff=diff,
-            low=float(low),
-            high=float(high),
-            p_value=p,
-            spread=spread,
-            favoured=_favoured(m, a, b, diff),
-            n_boot_valid=n_boot_valid,
-            n_perm_valid=n_perm_valid,
-            note=note,
-        )
-    check = class_ratio_check(c, names, gaps, 1.0 - confidence) if "acc" in gaps else {}
-    return GapAnalysis(names, ranked_names, values, group_ci, gaps, check, confidence, notes)
+    figures = _group_figures(d, metrics, n_boot, confidence, rng)
+    ranked = [d.names.index(g) for g in d.ranked]
+    permuted = _permuted_values(d.cells, ranked, d.y, d.s, metrics, n_perm, rng) if n_perm else {}
+    gaps = {m: _pair_gap(d, figures, m, permuted, n_boot, confidence) for m in metrics}
+    check = class_ratio_check(d.cells, d.names, gaps, 1.0 - confidence) if "acc" in gaps else {}
+    return GapAnalysis(
+        d.names, d.ranked, figures.values, figures.ci, gaps, check, confidence, figures.notes
+    )
 
 
 def class_ratio_check(
@@ -589,9 +674,10 @@ def class_ratio_check(
 
 
 def _pct(v: float, signed: bool = False) -> str:
+    """A share in percent with one decimal, as every table shows it."""
     if v is None or not np.isfinite(v):
-        return "n/a"
-    return f"{100 * v:+.2f}%" if signed else f"{100 * v:.2f}%"
+        return "undefined"
+    return f"{100 * v:+.1f}%" if signed else f"{100 * v:.1f}%"
 
 
 def curve_auc_intervals(
@@ -634,14 +720,15 @@ def curve_auc_intervals(
     names = sorted(set(grp))
     c = _cells(y, (s >= 0.5).astype(np.int64), grp, np.array([str(i) for i in ids]), names)
     strata = 2 * c.group + c.label
-    too_few = [
-        f"{names[h // 2]}: fewer than {min_units} {_CLASS_NAME[h % 2]} {unit_name} ({n})"
-        for h, n in enumerate(np.bincount(strata, minlength=2 * len(names)))
-        if 0 < n < min_units
-    ]
+    too_few: dict[str, str] = {}
+    for h, n in enumerate(np.bincount(strata, minlength=2 * len(names))):
+        if n > 0 and too_few_units(n, min_units):
+            why = few_units_note(n, f"{_CLASS_NAME[h % 2]} {unit_name}", min_units)
+            name = names[h // 2]
+            too_few[name] = f"{too_few[name]}, {why}" if name in too_few else why
     keys = ("fdr_auc", "abf_auc")
     if too_few:
-        note = "; ".join(too_few)
+        note = _named_notes(too_few)
         nan = (float("nan"), float("nan"))
         return {
             tg: {**dict.fromkeys(keys, nan), "notes": dict.fromkeys(keys, note)}
@@ -711,7 +798,7 @@ def iso_group_intervals(
     label = np.empty(len(uniq), dtype=np.int64)
     label[codes] = y_true
     nan = (float("nan"), float("nan"))
-    if min(np.bincount(label, minlength=2)) < min_units:
+    if any(too_few_units(n, min_units) for n in np.bincount(label, minlength=2)):
         return {"apcer": nan, "bpcer": nan, "eer": nan}
     rng = np.random.default_rng(seed)
     out: dict[str, list[float]] = {"apcer": [], "bpcer": [], "eer": []}

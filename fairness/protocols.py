@@ -432,113 +432,17 @@ def write_protocol_tables(
         for sub in protocol.subprotocols
         for a in protocol.test_attributes
     }
-    eer_rows: list[dict[str, Any]] = []
-    fair_rows: dict[str, list[dict[str, Any]]] = {"FDR": [], "ABF": []}
-    odta_rows: list[dict[str, Any]] = []
-    curve_rows: list[dict[str, Any]] = []
-    for sub in protocol.subprotocols:
-        for attribute in protocol.test_attributes:
-            test_groups = sorted(
-                {
-                    g
-                    for d in detectors
-                    for fs in variants
-                    for g in ev[(d, fs, sub.id, attribute)].eers
-                }
-            )
-            for g in test_groups:
-                row: dict[str, Any] = {
-                    "trained": _row_label(sub),
-                    "attribute": attribute,
-                    "test": g,
-                }
-                for d in detectors:
-                    for fs in variants:
-                        row[f"{d} {VARIANTS[fs]}"] = ev[(d, fs, sub.id, attribute)].eers.get(
-                            g, float("nan")
-                        )
-                    if len(variants) == 2:
-                        row[f"{d} Impro"] = row[f"{d} FairSwap"] - row[f"{d} B"]
-                eer_rows.append(row)
-            name = (
-                _row_label(sub)
-                if len(protocol.test_attributes) == 1
-                else f"{_row_label(sub)} / {attribute}"
-            )
-            for metric in ("FDR", "ABF"):
-                key = f"{metric.lower()}_auc"
-                row = {"metric": metric, "trained": name}
-                notes = []
-                for d in detectors:
-                    for fs in variants:
-                        e = ev[(d, fs, sub.id, attribute)]
-                        row[f"{d} {VARIANTS[fs]}"] = e.areas[key]
-                        if key in e.notes:
-                            notes.append(f"{d} {VARIANTS[fs]}: {e.notes[key]}")
-                row["notes"] = "; ".join(notes)
-                fair_rows[metric].append(row)
-            for d in detectors:
-                for fs in variants:
-                    e = ev[(d, fs, sub.id, attribute)]
-                    base = {
-                        "detector": d,
-                        "variant": VARIANTS[fs],
-                        "trained": _row_label(sub),
-                        "attribute": attribute,
-                    }
-                    for tg, per in e.odta.items():
-                        for g, values in per.items():
-                            odta_rows.append(
-                                {
-                                    **base,
-                                    "tau_from": tg,
-                                    "test": g,
-                                    **{
-                                        f"1-BPCER@APCER={100 * x:g}%": 100.0 * float(v)
-                                        for x, v in zip(odta_xs, values, strict=True)
-                                    },
-                                }
-                            )
-                    if e.curves is not None:
-                        c = e.curves
-                        for k, x in enumerate(c.xs):
-                            curve_rows.append(
-                                {
-                                    **base,
-                                    "x": float(x),
-                                    "tau": c.tau[k],
-                                    "fdr": c.fdr[k],
-                                    "abf": c.abf[k],
-                                }
-                            )
-    table: list[dict[str, Any]] = []
-    for metric in ("FDR", "ABF"):
-        table.extend(fair_rows[metric])
-        cols = [c for c in fair_rows[metric][0] if c not in ("metric", "trained", "notes")]
-        avg = {c: _mean_or_undefined([r[c] for r in fair_rows[metric]]) for c in cols}
-        undefined = [c for c in cols if not np.isfinite(avg[c])]
-        note = f"{', '.join(undefined)}: a row above is undefined" if undefined else ""
-        table.append({"metric": metric, "trained": "Average", **avg, "notes": note})
+    runs = _Runs(protocol, ev, list(detectors), variants)
     paths = {
         "eer": out / f"{protocol.name}_eer",
         "fdr_abf": out / f"{protocol.name}_fdr_abf",
         "odta": out / f"{protocol.name}_odta",
         "curves": out / f"{protocol.name}_curves",
     }
-    if len(protocol.test_attributes) > 1 and eer_rows:  # Table VI's Average row
-        cols = [c for c in eer_rows[0] if c not in ("trained", "attribute", "test")]
-        eer_rows.append(
-            {
-                "trained": "",
-                "attribute": "Average",
-                "test": "",
-                **{c: _mean_or_undefined([r[c] for r in eer_rows]) for c in cols},
-            }
-        )
-    write_table(eer_rows, paths["eer"], digits=2)
-    write_table(table, paths["fdr_abf"], digits=3)
-    write_table(odta_rows, paths["odta"], digits=2)
-    write_table(curve_rows, paths["curves"], digits=4)
+    write_table(_eer_rows(runs), paths["eer"], digits=2)
+    write_table(_fdr_abf_rows(runs), paths["fdr_abf"], digits=3)
+    write_table(_odta_rows(runs, odta_xs), paths["odta"], digits=2)
+    write_table(_curve_rows(runs), paths["curves"], digits=4)
     settings = {
         "alpha": alpha,
         "species_rule": species_rule,
@@ -550,6 +454,116 @@ def write_protocol_tables(
     if figures:
         _protocol_figures(protocol, ev, detectors, variants, odta_xs, out / "figures")
     return paths
+
+
+@dataclass
+class _Runs:
+    """The evaluations of every (detector, variant, sub-protocol, tested attribute)."""
+
+    protocol: FairnessProtocol
+    ev: dict[tuple[str, bool, str, str], _Evaluation]
+    detectors: list[str]
+    variants: list[bool]
+
+    def cells(self) -> list[tuple[SubProtocol, str]]:
+        """(sub-protocol, tested attribute) in table order."""
+        return [
+            (sub, a) for sub in self.protocol.subprotocols for a in self.protocol.test_attributes
+        ]
+
+    def columns(self) -> list[tuple[str, bool]]:
+        """(detector, variant) in column order."""
+        return [(d, fs) for d in self.detectors for fs in self.variants]
+
+
+def _eer_rows(runs: _Runs) -> list[dict[str, Any]]:
+    """EER % per trained subset and test group, a column per detector and variant (and the
+    FairSWAP improvement); with several tested attributes an Average row (Table VI)."""
+    rows: list[dict[str, Any]] = []
+    for sub, attribute in runs.cells():
+        evals = {(d, fs): runs.ev[(d, fs, sub.id, attribute)] for d, fs in runs.columns()}
+        for g in sorted({g for e in evals.values() for g in e.eers}):
+            row: dict[str, Any] = {"trained": _row_label(sub), "attribute": attribute, "test": g}
+            for d in runs.detectors:
+                for fs in runs.variants:
+                    row[f"{d} {VARIANTS[fs]}"] = evals[(d, fs)].eers.get(g, float("nan"))
+                if len(runs.variants) == 2:
+                    row[f"{d} Impro"] = row[f"{d} FairSwap"] - row[f"{d} B"]
+            rows.append(row)
+    if len(runs.protocol.test_attributes) > 1 and rows:
+        cols = [c for c in rows[0] if c not in ("trained", "attribute", "test")]
+        average = {c: _mean_or_undefined([r[c] for r in rows]) for c in cols}
+        rows.append({"trained": "", "attribute": "Average", "test": "", **average})
+    return rows
+
+
+def _fdr_abf_rows(runs: _Runs) -> list[dict[str, Any]]:
+    """FDR-AUC, then ABF-AUC, per trained subset, each with its Average row; ``notes`` say
+    why a value is undefined."""
+    table: list[dict[str, Any]] = []
+    single = len(runs.protocol.test_attributes) == 1
+    for metric in ("FDR", "ABF"):
+        key = f"{metric.lower()}_auc"
+        rows = []
+        for sub, attribute in runs.cells():
+            name = _row_label(sub) if single else f"{_row_label(sub)} / {attribute}"
+            row: dict[str, Any] = {"metric": metric, "trained": name}
+            notes = []
+            for d, fs in runs.columns():
+                e = runs.ev[(d, fs, sub.id, attribute)]
+                row[f"{d} {VARIANTS[fs]}"] = e.areas[key]
+                if key in e.notes:
+                    notes.append(f"{d} {VARIANTS[fs]}: {e.notes[key]}")
+            row["notes"] = "; ".join(notes)
+            rows.append(row)
+        cols = [c for c in rows[0] if c not in ("metric", "trained", "notes")]
+        avg = {c: _mean_or_undefined([r[c] for r in rows]) for c in cols}
+        undefined = [c for c in cols if not np.isfinite(avg[c])]
+        note = f"{', '.join(undefined)}: a row above is undefined" if undefined else ""
+        table += [*rows, {"metric": metric, "trained": "Average", **avg, "notes": note}]
+    return table
+
+
+def _run_key(sub: SubProtocol, attribute: str, d: str, fs: bool) -> dict[str, Any]:
+    return {
+        "detector": d,
+        "variant": VARIANTS[fs],
+        "trained": _row_label(sub),
+        "attribute": attribute,
+    }
+
+
+def _odta_rows(runs: _Runs, odta_xs: Sequence[float]) -> list[dict[str, Any]]:
+    """1 - BPCER % at each APCER_x, per run, threshold group (tau from) and test group."""
+    rows = []
+    for sub, attribute in runs.cells():
+        for d, fs in runs.columns():
+            for tg, per in runs.ev[(d, fs, sub.id, attribute)].odta.items():
+                for g, values in per.items():
+                    at = {
+                        f"1-BPCER@APCER={100 * x:g}%": 100.0 * float(v)
+                        for x, v in zip(odta_xs, values, strict=True)
+                    }
+                    rows.append(
+                        {**_run_key(sub, attribute, d, fs), "tau_from": tg, "test": g, **at}
+                    )
+    return rows
+
+
+def _curve_rows(runs: _Runs) -> list[dict[str, Any]]:
+    """FDR and ABF at every x, per run (runs without curves are left out)."""
+    rows = []
+    for sub, attribute in runs.cells():
+        for d, fs in runs.columns():
+            c = runs.ev[(d, fs, sub.id, attribute)].curves
+            if c is None:
+                continue
+            key = _run_key(sub, attribute, d, fs)
+            for k, x in enumerate(c.xs):
+                rows.append(
+                    {**key, "x": float(x), "tau": c.tau[k], "fdr": c.fdr[k], "abf": c.abf[k]}
+                )
+    return rows
 
 
 def _protocol_figures(

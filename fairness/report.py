@@ -17,6 +17,7 @@ text that ``scripts/fairness.py`` prints.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +28,13 @@ import numpy as np
 from fairforensics.configs import load_config
 from fairforensics.evaluation.metrics import SingleClassError, video_scores
 from fairforensics.evaluation.predictions import Predictions
-from fairforensics.evaluation.table_writer import UNDEFINED, format_number, html_text
+from fairforensics.evaluation.table_writer import (
+    UNDEFINED,
+    format_number,
+    html_text,
+    write_table_files,
+)
+from fairforensics.evaluation.thresholds import DEFAULT_THRESHOLD, DecisionThreshold
 from fairforensics.fairness import plots
 from fairforensics.fairness.abf import (
     DEFAULT_XS,
@@ -47,7 +54,7 @@ from fairforensics.fairness.gaps import (
 )
 from fairforensics.fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
 from fairforensics.fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
-from fairforensics.fairness.tables import columns_of, write_table
+from fairforensics.fairness.tables import columns_of, to_csv, to_markdown, write_table
 from fairforensics.preprocessing.files import atomic_write_text, jsonable, write_json
 
 log = logging.getLogger(__name__)
@@ -60,7 +67,7 @@ class ReportConfig:
     attributes: list[str] | None = None  # None: every attribute column of the predictions
     level: Literal["frame", "video"] = "frame"
     video_reduce: Literal["mean", "median", "max"] = "mean"
-    threshold: float = 0.5
+    threshold: float | None = None  # None: the command's (scripts/fairness.py), else 0.5
     alpha: float = 0.5
     xs: list[float] | None = None  # FDR/ABF operating points; None: 0.005 to 0.2 step 0.005
     iso_points: list[float] = field(default_factory=lambda: list(ISO_APCER_POINTS))
@@ -76,6 +83,11 @@ class ReportConfig:
     min_interval_units: int = MIN_INTERVAL_UNITS  # fewer units of a class: no interval, say so
     seed: int = 0
     figures: bool = True
+
+    @property
+    def decision_threshold(self) -> float:
+        """The threshold of every decision: ``threshold``, or 0.5 when it is not set."""
+        return DEFAULT_THRESHOLD if self.threshold is None else self.threshold
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.alpha <= 1.0:
@@ -121,12 +133,14 @@ class AttributeReport:
     y_score: np.ndarray
     group_of: np.ndarray
     errors: list[str] = field(default_factory=list)
+    threshold: float = DEFAULT_THRESHOLD  # of every decision (ACC, FPR, FNR, bias factor)
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(
             {
                 "attribute": self.attribute,
                 "level": self.level,
+                "threshold": self.threshold,
                 "groups": self.groups,
                 "bias_factor": self.bias_factor,
                 "bias_pair": list(self.bias_pair),
@@ -229,80 +243,95 @@ def _attempt(errors: list[str], what: str, fn, *args, **kwargs):
         return None
 
 
-def attribute_report(
-    pred: Predictions, attribute: str, cfg: ReportConfig
-) -> AttributeReport | None:
-    """All fairness figures of one attribute; None (logged) when it has fewer than two groups."""
+@dataclass
+class _Rows:
+    """One attribute's rows (at the report's level) that have a group."""
+
+    y_true: np.ndarray
+    y_score: np.ndarray
+    groups: np.ndarray
+    species: np.ndarray  # attack species = method
+    units: np.ndarray  # resampling unit of each row
+
+    def subset(self, keep: np.ndarray) -> _Rows:
+        return _Rows(*(getattr(self, f.name)[keep] for f in dataclasses.fields(self)))
+
+
+def _attribute_rows(pred: Predictions, attribute: str, cfg: ReportConfig) -> _Rows:
+    """The rows of ``attribute`` at ``cfg.level``, without those lacking a value (logged)."""
     y_true, y_score, groups, ids = attribute_arrays(pred, attribute, cfg.level, cfg.video_reduce)
     keep = groups != ""
     if (~keep).any():
         log.warning(
             "%s: %d of %d rows have no value and are left out", attribute, (~keep).sum(), len(keep)
         )
-    y_true, y_score, groups, ids = y_true[keep], y_score[keep], groups[keep], ids[keep]
+    ids = ids[keep]
     method_of = dict(zip(pred.video_key, pred.method, strict=True))
-    species = np.array([method_of[k] for k in ids], dtype=object)  # attack species = method
+    species = np.array([method_of[k] for k in ids], dtype=object)
     units = _units_of(pred, ids, cfg.unit)
-    names = sorted(set(groups))
-    size = {g: int(np.sum(groups == g)) for g in names}
-    ranked = [g for g in names if size[g] >= cfg.min_group_size]
+    return _Rows(y_true[keep], y_score[keep], groups[keep], species, units)
+
+
+def _ranked_groups(rows: _Rows, attribute: str, min_size: int) -> list[str]:
+    """The groups of at least ``min_size`` rows (fewer than two: logged)."""
+    names = sorted(set(rows.groups))
+    size = {g: int(np.sum(rows.groups == g)) for g in names}
+    ranked = [g for g in names if size[g] >= min_size]
     if len(ranked) < 2:
         log.warning(
             "attribute %r has %d group(s) of >= %d rows (sizes %s): no fairness metrics",
             attribute,
             len(ranked),
-            cfg.min_group_size,
+            min_size,
             size,
         )
-        return None
-    errors: list[str] = []
-    unit_name = "videos" if cfg.unit is None else f"{cfg.unit} units"
-    per_group = group_metrics(y_true, y_score, groups, cfg.threshold)
-    for g in names:
-        rows = groups == g
+    return ranked
+
+
+def _per_group(
+    rows: _Rows, ranked: list[str], cfg: ReportConfig, errors: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Detection metrics and ISO/IEC 30107-3 metrics (groups holding both classes) per group."""
+    threshold = cfg.decision_threshold
+    per_group = group_metrics(rows.y_true, rows.y_score, rows.groups, threshold)
+    for g in sorted(set(rows.groups)):
+        sel = rows.groups == g
         iso = None
-        if len(set(y_true[rows].tolist())) == 2:
+        if len(set(rows.y_true[sel].tolist())) == 2:
             iso = _attempt(
                 errors,
                 f"ISO metrics of {g}",
                 iso_metrics,
-                y_true[rows],
-                y_score[rows],
-                cfg.threshold,
-                species[rows],
+                rows.y_true[sel],
+                rows.y_score[sel],
+                threshold,
+                rows.species[sel],
                 cfg.iso_points,
                 cfg.species_rule,
             )
         per_group[g]["iso"] = iso
         per_group[g]["ranked"] = g in ranked
-    gaps = group_gaps(
-        y_true,
-        y_score,
-        groups,
-        units,
-        threshold=cfg.threshold,
-        n_boot=cfg.bootstrap,
-        n_perm=cfg.permutations,
-        confidence=cfg.confidence,
-        seed=cfg.seed,
-        min_group_size=cfg.min_group_size,
-        min_units=cfg.min_interval_units,
-        unit_name=unit_name,
-    )
-    for g in names:
+    return per_group
+
+
+def _attach_intervals(
+    per_group: dict[str, dict[str, Any]], gaps: GapAnalysis, rows: _Rows, cfg: ReportConfig
+) -> None:
+    """Each group's ``ci``: the intervals of :func:`group_gaps`, and of its ISO figures under
+    the species rule (``pooled``: the FNR, FPR and EER intervals)."""
+    for g, metrics in per_group.items():
         ci = {m: list(v) for m, v in gaps.group_ci[g].items()}
-        iso = per_group[g]["iso"]
-        if iso is not None and cfg.bootstrap:  # ISO figures under the species rule
+        if metrics["iso"] is not None and cfg.bootstrap:
             if cfg.species_rule == "pooled":
                 iso_ci = {"apcer": ci["fnr"], "bpcer": ci["fpr"], "eer": ci["eer"]}
             else:
-                rows = groups == g
+                sel = rows.groups == g
                 iso_ci = iso_group_intervals(
-                    y_true[rows],
-                    y_score[rows],
-                    species[rows],
-                    units[rows],
-                    cfg.threshold,
+                    rows.y_true[sel],
+                    rows.y_score[sel],
+                    rows.species[sel],
+                    rows.units[sel],
+                    cfg.decision_threshold,
                     cfg.species_rule,
                     cfg.bootstrap,
                     cfg.confidence,
@@ -310,102 +339,147 @@ def attribute_report(
                     cfg.min_interval_units,
                 )
             ci.update({f"iso_{k}": list(v) for k, v in iso_ci.items()})
-        per_group[g]["ci"] = ci
-    # everything below ranks groups: only groups of >= min_group_size rows take part
-    r = np.isin(groups, ranked)
-    y_true, y_score, groups, units, species = (
-        y_true[r],
-        y_score[r],
-        groups[r],
-        units[r],
-        species[r],
-    )
-    y_pred = (y_score >= cfg.threshold).astype(np.int64)
-    bias, low, high = bias_factor_pair(y_true, y_pred, groups)
-    lin = lin_metrics(y_true, y_score, groups, cfg.threshold)
-    xs = np.asarray(cfg.xs if cfg.xs is not None else DEFAULT_XS, dtype=np.float64)
+        metrics["ci"] = ci
+
+
+@dataclass
+class _Curves:
+    """FDR/ABF curves and their areas per threshold group, with why an area is undefined."""
+
+    curves: dict[str, FairnessCurves] = field(default_factory=dict)
+    aucs: dict[str, dict[str, float]] = field(default_factory=dict)
+    notes: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def _fairness_curves(
+    rows: _Rows, ranked: list[str], xs: np.ndarray, cfg: ReportConfig, errors: list[str]
+) -> _Curves:
+    """FDR/ABF with tau from the fused scores and from every ranked group with attacks (or the
+    configured threshold groups); a threshold group that fails is an error line, not a stop."""
     threshold_groups = [str(t) for t in cfg.threshold_groups or []] or [POOLED] + [
-        g for g in ranked if np.any((groups == g) & (y_true == 1))
+        g for g in ranked if np.any((rows.groups == g) & (rows.y_true == 1))
     ]
-    curves: dict[str, FairnessCurves] = {}
-    aucs: dict[str, dict[str, float]] = {}
-    auc_notes: dict[str, dict[str, str]] = {}
+    out = _Curves()
     for tg in threshold_groups:
         c = _attempt(
             errors,
             f"FDR/ABF with tau from {tg}",
             fairness_curves,
-            y_true,
-            y_score,
-            groups,
+            rows.y_true,
+            rows.y_score,
+            rows.groups,
             xs,
             cfg.alpha,
             tg,
             cfg.min_denominator,
-            species=species,
+            species=rows.species,
             species_rule=cfg.species_rule,
         )
         if c is not None:
-            curves[tg] = c
-            aucs[tg], auc_notes[tg] = curve_areas(c)
-    valid_tg = [tg for tg in threshold_groups if tg in curves]
-    odta = (
-        _attempt(
-            errors,
-            "ODTA",
-            odta_curves,
-            y_true,
-            y_score,
-            groups,
-            cfg.iso_points,
-            valid_tg,
-            species=species,
-            species_rule=cfg.species_rule,
-        )
-        or {}
+            out.curves[tg] = c
+            out.aucs[tg], out.notes[tg] = curve_areas(c)
+    return out
+
+
+def _curve_intervals(
+    rows: _Rows, xs: np.ndarray, curves: _Curves, cfg: ReportConfig
+) -> dict[str, dict[str, tuple[float, float]]]:
+    """Bootstrap intervals of FDR-AUC and ABF-AUC per threshold group; their notes go into
+    ``curves.notes`` (after the point's own reason)."""
+    if not (cfg.curve_bootstrap and curves.curves):
+        return {}
+    boot = curve_auc_intervals(
+        rows.y_true,
+        rows.y_score,
+        rows.groups,
+        rows.units,
+        xs,
+        cfg.alpha,
+        list(curves.curves),
+        cfg.min_denominator,
+        rows.species,
+        cfg.species_rule,
+        n_boot=cfg.curve_bootstrap,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        min_units=cfg.min_interval_units,
+        unit_name=_unit_name(cfg),
     )
-    auc_ci: dict[str, dict[str, tuple[float, float]]] = {}
-    if cfg.curve_bootstrap and valid_tg:
-        boot = curve_auc_intervals(
-            y_true,
-            y_score,
-            groups,
-            units,
-            xs,
-            cfg.alpha,
-            valid_tg,
-            cfg.min_denominator,
-            species,
-            cfg.species_rule,
-            n_boot=cfg.curve_bootstrap,
-            confidence=cfg.confidence,
-            seed=cfg.seed,
-            min_units=cfg.min_interval_units,
-            unit_name=unit_name,
-        )
-        for tg, per in boot.items():
-            auc_ci[tg] = {k: per[k] for k in ("fdr_auc", "abf_auc")}
-            for k, note in per["notes"].items():  # the point's own reason comes first
-                auc_notes[tg].setdefault(k, f"interval: {note}")
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for tg, per in boot.items():
+        out[tg] = {k: per[k] for k in ("fdr_auc", "abf_auc")}
+        for k, note in per["notes"].items():  # the point's own reason comes first
+            curves.notes[tg].setdefault(k, f"interval: {note}")
+    return out
+
+
+def _unit_name(cfg: ReportConfig) -> str:
+    return "videos" if cfg.unit is None else f"{cfg.unit} units"
+
+
+def attribute_report(
+    pred: Predictions, attribute: str, cfg: ReportConfig
+) -> AttributeReport | None:
+    """All fairness figures of one attribute; None (logged) when it has fewer than two groups."""
+    rows = _attribute_rows(pred, attribute, cfg)
+    ranked = _ranked_groups(rows, attribute, cfg.min_group_size)
+    if len(ranked) < 2:
+        return None
+    errors: list[str] = []
+    per_group = _per_group(rows, ranked, cfg, errors)
+    gaps = group_gaps(
+        rows.y_true,
+        rows.y_score,
+        rows.groups,
+        rows.units,
+        threshold=cfg.decision_threshold,
+        n_boot=cfg.bootstrap,
+        n_perm=cfg.permutations,
+        confidence=cfg.confidence,
+        seed=cfg.seed,
+        min_group_size=cfg.min_group_size,
+        min_units=cfg.min_interval_units,
+        unit_name=_unit_name(cfg),
+    )
+    _attach_intervals(per_group, gaps, rows, cfg)
+    # everything below ranks groups: only groups of >= min_group_size rows take part
+    rows = rows.subset(np.isin(rows.groups, ranked))
+    y_pred = (rows.y_score >= cfg.decision_threshold).astype(np.int64)
+    bias, low, high = bias_factor_pair(rows.y_true, y_pred, rows.groups)
+    xs = np.asarray(cfg.xs if cfg.xs is not None else DEFAULT_XS, dtype=np.float64)
+    curves = _fairness_curves(rows, ranked, xs, cfg, errors)
+    odta = _attempt(
+        errors,
+        "ODTA",
+        odta_curves,
+        rows.y_true,
+        rows.y_score,
+        rows.groups,
+        cfg.iso_points,
+        list(curves.curves),
+        species=rows.species,
+        species_rule=cfg.species_rule,
+    )
     return AttributeReport(
         attribute=attribute,
         level=pred.row_unit if cfg.level == "frame" else cfg.level,  # frame rows, or clips
         groups=per_group,
         bias_factor=bias,
         bias_pair=(low, high),
-        lin=lin,
-        curves=curves,
-        curve_aucs=aucs,
-        odta=odta,
+        lin=lin_metrics(rows.y_true, rows.y_score, rows.groups, cfg.decision_threshold),
+        curves=curves.curves,
+        curve_aucs=curves.aucs,
+        odta=odta or {},
         odta_xs=list(cfg.iso_points),
         gaps=gaps,
-        curve_auc_ci=auc_ci,
-        curve_auc_notes=auc_notes,
+        curve_auc_ci=_curve_intervals(rows, xs, curves, cfg),
+        curve_auc_notes=curves.notes,
         ranked=ranked,
-        y_true=y_true,
-        y_score=y_score,
-        group_of=groups,
+        y_true=rows.y_true,
+        y_score=rows.y_score,
+        group_of=rows.groups,
         errors=errors,
+        threshold=cfg.decision_threshold,
     )
 
 
@@ -448,14 +522,18 @@ _GROUP_COLUMNS = (
     "fn",
     "tp",
 )
+#: What the counts of a report's level count (``n``, ``n_real``, ``n_fake``).
+_COUNTED = {"frame": "frames", "clip": "clips", "video": "videos"}
 
 
 def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
-    """One row per (attribute, group) with detection and ISO metrics."""
+    """One row per (attribute, group) with detection and ISO metrics; every row has the same
+    columns (APCER per species of every species found), ``notes`` last."""
     rows = []
     for a, rep in reports.items():
         for g, m in rep.groups.items():
-            row: dict[str, Any] = {"attribute": a, "group": g, **{k: m[k] for k in _GROUP_COLUMNS}}
+            row: dict[str, Any] = {"attribute": a, "group": g, "counted": _COUNTED[rep.level]}
+            row |= {k: m[k] for k in _GROUP_COLUMNS}
             iso = m.get("iso") or {}
             row["ranked"] = m["ranked"]
             for metric, (low, high) in m["ci"].items():
@@ -473,19 +551,70 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
                 row[f"apcer[{species}]"] = v
             for key, v in (iso.get("bpcer_at_apcer") or {}).items():
                 row[f"bpcer@apcer={key}"] = v
-            row["notes"] = notes_text(rep.gaps.notes.get(g, {}), "interval")
+            row["notes"] = notes_text(rep.gaps.notes.get(g, {}), "interval", g)
             rows.append(row)
-    return rows
+    columns = [c for c in columns_of(rows) if c != "notes"] + ["notes"]
+    return [{c: row.get(c) for c in columns} for row in rows]
 
 
-def notes_text(notes: dict[str, str], what: str = "") -> str:
-    """``{key: reason}`` as one line, keys sharing a reason joined: ``"fpr, acc interval:
-    fewer than 5 real videos (3)"``; "" when there is none."""
+#: The families of ``group_metrics.md``: one table each, after the attribute and group.
+GROUP_FAMILIES = {
+    "Detection metrics": ("counted", "n", "n_real", "n_fake", "ranked", "acc", "auc", "eer")
+    + ("precision", "recall", "f1", "fpr", "fnr", "tn", "fp", "fn", "tp"),
+    "Intervals": (),  # every [low, high] pair
+    "ISO/IEC 30107-3": ("species_rule", "apcer", "bpcer", "acer", "iso_eer"),  # + per species
+    "Notes": ("notes",),
+}
+
+
+def group_markdown(rows: list[dict[str, Any]], digits: int = 4) -> str:
+    """``group_metrics.md``: the rows of :func:`group_rows` as one table per metric family
+    (:data:`GROUP_FAMILIES`), intervals as ``[low, high]`` cells, the notes last."""
+    if not rows:
+        return ""
+    key = ("attribute", "group")
+    columns = list(rows[0])
+    lows = [c[: -len("_low")] for c in columns if c.endswith("_low")]
+    sections = []
+    for title, family in GROUP_FAMILIES.items():
+        if title == "Intervals":
+            table = [
+                {**{k: r[k] for k in key}, **{m: _interval_cell(r, m, digits) for m in lows}}
+                for r in rows
+            ]
+        else:
+            wanted = list(family)
+            if title.startswith("ISO"):
+                wanted += [c for c in columns if c.startswith(("apcer[", "bpcer@"))]
+            table = [{k: r.get(k) for k in (*key, *wanted)} for r in rows]
+        if title == "Notes":
+            table = [r for r in table if r["notes"]]
+        if table and len(table[0]) > len(key):
+            sections.append(f"## {title}\n\n{to_markdown(table, digits=digits)}")
+    return "\n".join(sections)
+
+
+def _interval_cell(row: dict[str, Any], metric: str, digits: int) -> str:
+    low, high = row[f"{metric}_low"], row[f"{metric}_high"]
+    if is_missing(low) or is_missing(high):
+        return UNDEFINED
+    return f"[{format_number(low, digits)}, {format_number(high, digits)}]"
+
+
+def notes_text(notes: dict[str, str], what: str = "", group: str = "") -> str:
+    """``{key: reason}`` as one line, each reason once with the keys it holds for (a reason of
+    several parts, joined by ``; ``, counts for each part): with ``what`` and ``group``
+    ``"female: fewer than 5 real videos (3): no interval of acc, fpr"``, else
+    ``"acc, fpr: fewer than 5 real videos (3)"``; "" when there is none."""
     by_reason: dict[str, list[str]] = {}
     for key, reason in notes.items():
-        by_reason.setdefault(reason, []).append(key)
-    head = f" {what}" if what else ""
-    return "; ".join(f"{', '.join(keys)}{head}: {reason}" for reason, keys in by_reason.items())
+        for part in dict.fromkeys(reason.split("; ")):
+            by_reason.setdefault(part, []).append(key)
+    text = "; ".join(
+        f"{reason}: no {what} of {', '.join(keys)}" if what else f"{', '.join(keys)}: {reason}"
+        for reason, keys in by_reason.items()
+    )
+    return f"{group}: {text}" if group and text else text
 
 
 def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
@@ -524,16 +653,24 @@ def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
 
 
 def write_report(
-    reports: dict[str, AttributeReport], out_dir: str | Path, figures: bool = True
+    reports: dict[str, AttributeReport],
+    out_dir: str | Path,
+    figures: bool = True,
+    threshold: DecisionThreshold | None = None,
 ) -> Path:
     """Write ``fairness.json``, tables (``summary``, ``group_metrics``, ``fdr_abf_auc``,
-    ``curves``, ``odta``, ``gaps``: CSV/MD/JSON) and figures under ``out_dir``."""
+    ``curves``, ``odta``, ``gaps``: CSV/MD/JSON) and figures under ``out_dir``; ``threshold``
+    (the one the reports decided with) is recorded with its source in ``fairness.json``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "fairness.json", {a: r.to_json() for a, r in reports.items()})
+    decided = {} if threshold is None else {"threshold_from": threshold.source}
+    write_json(out / "fairness.json", {a: {**r.to_json(), **decided} for a, r in reports.items()})
     atomic_write_text(out / "section.html", f"<html><body>{html_section(reports)}</body></html>\n")
     write_table(summary_rows(reports), out / "summary")
-    write_table(group_rows(reports), out / "group_metrics")
+    rows = group_rows(reports)
+    write_table_files(
+        out / "group_metrics", to_csv(rows), group_markdown(rows), [dict(r) for r in rows]
+    )
     auc_rows, curve_rows, odta_rows, gap_rows = [], [], [], []
     for a, rep in reports.items():
         for tg, v in rep.curve_aucs.items():
@@ -631,7 +768,7 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
             lines.append(f"{g:<16}{m['n']:>7}{cells}{mark}")
         for g in rep.groups:
             if gaps.notes.get(g):
-                lines.append(f"  {g}: {notes_text(gaps.notes[g], 'interval ' + UNDEFINED)}")
+                lines.append(f"  {notes_text(gaps.notes[g], 'interval', g)}")
         acc = gaps.gaps["acc"]
         favoured = f"{acc.favoured} favoured" if acc.favoured else "no group favoured"
         lines.append(

@@ -60,6 +60,11 @@ def combine_indexes(
         for split, how in ix.split_info.items():
             split_info.setdefault(split, []).append(f"{ix.dataset}: {how}")
     methods = (["real"] if "real" in methods else []) + [m for m in methods if m != "real"]
+    settings = [ix.preprocess for ix in indexes]
+    same = all(s == settings[0] for s in settings) and settings[0] is not None
+    if not same and any(s is not None for s in settings):
+        log.warning("combine: the indexes were made with different face-crop settings; the "
+                    "combined index records none")  # fmt: skip
     return DatasetIndex(
         dataset=dataset,
         task=tasks.pop(),
@@ -67,6 +72,7 @@ def combine_indexes(
         root=root,
         methods=methods,
         split_info={k: "; ".join(v) for k, v in split_info.items()},
+        preprocess=settings[0] if same else None,
     )
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from fairforensics.configs.loader import config_to_dict, load_config, resolve_config
+from fairforensics.configs.loader import build_config, config_to_dict, load_config, resolve_config
 
 
 @dataclass
@@ -135,6 +135,41 @@ class OutputConfig:
 
 
 @dataclass
+class FaceSettings:
+    """The settings of the path from a video or image to face crops
+    (:mod:`preprocessing.face_path`): what a dataset index records under ``preprocess`` so that
+    a detector trained on it sees the same crops in ``detect``."""
+
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    face: FaceConfig = field(default_factory=FaceConfig)
+    align: AlignConfig = field(default_factory=AlignConfig)
+    output: OutputConfig = field(default_factory=OutputConfig)
+
+    def __post_init__(self) -> None:
+        if self.sampling.mode == "clips" and self.face.keep != "largest":
+            raise ValueError(
+                "sampling.mode: clips follows one face through each clip; it needs "
+                f"face.keep: largest, got face.keep: {self.face.keep}"
+            )
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as JSON (``output.root``, where files went, left out)."""
+        data = {k: config_to_dict(getattr(self, k)) for k in FACE_SETTINGS_KEYS}
+        del data["output"]["root"]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "<preprocess settings>") -> FaceSettings:
+        """Settings from :meth:`to_json` (missing keys take the defaults; a ConfigError names a
+        bad one and ``source``)."""
+        return build_config(cls, data, source=source)
+
+
+FACE_SETTINGS_KEYS = ("sampling", "decode", "face", "align", "output")
+
+
+@dataclass
 class PreprocessConfig:
     dataset: DatasetConfig
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
@@ -150,11 +185,11 @@ class PreprocessConfig:
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_failed_share <= 1.0:
             raise ValueError(f"max_failed_share must be in [0, 1], got {self.max_failed_share}")
-        if self.sampling.mode == "clips" and self.face.keep != "largest":
-            raise ValueError(
-                "sampling.mode: clips follows one face through each clip; it needs "
-                f"face.keep: largest, got face.keep: {self.face.keep}"
-            )
+        self.face_settings()  # the rules between its sections
+
+    def face_settings(self) -> FaceSettings:
+        """The settings of the path from a video to face crops (shared with ``detect``)."""
+        return FaceSettings(*(getattr(self, k) for k in FACE_SETTINGS_KEYS))
 
     def fingerprint(self) -> str:
         """Hash of every setting that changes the files written for a video."""

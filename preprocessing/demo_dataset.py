@@ -183,7 +183,7 @@ def write_video(path: Path, frames: list[np.ndarray], qualities: np.ndarray, fps
 def make_demo_dataset(
     out: str | Path,
     n_videos: int = 40,
-    n_frames: int = 24,
+    n_frames: int = 8,
     size: int = 320,
     width: int | None = None,
     method: str = "SelfBlended",

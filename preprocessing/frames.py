@@ -18,9 +18,11 @@ the same identity: LSDA's domain groups),
 ``blend:<name>`` (with ``xray`` when the generator makes one; blends are made from real frames
 only, or from every frame, real or fake, when ``blend_all`` is also required: DeepfakeBench's
 FWA) and ``pixel_map``. A frame that
-cannot be read is logged and replaced by the nearest readable frame of the same video; when no
-frame of the video can be read the sample is skipped. Both are reported through the batch keys
-``_replaced`` and ``_skipped`` so the trainer can count them per epoch.
+cannot be used (the image, or the landmarks file or mask the detector needs, is unreadable or
+malformed) is logged with what failed and replaced by the nearest usable frame of the same video;
+when no frame of the video can be used the sample is skipped with the failures as its reason. Both
+are reported through the batch keys ``_replaced`` and ``_skipped`` so the trainer can count them
+per epoch.
 """
 
 from __future__ import annotations
@@ -64,6 +66,23 @@ SAMPLE_KEYS = frozenset(
 
 class TrainDataError(ValueError):
     """The datasets cannot give what the detector requires (empty split, no landmarks, ...)."""
+
+
+class UnusableFrame(ValueError):
+    """A frame cannot be used: its image, landmarks file or mask is unreadable or malformed (the
+    message says which file and why)."""
+
+
+def read_landmarks(path: Any, name: str) -> np.ndarray:
+    """The 68x2 float32 landmarks saved at ``path`` (``name``: how messages call the file);
+    :class:`UnusableFrame` saying why when the file cannot be read or holds another shape."""
+    try:
+        points = np.load(path)
+    except (OSError, ValueError, EOFError) as exc:  # EOFError: an empty file
+        raise UnusableFrame(f"unreadable landmarks file {name}: {exc}") from None
+    if points.shape != (68, 2):
+        raise UnusableFrame(f"landmarks file {name} holds shape {points.shape}, not (68, 2)")
+    return points.astype(np.float32)
 
 
 def sample_positions(n_frames: int, frame_num: int) -> list[int]:
@@ -300,8 +319,9 @@ class FrameDataset(Dataset):
 
     def _load_frame(
         self, vid: int, pos: int
-    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None:
-        """(image, landmarks, mask) of one frame at the resolution, or ``None`` if unreadable."""
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """(image, landmarks, mask) of one frame at the resolution; :class:`UnusableFrame`
+        naming the file when one of them cannot be read."""
         index, video = self.videos[vid]
         cached = self.cache.get(vid, pos) if self.cache is not None else None
         if cached is not None:
@@ -309,22 +329,17 @@ class FrameDataset(Dataset):
         else:
             image = read_rgb(str(index.resolve(video.frames[pos])))
             if image is None:
-                return None
+                raise UnusableFrame(f"unreadable frame {video.frames[pos]}")
             h, w = image.shape[:2]
         res = self.resolution
         landmarks = mask = None
         if video.landmarks and ("landmarks" in self.requires or self.blend):
-            try:
-                landmarks = np.load(index.resolve(video.landmarks[pos])).astype(np.float32)
-            except (OSError, ValueError):
-                return None
-            if landmarks.shape != (68, 2):
-                return None
+            landmarks = read_landmarks(index.resolve(video.landmarks[pos]), video.landmarks[pos])
             landmarks = landmarks * np.array([res / w, res / h], np.float32)
         if "mask" in self.requires and video.masks:
             raw = cv2.imread(str(index.resolve(video.masks[pos])), cv2.IMREAD_GRAYSCALE)
             if raw is None:
-                return None
+                raise UnusableFrame(f"unreadable mask {video.masks[pos]}")
             mask = (
                 cv2.resize(raw, (res, res), interpolation=cv2.INTER_LINEAR).astype(np.float32)
                 / 255.0
@@ -337,32 +352,38 @@ class FrameDataset(Dataset):
     def _load_clip(
         self, vid: int, pos: int, replaced: list[str], run: tuple[int, int] | None = None
     ) -> tuple[list, int] | None:
-        """Frames ``pos..pos+clip-1``, or the nearest readable ones of the same video (of the same
-        ``run`` of consecutive frames, for clips)."""
+        """Frames ``pos..pos+clip-1``, or the nearest usable ones of the same video (of the same
+        ``run`` of consecutive frames, for clips); :class:`UnusableFrame` listing what failed
+        when there are none."""
         index, video = self.videos[vid]
         first, n = run if run is not None else (0, len(video.frames))
         starts = range(first, first + max(n - self.clip + 1, 1))
+        failures: dict[int, str] = {}  # frame position -> why it cannot be used
         for start in sorted(starts, key=lambda s: (abs(s - pos), s)):
-            frames = [self._load_frame(vid, start + k) for k in range(self.clip)]
-            if all(f is not None for f in frames):
+            frames = []
+            for p in range(start, start + self.clip):
+                if p in failures:
+                    break
+                try:
+                    frames.append(self._load_frame(vid, p))
+                except UnusableFrame as exc:
+                    failures[p] = str(exc)
+                    log.warning("%s: %s; using another frame of the video", index.dataset, exc)
+                    replaced.append(f"{index.dataset}/{video.frames[p]}")
+                    break
+            else:
                 return frames, start
-            bad = [video.frames[start + k] for k, f in enumerate(frames) if f is None]
-            for rel in bad:
-                log.warning(
-                    "%s: unreadable frame %s; using another frame of the video", index.dataset, rel
-                )
-                replaced.append(f"{index.dataset}/{rel}")
-        return None
+        reasons = list(dict.fromkeys(failures.values()))
+        more = f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else ""
+        raise UnusableFrame("no usable frame: " + "; ".join(reasons[:3]) + more)
 
     # ---------------------------------------------------------------- samples
     def _sample(
         self, vid: int, pos: int, seed: int, replaced: list[str], run: tuple[int, int] | None = None
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any]:
+        """One sample of video ``vid`` at ``pos``; :class:`UnusableFrame` when nothing is usable."""
         index, video = self.videos[vid]
-        loaded = self._load_clip(vid, pos, replaced, run)
-        if loaded is None:
-            return None
-        frames, start = loaded
+        frames, start = self._load_clip(vid, pos, replaced, run)
         n_views = 2 if "views" in self.requires else 1
         views = []
         for view in range(n_views):
@@ -421,10 +442,11 @@ class FrameDataset(Dataset):
         partner = self._partner_tables[index.dataset].sample(index.resolve(video.frames[pos]), rng)
         image = read_rgb(str(partner.frame))
         try:
-            landmarks = np.load(partner.landmarks).astype(np.float32)
-        except (OSError, ValueError):
-            return None
-        if image is None or landmarks.shape != (68, 2):
+            if image is None:
+                raise UnusableFrame(f"unreadable frame {partner.frame}")
+            landmarks = read_landmarks(partner.landmarks, str(partner.landmarks))
+        except UnusableFrame as exc:
+            log.warning("%s/%s: no blend partner: %s", index.dataset, video.id, exc)
             return None
         h, w = image.shape[:2]
         res = self.resolution
@@ -437,10 +459,13 @@ class FrameDataset(Dataset):
         self, real: dict[str, Any], vid: int, pos: int, seed: int
     ) -> dict[str, Any] | None:
         """An online blended fake made from a real frame by ``preprocessing.blending.generate``."""
-        loaded = self._load_frame(vid, pos)
-        if loaded is None:
+        try:
+            image, landmarks, _ = self._load_frame(vid, pos)
+        except UnusableFrame as exc:
+            log.warning(
+                "%s/%s: no blend: %s", self.videos[vid][0].dataset, self.videos[vid][1].id, exc
+            )
             return None
-        image, landmarks, _ = loaded
         rng = np.random.default_rng(sample_seed(seed, 7))
         partner = self._blend_partner(vid, pos, rng) if needs_partner(self.blend[0]) else None
         if needs_partner(self.blend[0]) and partner is None:
@@ -501,10 +526,11 @@ class FrameDataset(Dataset):
         pos = item.pos  # a clip's start in training: drawn anew every epoch
         if item.span > 1:
             pos += sample_seed(self.seed, epoch, i, 1) % item.span
-        sample = self._sample(item.video, pos, seed, replaced, item.run)
         index, video = self.videos[item.video]
-        if sample is None:
-            reason = f"{index.dataset}/{video.method}/{video.id}: no readable frame"
+        try:
+            sample = self._sample(item.video, pos, seed, replaced, item.run)
+        except UnusableFrame as exc:
+            reason = f"{index.dataset}/{video.method}/{video.id}: {exc}"
             log.warning("skipping sample: %s", reason)
             return {"_skipped": reason, "_replaced": replaced}
         sample["_replaced"] = replaced
@@ -516,22 +542,24 @@ class FrameDataset(Dataset):
             for m, fakes in enumerate(self._group_of(item.video) or []):
                 fake = fakes[sample_seed(seed, m) % len(fakes)]
                 pos = min(item.pos, len(self.videos[fake][1].frames) - 1)
-                got = self._sample(fake, pos, sample_seed(seed, m + 1), replaced)
-                if got is None:
+                try:
+                    got = self._sample(fake, pos, sample_seed(seed, m + 1), replaced)
+                except UnusableFrame as exc:
                     return {
-                        "_skipped": f"{index.dataset}/{video.id}: a fake of its group is unreadable",
+                        "_skipped": f"{index.dataset}/{video.id}: a fake of its group: {exc}",
                         "_replaced": replaced,
                     }
                 group.append(dict(got, _replaced=[]))
             return group
         if self.pairs:
             partner = self._partner(video, index, seed, sample_seed(self.seed, epoch, i, 2))
-            real = self._sample(
-                partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced
-            )
-            if real is None:
+            try:
+                real = self._sample(
+                    partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced
+                )
+            except UnusableFrame as exc:
                 return {
-                    "_skipped": f"{index.dataset}/{video.id}: partner unreadable",
+                    "_skipped": f"{index.dataset}/{video.id}: partner unusable: {exc}",
                     "_replaced": replaced,
                 }
             return {"_pair": [sample, real]}

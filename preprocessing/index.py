@@ -8,6 +8,8 @@ Schema version 2 (all paths are POSIX paths relative to the directory of the ind
       "task": "deepfake" | "pad",
       "methods": ["real", "Deepfakes", ...],   # optional; derived from videos when absent
       "split_info": {"val": "official"},   # optional: how each split was made (derived splits)
+      "preprocess": {"sampling": {...}, "face": {...}, "align": {...}, ...},   # optional: the
+                                           # face-crop settings that made it (FaceSettings)
       "videos": [
         {
           "id": "000_003",                 # unique together with "method"
@@ -94,6 +96,8 @@ class DatasetIndex:
     root: Path = Path(".")
     methods: list[str] | None = None
     split_info: dict[str, str] = field(default_factory=dict)
+    #: the face-crop settings that made the index (``FaceSettings.to_json()``), when known
+    preprocess: dict[str, Any] | None = None
 
     def split(self, *names: str) -> list[VideoEntry]:
         """The videos of the given splits, in index order."""
@@ -127,6 +131,8 @@ class DatasetIndex:
             data["methods"] = list(self.methods)
         if self.split_info:
             data["split_info"] = dict(self.split_info)
+        if self.preprocess is not None:
+            data["preprocess"] = self.preprocess
         data["videos"] = [v.to_json() for v in self.videos]
         return data
 
@@ -171,9 +177,19 @@ def validate_index(
         errors.append(f"{source}: 'dataset' must be a non-empty string")
     if data.get("task") not in TASKS:
         errors.append(f"{source}: 'task' must be one of {TASKS}, got {data.get('task')!r}")
-    known_top = {"schema_version", "dataset", "task", "methods", "split_info", "videos"}
+    known_top = {
+        "schema_version",
+        "dataset",
+        "task",
+        "methods",
+        "split_info",
+        "preprocess",
+        "videos",
+    }
     for key in sorted(set(data) - known_top):
         errors.append(f"{source}: unknown top-level key {key!r}; allowed: {sorted(known_top)}")
+    if data.get("preprocess") is not None and not isinstance(data["preprocess"], dict):
+        errors.append(f"{source}: 'preprocess' must be an object (the face-crop settings)")
     videos = data.get("videos")
     if not isinstance(videos, list):
         errors.append(f"{source}: 'videos' must be a list")
@@ -273,6 +289,7 @@ def index_from_json(data: dict[str, Any], root: Path, source: str = "<index>") -
         root=root,
         methods=data.get("methods"),
         split_info=dict(data.get("split_info") or {}),
+        preprocess=data.get("preprocess"),
     )
 
 

@@ -249,7 +249,8 @@ def run_preprocess(
                 videos=entries,
                 root=out,
                 methods=listing.methods,
-                split_info=_split_info(listing, entries),
+                split_info=_split_info(listing, items, entries),
+                preprocess=cfg.face_settings().to_json(),
             )
             write_index(index, summary.index_path)
             summary.seconds = time.perf_counter() - start
@@ -423,15 +424,39 @@ def _init_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-def _split_info(listing: Listing, entries: list[VideoEntry]) -> dict[str, str]:
-    """How each split was made; a split with no video (none listed, or all skipped) is "empty"."""
+#: what a layout's ``split_info`` says, in words, for the warning about an empty split
+_SPLIT_SOURCES = {
+    "csv": "the CSV's split column",
+    "folders": "the train/val/test folders",
+    "official": "the official split files",
+}
+
+
+def _split_info(
+    listing: Listing, items: list[SourceItem], entries: list[VideoEntry]
+) -> dict[str, str]:
+    """How each split was made; a split with no video (none of ``items`` in it, or none of
+    them indexed) is "empty", with a warning that says which and what follows from it."""
     info = dict(listing.split_info)
     counts = Counter(e.split for e in entries)
+    listed = Counter(item.split for item in items)
     for split in ("train", "val", "test"):
         if counts[split] == 0:
-            how = f" (it was {info[split]!r})" if split in info else ""
+            made = info.get(split)
+            how = f" (the splits come from {_SPLIT_SOURCES.get(made, made)})" if made else ""
+            why = (
+                f"none of the {listed[split]} video(s) listed in it is in the index (skipped, "
+                "with the reasons in the manifest, or not preprocessed yet)"
+                if listed[split]
+                else f"no video of the dataset is listed in it{how}"
+            )
             info[split] = "empty"
-            logger.warning("split %r has no videos%s", split, how)
+            logger.warning(
+                "split %r has no videos: %s; the index records it as 'empty', and training or "
+                "testing on this split stops with an error",
+                split,
+                why,
+            )
     return info
 
 

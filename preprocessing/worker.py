@@ -23,26 +23,27 @@ import numpy as np
 
 from fairforensics.configs.filemode import file_mode
 from fairforensics.configs.loader import ConfigError
-from fairforensics.preprocessing.align import align_face, warp_face, warp_mask
-from fairforensics.preprocessing.clip_crops import crop_clips, smooth_landmarks
+from fairforensics.preprocessing.align import warp_mask
 from fairforensics.preprocessing.config import PreprocessConfig
 from fairforensics.preprocessing.datasets.base import SourceItem
-from fairforensics.preprocessing.faces import Box, FaceAnalyzer
-from fairforensics.preprocessing.files import write_json
-from fairforensics.preprocessing.video import (
-    MediaReadError,
-    count_frames,
-    is_image,
-    read_frames,
-    sample_clips,
-    sample_indices,
+from fairforensics.preprocessing.face_path import (
+    PNG_PARAMS,
+    STAGES,
+    FoundFaces,
+    crop_faces,
+    decode_sampled,
+    encode_params,
+    face_analyzer,
+    find_faces,
 )
+from fairforensics.preprocessing.faces import FaceAnalyzer
+from fairforensics.preprocessing.files import write_json
+from fairforensics.preprocessing.video import MediaReadError, read_frames
 
 logger = logging.getLogger(__name__)
 
 RECORD = "_done.json"
 RECORD_VERSION = 1
-STAGES = ("decode", "detect", "landmarks", "align", "write")
 
 
 @dataclass
@@ -77,10 +78,11 @@ def read_record(video_dir: Path, fingerprint: str) -> dict[str, Any] | None:
 
 
 def _analyzer(cfg: PreprocessConfig) -> FaceAnalyzer:
+    """This process's analyzer for ``cfg.face`` (made once)."""
     f = cfg.face
     key = (f.detector, f.upsample, f.detect_max_side, f.retry_upsample, f.device, f.detect_on)
     if key not in _ANALYZERS:
-        _ANALYZERS[key] = FaceAnalyzer(*key[:5], detect_on=f.detect_on)
+        _ANALYZERS[key] = face_analyzer(f)
     return _ANALYZERS[key]
 
 
@@ -103,21 +105,6 @@ _CUDA_CHECKED = False
 
 
 _ANALYZERS: dict[tuple, FaceAnalyzer] = {}
-
-
-# Lossless either way; the "up" filter with run-length zlib encodes a 256 px face in 2.2 ms
-# instead of 3.7 ms (libpng's adaptive filters) for files of the same size.
-PNG_PARAMS = [
-    cv2.IMWRITE_PNG_COMPRESSION, 1,
-    cv2.IMWRITE_PNG_STRATEGY, cv2.IMWRITE_PNG_STRATEGY_RLE,
-    cv2.IMWRITE_PNG_FILTER, cv2.IMWRITE_PNG_FILTER_UP,
-]  # fmt: skip
-
-
-def _encode(cfg: PreprocessConfig) -> tuple[str, list[int]]:
-    if cfg.output.format == "jpg":
-        return ".jpg", [cv2.IMWRITE_JPEG_QUALITY, cfg.output.jpeg_quality]
-    return ".png", PNG_PARAMS
 
 
 def _write_image(path: Path, image: np.ndarray, params: list[int]) -> None:
@@ -171,86 +158,30 @@ def process_item(item: SourceItem, cfg: PreprocessConfig, video_dir: Path) -> Vi
 
 def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: VideoResult) -> None:
     t = result.timing
-    if not item.path.is_file():
-        raise MediaReadError(f"{item.path}: file not found")
-    t0 = time.process_time()
-    image = is_image(item.path)
-    d = cfg.decode
-    dec = {"backend": d.backend, "threads": d.threads, "device": d.device, "notes": result.notes}
-    total = count_frames(item.path)
-    if total <= 0:
-        frames = read_frames(item.path, None, **dec)  # header without a frame count: decode all
-        total = len(frames)
-        keep, clips = _plan(cfg, total)
-        frames = {i: frames[i] for i in keep if i in frames}
-    else:
-        keep, clips = _plan(cfg, total)
-        frames = read_frames(item.path, keep, **dec)  # each clip's run decoded in one pass
-    t["decode"] += time.process_time() - t0
-    if not frames:
-        raise MediaReadError(f"{item.path}: no decodable frame")
-    note = None if image else _short_note(cfg, total, clips)
-    if note:
-        logger.info("%s: %s", item.path, note)
-        result.notes.append(note)
-    missing = [i for i in keep if i not in frames]
-    for i in missing:
-        result.skipped_frames.append({"frame": i, "reason": "past the real end of the video"})
-    if missing:
-        logger.info("%s: %d frames past the real end of the video", item.path, len(missing))
+    settings = cfg.face_settings()
+    decoded = decode_sampled(item.path, settings, result, t)
+    frames = decoded.frames
     result.frames_sampled = len(frames)
-
-    analyzer = _analyzer(cfg)
-    every_face = cfg.face.keep == "all"
-    batched = cfg.face.detector == "mtcnn" and cfg.face.batch_size > 1
-    detected = _detect_batched(analyzer, frames, cfg.face.batch_size, t) if batched else {}
-    follow = cfg.face.face_size_from_previous and not every_face and not batched
-    face_size: float | None = None  # side of the largest face of the previous kept frame
-    found: list[tuple[int, int, np.ndarray]] = []  # (frame number, face rank, landmarks)
-    for i in sorted(frames):
-        if batched:
-            boxes = detected[i]
-        else:
-            t0 = time.process_time()
-            boxes = analyzer.detect(frames[i], face_size)
-            t["detect"] += time.process_time() - t0
-        if not boxes:
-            if clips is None:  # in a clip, the frame's landmarks are interpolated instead
-                result.skipped_frames.append({"frame": i, "reason": "no face"})
-            continue
-        if follow:
-            face_size = float(min(boxes[0][2] - boxes[0][0], boxes[0][3] - boxes[0][1]))
-        t0 = time.process_time()
-        for k, box in enumerate(boxes if every_face else boxes[:1]):
-            found.append((i, k, analyzer.landmarks(frames[i], box)))
-        t["landmarks"] += time.process_time() - t0
-    result.faces = len(found)
-    if not found:
-        raise MediaReadError(f"{item.path}: no face in any of the {len(frames)} sampled frames")
-    matrices: dict[int, np.ndarray] | None = None
-    clip_of: dict[int, int] | None = None
-    if clips is not None:
-        a = cfg.align
-        found, matrices, clip_of = crop_clips(
-            clips, set(frames), found, a.size, a.scale, a.smooth_window, result
-        )
-        landmarks = [lm for _, _, lm in found]
-        if not found:
-            raise MediaReadError(f"{item.path}: no clip could be aligned")
-    else:
-        landmarks = [lm for _, _, lm in found]
-        if not every_face:  # smoothing follows one face through time
-            landmarks = smooth_landmarks(landmarks, cfg.align.smooth_window)
+    faces = find_faces(decoded, settings, _analyzer(cfg), result, t)
+    result.faces = faces.detected
 
     masks: dict[int, np.ndarray] | None = None
     if item.mask is not None:
         t0 = time.process_time()
+        d = cfg.decode
+        dec = {"backend": d.backend, "threads": d.threads, "device": d.device}
         try:
-            masks = read_frames(item.mask, sorted({i for i, _, _ in found}), gray=True, **dec)
+            masks = read_frames(
+                item.mask,
+                sorted({i for i, _, _ in faces.found}),
+                gray=True,
+                notes=result.notes,
+                **dec,
+            )
         except MediaReadError as exc:
             result.notes.append(f"mask unreadable ({exc}); no masks for this video")
             logger.warning("%s: mask unreadable: %s", item.path, exc)
-        if masks is not None and any(i not in masks for i, _, _ in found):
+        if masks is not None and any(i not in masks for i, _, _ in faces.found):
             result.notes.append("mask video shorter than the video; no masks for this video")
             logger.warning("%s: mask video %s is too short", item.path, item.mask)
             masks = None
@@ -263,11 +194,20 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
     tmp.chmod(file_mode(directory=True))  # mkdtemp makes 0700 whatever the umask
     try:
         record = _write(
-            cfg, frames, found, landmarks, masks, tmp, t, result.skipped_frames, matrices, clip_of
+            cfg,
+            frames,
+            faces.found,
+            faces.landmarks,
+            masks,
+            tmp,
+            t,
+            result.skipped_frames,
+            faces.matrices,
+            faces.clip_of,
         )
         if not record["frames"]:
             raise MediaReadError(f"{item.path}: no frame could be aligned")
-        record["num_source_frames"] = total
+        record["num_source_frames"] = decoded.total
         record["skipped_frames"] = result.skipped_frames
         write_json(tmp / RECORD, record, indent=None)  # the folder is renamed into place
         if video_dir.exists():  # an earlier result made with other settings, or --overwrite
@@ -277,42 +217,6 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     result.record = record
-
-
-def _plan(cfg: PreprocessConfig, total: int) -> tuple[list[int], list[list[int]] | None]:
-    """Frame numbers to decode, and the clips they form (``None`` outside ``clips`` mode)."""
-    s = cfg.sampling
-    if s.mode == "clips":
-        clips = sample_clips(total, s.clip_size, s.num_clips)
-        return [i for clip in clips for i in clip], clips
-    return sample_indices(total, s.mode, s.num_frames, s.stride), None
-
-
-def _short_note(cfg: PreprocessConfig, total: int, clips: list[list[int]] | None) -> str | None:
-    """The manifest's note for a video too short for what ``sampling`` asks."""
-    s = cfg.sampling
-    if clips is not None and (total < s.clip_size or len(clips) < s.num_clips):
-        return (
-            f"only {total} frames: {len(clips)} clip(s) of {len(clips[0]) if clips else 0} "
-            f"frames instead of {s.num_clips} of {s.clip_size}"
-        )
-    if s.mode == "fixed_num_frames" and total < s.num_frames:
-        return f"only {total} frames (< {s.num_frames}); kept all of them"
-    return None
-
-
-def _detect_batched(
-    analyzer: FaceAnalyzer, frames: dict[int, np.ndarray], batch_size: int, t: dict[str, float]
-) -> dict[int, list[Box]]:
-    """Face boxes of every frame, ``batch_size`` frames per ``detect_batch`` call."""
-    order = sorted(frames)
-    out: dict[int, list[Box]] = {}
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        t0 = time.process_time()
-        out.update(zip(chunk, analyzer.detect_batch([frames[i] for i in chunk]), strict=True))
-        t["detect"] += time.process_time() - t0
-    return out
 
 
 def _write(
@@ -327,12 +231,22 @@ def _write(
     matrices: dict[int, np.ndarray] | None = None,
     clip_of: dict[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Align and write every found face into ``tmp``; frames that fail go to ``skipped``.
+    """Crop every found face (:func:`preprocessing.face_path.crop_faces`) and write it into
+    ``tmp``; frames that fail go to ``skipped``.
 
-    ``matrices``: a given alignment per frame number (one per clip); ``clip_of``: the clip of
-    each frame number, recorded as ``clips`` ([first position, length] in ``frames``)."""
-    suffix, params = _encode(cfg)
-    size, scale = cfg.align.size, cfg.align.scale
+    ``landmarks``: the alignment landmarks of ``found``'s faces; ``matrices``: a given alignment
+    per frame number (one per clip); ``clip_of``: the clip of each frame number, recorded as
+    ``clips`` ([first position, length] in ``frames``)."""
+    faces = FoundFaces(
+        [(i, k, lm) for (i, k, _), lm in zip(found, landmarks, strict=True)],
+        [None] * len(found),
+        [0] * len(found),
+        matrices,
+        clip_of,
+    )
+    crops = crop_faces(frames, faces, cfg.align, skipped, t)
+    suffix, params = f".{cfg.output.format}", encode_params(cfg.output)
+    size = cfg.align.size
     for sub in ("frames", "landmarks") + (("masks",) if masks is not None else ()):
         (tmp / sub).mkdir()
     record: dict[str, Any] = {
@@ -345,24 +259,17 @@ def _write(
     }
     if clip_of is not None:
         record["clips"] = []
-    for (i, k, _), lm in zip(found, landmarks, strict=True):
-        t0 = time.process_time()
-        if matrices is not None:
-            crop, matrix, crop_lm = warp_face(frames[i], lm, matrices[i], size)
-        else:
-            try:
-                crop, matrix, crop_lm = align_face(frames[i], lm, size, scale)
-            except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
-                skipped.append({"frame": i, "reason": f"alignment failed: {exc}"})
-                continue
+    for crop in crops:
+        i = crop.frame
         mask = None
         if masks is not None:
-            mask = warp_mask(masks[i], matrix, size, cfg.output.mask_threshold)
-        t["align"] += time.process_time() - t0
+            t0 = time.process_time()
+            mask = warp_mask(masks[i], crop.matrix, size, cfg.output.mask_threshold)
+            t["align"] += time.process_time() - t0
         t0 = time.process_time()
-        name = f"{i:03d}_{k}" if cfg.face.keep == "all" else f"{i:03d}"
-        _write_image(tmp / "frames" / f"{name}{suffix}", crop, params)
-        np.save(tmp / "landmarks" / f"{name}.npy", crop_lm.astype(np.float32))
+        name = f"{i:03d}_{crop.rank}" if cfg.face.keep == "all" else f"{i:03d}"
+        _write_image(tmp / "frames" / f"{name}{suffix}", crop.image, params)
+        np.save(tmp / "landmarks" / f"{name}.npy", crop.landmarks.astype(np.float32))
         record["frames"].append(f"frames/{name}{suffix}")
         record["landmarks"].append(f"landmarks/{name}.npy")
         if mask is not None:

@@ -21,7 +21,12 @@ def main(argv: list[str] | None = None) -> int:
         "--attributes", help="CSV with a 'file' column and attribute columns for --faces"
     )
     parser.add_argument("--videos", type=int, default=40, help="number of real videos (even)")
-    parser.add_argument("--frames", type=int, default=24, help="frames per video")
+    parser.add_argument(
+        "--frames",
+        type=int,
+        default=8,
+        help="frames per video (default 8: what configs/preprocess/demo.yaml samples)",
+    )
     parser.add_argument("--size", type=int, default=320, help="frame height (and width)")
     parser.add_argument("--width", type=int, help="frame width, for non-square videos (e.g. 1280)")
     parser.add_argument("--seed", type=int, default=0)

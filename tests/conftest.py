@@ -1,5 +1,6 @@
 """Test session set-up: the test data must be there; the report header says where it comes from;
-the wheel is built once for the tests that install it; a pytest-xdist worker (``make test`` runs
+with ``../shared`` present an extended test that skips fails (:mod:`tests.extended_skips`); the
+wheel is built once for the tests that install it; a pytest-xdist worker (``make test`` runs
 two) uses one thread, and so do the commands it starts, so that two workers share two cores
 without oversubscribing them."""
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.extended_skips import fail_extended_skip
 from tests.testdata import CELEBRITIES, DATA, SHARED
 from tests.wheel import build_wheel
 
@@ -28,8 +30,18 @@ def pytest_configure(config) -> None:
 
 
 def pytest_report_header(config) -> list[str]:
-    shared = "present" if SHARED.is_dir() else "absent: tests marked 'extended' skip"
+    shared = (
+        "present: a skipped 'extended' test fails"
+        if SHARED.is_dir()
+        else "absent: tests marked 'extended' skip"
+    )
     return [f"test data: {DATA} (in the repository); ../shared: {shared}"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    fail_extended_skip(item, outcome.get_result(), SHARED)
 
 
 @pytest.fixture(scope="session")

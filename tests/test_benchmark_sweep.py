@@ -84,3 +84,26 @@ def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
             assert cmd[-2:] == ["--import", "tests.clip_detectors"]
     same = sw.Sweep(["_tiny_clip"], tmp_path, data_root="frames")  # no clip root: the same data
     assert "frames" in sw.train_command(same, "_tiny_clip")
+
+
+def test_the_sweep_writes_frame_and_video_leaderboards(tmp_path: Path) -> None:
+    """Issue 31, item 6: the video-level leaderboard docs/evaluation.md describes."""
+    from fairforensics.evaluation.predictions import write_predictions
+    from fairforensics.evaluation.results import evaluate_prediction_files
+    from fairforensics.evaluation.settings import load_test_config
+    from tests.test_eval_tables import predictions_with_auc
+
+    def runner(cmd: list[str]) -> None:
+        if "--out" in cmd:  # scripts/test.py: an evaluation folder with predictions
+            out = Path(cmd[cmd.index("--out") + 1])
+            src = out.parent / "demo.csv"
+            write_predictions(src, predictions_with_auc(0.75, "demo"))
+            cfg = load_test_config(overrides=["n_boot=0", "plots=false", "report=false"])
+            evaluate_prediction_files({"demo": src}, out, cfg, out.parent.name, "demo")
+
+    s = sw.Sweep(["meso4", "xception"], tmp_path, train_data=["demo"], test_data=["demo"])
+    board = sw.run_sweep(s, runner)
+    for level in ("frame", "video"):
+        rows = json.loads((board / f"leaderboard_{level}_auc.json").read_text())["rows"]
+        assert {r["Detector"] for r in rows} == {"meso4", "xception"}, level
+    assert "AUC (video level)" in (board / "report.html").read_text()

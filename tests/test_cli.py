@@ -20,10 +20,16 @@ from fairforensics.configs import ConfigError
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _exit_code(fn, capsys) -> tuple[int, str]:
+def run_command(main, argv: list[str], capsys) -> tuple[int, str]:
+    """A command's ``main(argv)`` through the shared handler: its exit code and stderr."""
+    capsys.readouterr()
     with pytest.raises(SystemExit) as info:
-        run_cli(fn, [])
+        run_cli(main, argv)
     return info.value.code, capsys.readouterr().err
+
+
+def _exit_code(fn, capsys) -> tuple[int, str]:
+    return run_command(fn, [], capsys)
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fairforensics.benchmarks import sweep as sw
+from fairforensics.evaluation.metrics import auc
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.preprocessing.index import read_index
 
@@ -106,14 +107,20 @@ def test_demo_clips_end_to_end(tmp_path: Path) -> None:
         *(x for s in tiny for x in ("--set", s)),
     )  # fmt: skip
     run(*bench)
-    board = (sweep / "leaderboard" / "leaderboard_frame_auc.md").read_text()
-    assert "| Naive | meso4 |" in board.replace("  ", " ") or "meso4" in board
-    assert "Video" in board and "_tiny_clip" in board
-    meso = read_predictions(sweep / "meso4" / "eval" / "predictions" / "demo.csv")
-    assert set(meso.unit) == {"frame"} and len(meso) == 3 * 4
+    # one leaderboard: each detector's row with its type, its AUC on demo (from its predictions,
+    # frames for meso4, clips for _tiny_clip) and its top-3 count (two detectors: both in it)
+    board = json.loads((sweep / "leaderboard" / "leaderboard_frame_auc.json").read_text())
+    assert board["columns"] == ["Type", "Detector", "demo", "Cross Avg.", "Cross Top3"]
+    rows = {row["Detector"]: row for row in board["rows"]}
+    assert sorted(rows) == ["_tiny_clip", "meso4"]
+    assert (rows["meso4"]["Type"], rows["_tiny_clip"]["Type"]) == ("Naive", "Video")
+    for name, unit, n in (("meso4", "frame", 3 * 4), ("_tiny_clip", "clip", 2 * 4)):
+        pred = read_predictions(sweep / name / "eval" / "predictions" / "demo.csv")
+        assert set(pred.unit) == {unit} and len(pred) == n
+        assert rows[name]["demo"] == pytest.approx(auc(pred.label, pred.score), abs=1e-12)
+        assert rows[name]["Cross Avg."] == rows[name]["demo"] and rows[name]["Cross Top3"] == 1
     html = (sweep / "leaderboard" / "report.html").read_text()
-    assert "frame/clip level" in html
-    assert "top" in board.lower()
+    assert "AUC (frame/clip level)" in html
 
     # resume: a run killed before its completion record is redone, a finished one is skipped
     finished = (sweep / "_tiny_clip" / sw.DONE).stat().st_mtime_ns

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from fairforensics.cli import main as fairforensics_main
 from fairforensics.preprocessing.combine import combine_indexes
 from fairforensics.preprocessing.index import (
     DatasetIndex,
@@ -16,6 +17,7 @@ from fairforensics.preprocessing.index import (
     write_index,
 )
 from scripts.combine_indexes import main
+from tests.test_cli import run_command
 
 
 def _index(folder: Path, name: str, task: str = "pad", attrs: dict | None = None) -> Path:
@@ -83,4 +85,11 @@ def test_combine_script(tmp_path, capsys):
         "test": 2,
     }
     assert len(read_index(out, check_files=True).videos) == 6
-    assert main([str(tmp_path / "missing.json"), "--name", "C", "--out", str(out)]) == 2
+    code, err = run_command(
+        main, [str(tmp_path / "missing.json"), "--name", "C", "--out", str(out)], capsys
+    )
+    assert code == 2 and err.startswith("error: ") and "missing.json" in err
+    # the installed command is the same
+    with pytest.raises(SystemExit) as stop:
+        fairforensics_main(["combine", *map(str, paths), "--name", "X", "--out", str(out)])
+    assert stop.value.code == 0 and read_index(out).dataset == "X"

@@ -86,3 +86,24 @@ def test_bad_override_syntax() -> None:
         parse_overrides(["epochs"])
     with pytest.raises(ConfigError, match="unknown key 'optim.x'"):
         load_config(Cfg, overrides=["optim.x=1"])
+
+
+def test_every_problem_of_a_config_in_one_error(tmp_path) -> None:
+    """Unknown keys and bad values anywhere in the config come in one error (issue 31, item 3),
+    numbered, each naming its key; one problem alone reads as before."""
+    path = write(tmp_path, "epoch: 3\namp: 1\noptim: {name: rmsprop, lrate: 1}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(Cfg, path, overrides=["data=FF"])
+    message = str(err.value)
+    assert message.startswith(f"{path} + --set: 5 problems: (1) unknown key 'epoch'")
+    for expected in (
+        "(2) key 'data' expects a list",
+        "(3) unknown key 'optim.lrate'",
+        "(4) key 'optim.name' has value 'rmsprop'",
+        "(5) key 'amp' expects true or false",
+    ):
+        assert expected in message, message
+    assert "\n" not in message
+    with pytest.raises(ConfigError) as err:
+        load_config(Cfg, path.parent / write(tmp_path, "amp: 1").name)
+    assert str(err.value) == f"{path}: key 'amp' expects true or false, got 1"

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from fairforensics.detectors import build_detector
+from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.deepfakebench import (
     WeightsError,
     load_deepfakebench_state_dict,
@@ -92,6 +93,37 @@ def test_pretrained_whole_detector_file(tmp_path) -> None:
     save_checkpoint(mine, {"model": paper.state_dict(), "meta": {"detector": "meso4"}})
     again = build_detector("meso4", variant="paper", pretrained=str(mine))
     assert _same(again, paper.state_dict())
+
+
+def test_a_detector_file_the_key_map_refuses_is_an_error_naming_the_keys(tmp_path) -> None:
+    """``pretrained:`` a DeepfakeBench file whose key map fails in part (here one key it does not
+    know) is an error naming that key, not a file handed on to the backbone loader (which, with
+    ``pretrained_strict: false``, loaded what fitted and went on); one of ours whose keys differ
+    is an error listing them; a backbone's own file (no key the map knows) still goes to the
+    backbone loader."""
+    g = torch.Generator().manual_seed(0)
+    own = build_detector("xception", pretrained=False).state_dict()
+    dfb = {
+        ("backbone.last_linear." + k[5:] if k.startswith("head.") else k): v for k, v in own.items()
+    }
+    path = tmp_path / "dfb_xception.pth"
+    torch.save({**dfb, "head.extra": torch.randn(3, generator=g)}, path)
+    for strict in (True, False):
+        with pytest.raises(
+            WeightsError,
+            match=r"dfb_xception\.pth: not a DeepfakeBench 'xception' checkpoint: "
+            r"1 DeepfakeBench keys have no counterpart in this model: \['head\.extra'\]",
+        ):
+            build_detector("xception", pretrained=str(path), pretrained_strict=strict)
+    ours = tmp_path / "ours.pt"
+    del own["head.bias"]
+    save_checkpoint(ours, {"model": own, "meta": {"detector": "xception"}})
+    with pytest.raises(WeightsError, match=r"ours\.pt: weights do not fit .*missing 1: head\.bias"):
+        build_detector("xception", pretrained=str(ours))
+    backbone = tmp_path / "imagenet.pth"
+    torch.save({"conv1.weight": torch.zeros(32, 3, 3, 3)}, backbone)
+    with pytest.raises(PretrainedWeightsError, match="imagenet.pth"):
+        build_detector("xception", pretrained=str(backbone))
 
 
 def test_remap_mapping_takes_the_longest_prefix_and_drops_by_name() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -78,15 +79,45 @@ def test_forward_loss_backward_and_learning(name: str) -> None:
     assert losses["total"].item() < first, "six Adam steps on a fixed batch did not lower the loss"
 
 
+def _torch_state() -> tuple[int, torch.dtype, bool]:
+    """The process-wide torch settings a detector must leave alone."""
+    return torch.get_num_threads(), torch.get_default_dtype(), torch.is_grad_enabled()
+
+
+def _item(batch: dict[str, Any], i: int, n: int) -> dict[str, Any]:
+    """Sample ``i`` of a batch of ``n`` as a batch of one (every per-sample tensor and list)."""
+
+    def take(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: take(v) for k, v in value.items()}
+        if isinstance(value, (torch.Tensor, list)) and len(value) == n:
+            return value[i : i + 1]
+        return value
+
+    return take(batch)
+
+
 @pytest.mark.parametrize("name", DETECTORS)
-def test_eval_forward_is_deterministic(name: str) -> None:
+def test_eval_scores_do_not_depend_on_the_batch(name: str) -> None:
+    """In eval mode a batch's scores are its samples' scores one by one (so a test set's metrics
+    do not change with ``batch_size`` or order), scoring the same batch twice gives the same
+    scores, and building and running the detector leave torch's thread count, default dtype and
+    grad mode as they were. Built from the default config (the contract's small input and widths,
+    which keep the code path that could couple samples), on a batch of 3; the batch is scored
+    under ``no_grad`` as the evaluation does, the samples with autograd on."""
+    state = _torch_state()
     model, size = _small(name)
+    assert _torch_state() == state, "building the detector changed torch's global settings"
     model.eval()
-    batch = make_batch(model, size, batch_size=2, seed=3)
+    batch = make_batch(model, size, batch_size=3, seed=3)
+    n = len(batch["label"])
     with torch.no_grad():
-        a = model(batch)["prob"]
-        b = model(batch)["prob"]
-    torch.testing.assert_close(a, b)
+        whole, again = model(batch)["prob"], model(batch)["prob"]
+        assert not torch.is_grad_enabled(), "the forward pass turned autograd on"
+    one_by_one = torch.cat([model(_item(batch, i, n))["prob"].detach() for i in range(n)])
+    assert _torch_state() == state, "the forward pass changed torch's global settings"
+    torch.testing.assert_close(again, whole, rtol=0, atol=0)
+    torch.testing.assert_close(one_by_one, whole, rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", DETECTORS)

@@ -78,6 +78,21 @@ def test_import_of_a_missing_module_names_it() -> None:
         import_modules(["no_such_module_xyz"])
 
 
+def test_import_of_a_module_that_fails_names_the_failure(tmp_path: Path, monkeypatch) -> None:
+    """A module that is found but fails while importing (a package it needs is missing, an
+    error in it) is reported as that, not as a module to put on PYTHONPATH."""
+    (tmp_path / "needs_a_package.py").write_text("import no_such_package_xyz\n")
+    (tmp_path / "raises_inside.py").write_text("raise RuntimeError('bad plugin state')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError) as err:
+        import_modules(["needs_a_package"])
+    message = str(err.value)
+    assert message.startswith("--import needs_a_package: importing it failed: ModuleNotFoundError")
+    assert "no_such_package_xyz" in message and "PYTHONPATH" not in message
+    with pytest.raises(ConfigError, match=r"raises_inside: importing it failed: RuntimeError"):
+        import_modules(["raises_inside"])
+
+
 def test_entry_point_group_registers_a_detector(tmp_path: Path, monkeypatch) -> None:
     module, _ = _doc_example()
     (tmp_path / "ep_cnn.py").write_text(module.replace('"my_cnn"', '"_ep_cnn"'))
@@ -95,8 +110,20 @@ def test_entry_point_group_registers_a_detector(tmp_path: Path, monkeypatch) -> 
         assert "_ep_cnn" in list_detectors()  # the broken plugin is logged, not fatal
         cls = get_detector_class("_ep_cnn")
         assert issubclass(cls, Detector) and detector_family("_ep_cnn") == "Spatial"
+        # the detector of the broken plugin is unknown, and the error says why
+        failure = (
+            "detector plugin broken (broken_plugin) failed to import: "
+            "ImportError('missing optional package')"
+        )
+        with pytest.raises(KeyError) as err:
+            get_detector_class("broken")
+        assert f"unknown detector 'broken'; {failure}; known detectors:" in err.value.args[0]
+        with pytest.raises(KeyError, match=re.escape(failure)):
+            get_detector_class("another_name")  # it may be the broken plugin's detector
+        assert registry.plugin_failure_note("_ep_cnn") == f"; {failure}"
     finally:
         registry.load_entry_points.cache_clear()
+        registry._FAILED_PLUGINS.clear()
 
 
 def test_families_read_from_the_source_match_the_classes() -> None:

@@ -20,6 +20,7 @@ from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.dfb_efficientnet import build_efficientnet_b4, flat_blocks
 from fairforensics.detectors.efficientnet import efficientnet_b4_rules
 from fairforensics.detectors.lrl import HighPassIDCT, LocalRelation
+from fairforensics.detectors.sia import saia
 from fairforensics.evaluation.runs import load_run
 from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
 from fairforensics.preprocessing.index import read_index
@@ -188,6 +189,23 @@ def test_sbi_three_class_head() -> None:
     torch.testing.assert_close(model.loss(batch, out)["total"], ce)
     paper = build_detector("sbi", variant="paper", pretrained=False)
     assert paper.head.out_features == 2 and paper.cfg.input_size == 380
+
+
+def test_sia_attention_is_per_face_unless_batch_coupled() -> None:
+    """SAIA normalises by each face's own mean by default (a face's output is the same alone or
+    in a batch); ``batch_coupled`` is DeepfakeBench's mean over the whole batch, which equals
+    the default for a batch of one and differs for a batch of faces of different scales."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 8, 5, 5) * torch.tensor([1.0, 2.0, 4.0]).view(3, 1, 1, 1)
+    alone = [saia(x[i : i + 1]) for i in range(3)]
+    out, space = saia(x)
+    torch.testing.assert_close(out, torch.cat([a[0] for a in alone]))
+    torch.testing.assert_close(space, torch.cat([a[1] for a in alone]))
+    coupled, _ = saia(x, batch_coupled=True)
+    assert (coupled - out).abs().max() > 1e-3
+    torch.testing.assert_close(saia(x[:1], batch_coupled=True)[0], alone[0][0])
+    att_mean = 2 * space.mean(dim=(1, 2, 3))  # space = att / (2 mean(att)): its mean is 1/2
+    torch.testing.assert_close(att_mean, torch.ones(3))
 
 
 # ----------------------------------------------------------------------------- training steps

@@ -133,7 +133,7 @@ def test_run_dir_end_to_end(setup) -> None:
     assert json.loads((ev / "metrics" / "tiny.json").read_text())["frame"] == metrics["frame"]
 
 
-def test_detector_weights_predictions_and_leaderboard(setup, tmp_path) -> None:
+def test_detector_weights_predictions_and_leaderboard(setup, tmp_path, capsys) -> None:
     root, data, run, _ = setup
     weights = run / "checkpoints" / "best.pt"
     out = tmp_path / "by_file"
@@ -174,9 +174,13 @@ def test_detector_weights_predictions_and_leaderboard(setup, tmp_path) -> None:
     )
     assert (theirs / "predictions" / "tiny.csv").is_file()
     board = tmp_path / "board"
+    capsys.readouterr()
     script().main(
         ["--leaderboard", str(out), str(theirs), "--out", str(board), "--set", "levels=[video]"]
     )
+    printed = capsys.readouterr().out
+    assert "report: " in printed and "predictions: " not in printed  # it writes none
+    assert not (board / "predictions").exists()
     rows = json.loads((board / "leaderboard_video_auc.json").read_text())["rows"]
     assert {r["Detector"] for r in rows} == {"meso4", "theirs"}
     assert rows[0]["tiny"] == pytest.approx(rows[1]["tiny"])  # same predictions, same AUC

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
     bootstrap_multiplicities,
-    bootstrap_proportion,
+    few_units_note,
     mcnemar_exact,
+    proportion_interval,
+    too_few_units,
     weighted_ranking_metrics,
 )
 from fairforensics.evaluation.metrics import auc, eer
@@ -62,8 +66,9 @@ def test_all_fake_model_is_a_class_ratio_effect():
     assert abs(acc.diff) == pytest.approx(bias_factor(y, (s >= 0.5).astype(int), g))
     assert acc.favoured == "male"
     # 3 male real faces: too few for an interval, and the output says so
-    assert np.isnan(acc.low) and acc.note == "fewer than 5 real videos (3)"
-    assert res.notes["male"]["fpr"] == acc.note and "fpr" not in res.notes["female"]
+    assert np.isnan(acc.low) and acc.note == "male: fewer than 5 real videos (3)"  # the group
+    assert res.notes["male"]["fpr"] == "fewer than 5 real videos (3)"
+    assert "fpr" not in res.notes["female"]
     small = group_gaps(y, s, g, n_boot=300, n_perm=0, min_units=3).gaps["acc"]
     assert small.low <= small.diff <= small.high and small.note == ""
     assert res.gaps["fpr"].diff == 0 and res.gaps["fnr"].diff == 0
@@ -187,13 +192,28 @@ def test_mcnemar_exact_by_hand():
         mcnemar_exact(-1, 2)
 
 
-def test_bootstrap_proportion_resamples_units():
-    events = np.array([1, 1, 1, 0, 0, 0, 1, 0], dtype=bool)
-    low, high = bootstrap_proportion(events, [0, 0, 0, 1, 1, 1, 2, 3], n_boot=200)
-    assert 0.0 <= low <= 0.5 <= high <= 1.0
-    assert bootstrap_proportion(np.ones(4, bool), [0, 1, 2, 3], n_boot=50) == (1.0, 1.0)
+def test_proportion_interval_is_wilson_and_never_zero_width():
+    """Issue 29, item 7: 30 of 30 is not ``100.0 [100.0, 100.0]``."""
+    z2 = stats.norm.ppf(0.975) ** 2
+    low, high = proportion_interval(np.ones(30, bool), np.arange(30))
+    assert (low, high) == pytest.approx((30 / (30 + z2), 1.0))  # by hand: 0.8865
+    assert low == pytest.approx(0.8865, abs=1e-4)
+    for k, n in ((0, 7), (3, 10), (17, 40), (29, 30)):  # independent faces: scipy's Wilson
+        events = np.arange(n) < k
+        ref = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+        assert proportion_interval(events, np.arange(n)) == pytest.approx((ref.low, ref.high))
+    # three videos of ten identical frames: about three trials, not thirty
+    clustered = proportion_interval(np.ones(30, bool), np.repeat([0, 1, 2], 10))
+    assert clustered == pytest.approx((3 / (3 + z2), 1.0))
     with pytest.raises(ValueError, match="one entry per event"):
-        bootstrap_proportion(events, [0, 1])
+        proportion_interval(np.ones(3, bool), [0, 1])
+    assert np.isnan(proportion_interval(np.ones(0, bool), [])).all()
+
+
+def test_one_small_group_rule():
+    assert MIN_INTERVAL_UNITS == 5 and too_few_units(4) and not too_few_units(5)
+    assert few_units_note(3, "real videos") == "fewer than 5 real videos (3)"
+    assert few_units_note(5, "real videos") == ""
 
 
 def test_class_ratio_verdicts_without_shared_classes_or_tests():

@@ -19,13 +19,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from PIL import Image as PIL_Image  # Pillow: a dependency of matplotlib
 
 from fairforensics.detectors import build_detector, load_detector_file
 from tests.testdata import shared
 
-h5py = pytest.importorskip("h5py", reason="the Keras import needs h5py (pip install h5py)")
 pytestmark = pytest.mark.extended
-PIL_Image = pytest.importorskip("PIL.Image")
+
+
+@pytest.fixture(autouse=True)
+def _h5py() -> None:
+    """A skip of each test (not of the module), so that with ../shared present it fails
+    (tests/extended_skips.py)."""
+    pytest.importorskip("h5py", reason="the Keras import needs h5py (pip install h5py)")
+
 
 FILES = {  # file stem -> (our detector, trained on)
     "Meso4_DF": ("meso4", "df"),
@@ -56,6 +63,8 @@ def _crops() -> tuple[list[str], np.ndarray]:
 def _read_h5(path: Path) -> dict[str, list[dict[str, np.ndarray]]]:
     """Layer kind -> arrays of each layer, ordered by Keras's creation number."""
     out: dict[str, list[tuple[int, dict[str, np.ndarray]]]] = {}
+    import h5py
+
     with h5py.File(path, "r") as f:
         for name in f:
             m = re.fullmatch(r"(conv2d|batch_normalization|dense)_(\d+)", name)

@@ -18,6 +18,7 @@ from fairforensics.fairness.metamorphic.runner import FaceSample, Skipped
 from fairforensics.preprocessing.align import align_face
 from fairforensics.preprocessing.faces import FaceAnalyzer
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
+from tests.test_cli import run_command
 from tests.testdata import CELEBRITIES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,12 +146,13 @@ def _script():
     return module
 
 
-def test_script_on_a_run_dir(tmp_path: Path) -> None:
+def test_script_on_a_run_dir(tmp_path: Path, capsys, caplog) -> None:
     torch = pytest.importorskip("torch")
     checkpoint = pytest.importorskip("fairforensics.detectors.weights")
     import yaml
 
     from fairforensics.detectors import build_detector
+    from fairforensics.evaluation.thresholds import write_run_thresholds
 
     data_root = tmp_path / "data"
     _make_index(data_root)
@@ -169,22 +171,22 @@ def test_script_on_a_run_dir(tmp_path: Path) -> None:
             }
         )
     )
+    # the run's validation threshold decides (issue 29, item 4); at 0 every face is "fake"
+    write_run_thresholds(run, "frame", ["celebval"], {"best": {"threshold": 0.0, "step": 3}})
     script = _script()
-    rc = script.main(
-        [
-            "--run",
-            str(run),
-            "--test-data",
-            "celebtest",
-            "--batch-size",
-            "2",
-            "--set",
-            "threshold=0.5",
-        ]
-    )
+    rc = script.main(["--run", str(run), "--test-data", "celebtest", "--batch-size", "2"])
     assert rc == 0
+    used = f"validation threshold of run {run} (best checkpoint, step 3; EER rule, frame level"
+    assert f"decision threshold: 0 ({used}" in capsys.readouterr().err
+    assert "celebtest/test: all 2 decisions are fake" in caplog.text
     out = run / "metamorphic" / "celebtest"
     summary = json.loads((out / "metamorphic.json").read_text())
+    assert summary["threshold"] == 0.0 and summary["threshold_from"].startswith(used)
+    assert summary["model"]["input_size"] == 64  # the config the detector was built with
+    assert (
+        f"a score >= 0 is a fake decision (decision threshold: {used}"
+        in (out / "metamorphic.md").read_text()
+    )
     assert summary["n_faces"] == 2 and summary["n_skipped"] == 2
     assert len(summary["rows"]) == 8 * 3
     for name in (
@@ -197,15 +199,15 @@ def test_script_on_a_run_dir(tmp_path: Path) -> None:
         "predictions/TC7.csv",
     ):
         assert (out / name).is_file(), name
-    assert script.main(["--run", str(run), "--test-data", "missing", "--batch-size", "2"]) == 2
+    missing = ["--run", str(run), "--test-data", "missing", "--batch-size", "2"]
+    assert run_command(script.main, missing, capsys)[0] == 2
     bad = tmp_path / "bad.yaml"
     bad.write_text("relations: [{id: R, cases: [{id: T, transform: glitter}]}]")
-    assert (
-        script.main(["--run", str(run), "--test-data", "celebtest", "--relations", str(bad)]) == 2
-    )
+    glitter = ["--run", str(run), "--test-data", "celebtest", "--relations", str(bad)]
+    assert run_command(script.main, glitter, capsys)[0] == 2
 
 
-def test_script_with_a_detector_and_a_keras_weights_file(tmp_path: Path, caplog) -> None:
+def test_script_with_a_detector_and_a_keras_weights_file(tmp_path: Path, capsys) -> None:
     """``--detector/--variant/--model-config/--weights`` as in scripts/test.py, here with a Keras
     ``.h5`` (a synthetic one in the authors' layout; the released files are tested on their
     authors' crops in test_mesonet_released.py); files of another kind are one clear error."""
@@ -251,7 +253,6 @@ def test_script_with_a_detector_and_a_keras_weights_file(tmp_path: Path, caplog)
         (["--run", str(tmp_path), "--variant", "paper"], "go with --detector"),
     ]
     for argv, message in cases:
-        caplog.clear()
-        assert script.main([*argv, *base]) == 2, argv
-        errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-        assert len(errors) == 1 and message in errors[0] and "\n" not in errors[0], errors
+        code, err = run_command(script.main, [*argv, *base], capsys)
+        assert code == 2, argv
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err

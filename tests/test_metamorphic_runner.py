@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from collections.abc import Mapping
 from math import comb
 from pathlib import Path
@@ -22,6 +24,7 @@ from sklearn.metrics import (
 from fairforensics.configs import ConfigError
 from fairforensics.detectors import build_detector
 from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.evaluation.thresholds import DecisionThreshold
 from fairforensics.fairness.metamorphic import (
     BENCHMARK,
     FaceSample,
@@ -84,7 +87,7 @@ def test_paper_relations_file() -> None:
     assert [r.id for r in cfg.relations] == ["MR1", "MR2", "MR3"]
     assert [c.id for c in cfg.cases] == [f"TC{i}" for i in range(1, 8)]
     assert all(r.oracle == "same_decision" for r in cfg.relations)
-    assert (cfg.group_key, cfg.groups, cfg.threshold) == ("gender", ["female", "male"], 0.5)
+    assert (cfg.group_key, cfg.groups) == ("gender", ["female", "male"])
     t = {k: v.cfg for k, v in transforms.items()}
     all4 = ["eyeliner", "eyeshadow", "blush", "lipstick"]
     assert t["TC1"].colour == "adaptive" and t["TC1"].components == all4
@@ -95,7 +98,10 @@ def test_paper_relations_file() -> None:
     assert t["TC7"].components == ["lipstick"]
     assert all(t[c].intensity == "light" for c in ("TC5", "TC6", "TC7"))
     assert load_relations(None)[0] == cfg  # the default file
-    assert load_relations(CONFIG, ["threshold=0.3"])[0].threshold == 0.3
+    assert load_relations(CONFIG, ["max_yaw=45"])[0].max_yaw == 45
+    # the decision threshold is the command's (the run's validation threshold by default)
+    with pytest.raises(ConfigError, match="not a relations key.*--threshold"):
+        load_relations(CONFIG, ["threshold=0.3"])
 
 
 @pytest.mark.parametrize(
@@ -177,15 +183,16 @@ def test_table_matches_hand_computed_metrics() -> None:
     result = run_metamorphic(samples, cfg, transforms, _red_scorer, progress=False)
     # red lipstick raises the red-level score of face 0: put the threshold in between
     assert result.scores["TC4"][0] > result.scores[BENCHMARK][0]
-    cfg.threshold = float(result.scores["TC4"][0] + result.scores[BENCHMARK][0]) / 2
+    threshold = float(result.scores["TC4"][0] + result.scores[BENCHMARK][0]) / 2
+    result.threshold = DecisionThreshold(threshold, "test")
     rows = case_table(result)
     assert len(rows) == 8 * 3 and list(rows[0]) == list(COLUMNS)
     y = np.array([s.label for s in samples])
     gender = np.array([s.attributes["gender"] for s in samples])
     for row in rows:
         sel = np.ones(4, bool) if row["group"] == "all" else gender == row["group"]
-        pred = (result.scores[row["case"]] >= cfg.threshold).astype(int)
-        base = (result.scores[BENCHMARK] >= cfg.threshold).astype(int)
+        pred = (result.scores[row["case"]] >= threshold).astype(int)
+        base = (result.scores[BENCHMARK] >= threshold).astype(int)
         tn, fp, fn, tp = confusion_matrix(y[sel], pred[sel], labels=[0, 1]).ravel()
         assert (row["tn"], row["fp"], row["fn"], row["tp"]) == (tn, fp, fn, tp)
         assert row["accuracy"] == pytest.approx(accuracy_score(y[sel], pred[sel]))
@@ -214,7 +221,7 @@ def test_table_matches_hand_computed_metrics() -> None:
             k, m = min(worse, better), worse + better  # exact two-sided binomial, by hand
             p = min(1.0, 2 * sum(comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
             assert row["mcnemar_p"] == pytest.approx(p)
-            assert row["violation_low"] <= row["violation_rate"] <= row["violation_high"]
+            assert np.isnan(row["violation_low"])  # 2 or 4 videos: the small-group rule
     tc4 = next(r for r in rows if r["case"] == "TC4" and r["group"] == "all")
     assert tc4["violation_rate"] > 0 and tc4["real_to_fake"] > 0
 
@@ -251,7 +258,7 @@ def test_tiny_detector_gives_complete_table_and_identity_never_violates(tmp_path
         chunk_size=3,
         progress=False,
     )
-    cfg.threshold = float(np.median(result.scores[BENCHMARK]))
+    result.threshold = DecisionThreshold(float(np.median(result.scores[BENCHMARK])), "median")
     rows = case_table(result)
     assert [(r["case"], r["group"]) for r in rows] == [
         (c, g)
@@ -337,8 +344,8 @@ def test_report_files(tmp_path: Path) -> None:
     assert md.count("\nBias factor: ") == 8
     assert max(len(line) for line in md.splitlines() if line.startswith("|")) < 100
     rows = case_table(result)
-    for row in rows:
-        assert row["accuracy_low"] <= row["accuracy"] <= row["accuracy_high"], row
+    for row in rows:  # 2 or 4 videos per column: no interval (fewer than 5)
+        assert np.isnan(row["accuracy_low"]) and np.isnan(row["accuracy_high"]), row
     for case in [BENCHMARK, *(f"TC{i}" for i in range(1, 8))]:
         pred = read_predictions(files[f"predictions:{case}"])
         assert len(pred) == 4 and set(pred.attributes) == {"gender"}
@@ -371,8 +378,13 @@ def test_accuracy_plot_has_intervals_and_no_label_on_a_bar() -> None:
     from fairforensics.fairness.metamorphic.report import accuracy_figure
 
     cfg, transforms = load_relations(CONFIG)
-    result = run_metamorphic(_samples(), cfg, transforms, _red_scorer, progress=False)
-    cfg.threshold = 0.45  # some right, some wrong: intervals of non-zero width
+    samples = [  # 6 videos per group: intervals are shown
+        dataclasses.replace(face, video_id=f"{face.video_id}_{copy}")
+        for copy in range(3)
+        for face in _samples()
+    ]
+    result = run_metamorphic(samples, cfg, transforms, _red_scorer, progress=False)
+    result.threshold = DecisionThreshold(0.45, "test")  # some right, some wrong
     rows = [r for r in case_table(result, n_boot=200, n_perm=0) if r["group"] != "all"]
     fig = accuracy_figure(rows, ["female", "male"])
     renderer = FigureCanvasAgg(fig).get_renderer()
@@ -420,3 +432,113 @@ def test_example_sheet_spans_groups_labels_and_people() -> None:
     assert len(chosen) == 4 and len({p for _, _, p in chosen}) == 4
     assert {g for g, _, _ in chosen} == {"female", "male"} and {lb for _, lb, _ in chosen} == {0, 1}
     assert set(result.examples[0].images) == {BENCHMARK, *(f"TC{i}" for i in range(1, 8))}
+
+
+def test_intervals_are_wilson_and_hidden_under_five_videos() -> None:
+    """Issue 29, item 7: 30 faces all right is not ``100.0 [100.0, 100.0]``; a group of fewer
+    than 5 videos shows no interval (one rule, evaluation.confidence.too_few_units)."""
+    from scipy import stats
+
+    from fairforensics.fairness.metamorphic.runner import FaceMeta, MetamorphicResult
+
+    cfg, _ = load_relations(CONFIG)
+    genders = ["female"] * 30 + ["male"] * 4
+    rows = [
+        FaceMeta(f"f{i}", i % 2, {"gender": g}, "d", f"v{i}", 0, "m") for i, g in enumerate(genders)
+    ]
+    labels = np.array([r.label for r in rows])
+    right = np.where(labels == 1, 0.9, 0.1)  # every decision right at 0.5
+    flipped = right.copy()
+    flipped[:3] = 1 - flipped[:3]  # TC1 flips three female faces
+    scores = {BENCHMARK: right, **{c.id: right for c in cfg.cases}, "TC1": flipped}
+    result = MetamorphicResult(cfg, rows, scores, {c.id: np.zeros(34) for c in cfg.cases})
+    table = {(r["case"], r["group"]): r for r in case_table(result, n_perm=0)}
+    z2 = stats.norm.ppf(0.975) ** 2
+    female = table[(BENCHMARK, "female")]
+    assert female["accuracy"] == 1.0
+    assert (female["accuracy_low"], female["accuracy_high"]) == pytest.approx((30 / (30 + z2), 1))
+    ref = stats.binomtest(3, 30).proportion_ci(0.95, method="wilson")
+    tc1 = table[("TC1", "female")]
+    assert (tc1["violation_low"], tc1["violation_high"]) == pytest.approx((ref.low, ref.high))
+    male = table[(BENCHMARK, "male")]  # 4 videos
+    assert male["accuracy"] == 1.0 and np.isnan(male["accuracy_low"])
+    assert table[(BENCHMARK, "all")]["accuracy_low"] == pytest.approx(34 / (34 + z2))
+
+
+def _hand_result(labels, scores_of_case, groups=None):
+    """A MetamorphicResult of faces with given labels and scores (one video per face)."""
+    from fairforensics.fairness.metamorphic.runner import FaceMeta, MetamorphicResult
+
+    cfg, _ = load_relations(CONFIG)
+    n = len(labels)
+    groups = groups or ["female", "male"] * (n // 2)
+    rows = [
+        FaceMeta(f"f{i}", int(lb), {"gender": g}, "d", f"v{i}", 0, "m")
+        for i, (lb, g) in enumerate(zip(labels, groups, strict=True))
+    ]
+    scores = {BENCHMARK: np.asarray(scores_of_case[BENCHMARK], float)}
+    scores |= {
+        c.id: np.asarray(scores_of_case.get(c.id, scores[BENCHMARK]), float) for c in cfg.cases
+    }
+    return MetamorphicResult(cfg, rows, scores, {c.id: np.zeros(n) for c in cfg.cases})
+
+
+def test_all_real_faces_give_undefined_precision_with_the_reason() -> None:
+    """Issue 31, item 7: on faces without fakes precision, recall and F1 are undefined, not
+    0.0, and the table says why; flips read as decisions; percentages have one decimal."""
+    from fairforensics.fairness.metamorphic.tables import table_markdown
+
+    labels = np.zeros(12, int)
+    scores = {BENCHMARK: np.linspace(0.1, 0.9, 12), "TC1": np.linspace(0.6, 0.95, 12)}
+    result = _hand_result(labels, scores)
+    rows = case_table(result, n_perm=0)
+    female = next(r for r in rows if r["case"] == BENCHMARK and r["group"] == "female")
+    assert (
+        female["fp"] > 0 and np.isnan([female["precision"], female["recall"], female["f1"]]).all()
+    )
+    assert female["notes"] == "precision, recall, F1 undefined: no fake faces"
+    md = table_markdown(rows, result)
+    assert "| precision | undefined | undefined | undefined |" in md
+    assert "Notes: female: precision, recall, F1 undefined: no fake faces; male: " in md
+    assert "| decision flipped real->fake | " in md and "| fake->real |" not in md
+    assert not re.search(r"\d\.\d\d\b", md.split("## benchmark")[1].split("Bias factor")[0])
+
+
+def test_example_sheet_shows_scores_and_flipped_faces_first(tmp_path: Path, monkeypatch) -> None:
+    """Issue 31, item 7: each face's score and decision per case, flipped decisions first and
+    marked, row labels inside the image."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from fairforensics.fairness.metamorphic import report
+    from fairforensics.fairness.metamorphic.examples import Example, ExamplePicker
+
+    face = np.zeros((8, 8, 3), np.uint8)
+
+    def example(i: int, group: str, label: int, tc1: float) -> Example:
+        scores = {BENCHMARK: 0.2 if label == 0 else 0.8, "TC1": tc1}
+        flipped = (tc1 >= 0.5) != (scores[BENCHMARK] >= 0.5)
+        images = {BENCHMARK: face, "TC1": face}
+        return Example(
+            f"celeb/a_long_video_name/k{i}", group, label, f"p{i}", images, scores, flipped
+        )
+
+    picker = ExamplePicker(2, ["female", "male"])
+    for ex in (example(0, "female", 0, 0.1), example(1, "female", 0, 0.3)):
+        picker.offer(ex)
+    picker.offer(example(2, "male", 1, 0.9))
+    picker.offer(example(3, "female", 0, 0.7))  # the full bucket swaps a plain face for it
+    chosen = picker.chosen()
+    assert [e.key[-2:] for e in chosen] == ["k3", "k2"]  # flipped first
+    figures = []
+    monkeypatch.setattr(report, "save_figure", lambda fig, path, dpi: figures.append(fig))
+    report.example_sheet(chosen, tmp_path / "examples.png", 0.5)
+    (fig,) = figures
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    labels = {ax.get_xlabel(): ax.xaxis.label.get_color() for ax in fig.axes}
+    assert labels["0.70 fake (flip)"] == "tab:red" and labels["0.20 real"] == "black"
+    box = fig.bbox
+    for ax in fig.axes[::2]:  # every row's label lies inside the image
+        extent = ax.yaxis.label.get_window_extent(renderer)
+        assert ax.get_ylabel().startswith(("female, real", "male, fake"))
+        assert extent.x0 >= box.x0 and extent.y0 >= box.y0 and extent.y1 <= box.y1

@@ -210,7 +210,7 @@ def test_bootstrap_resamples_videos_exactly_and_is_seeded() -> None:
     draw = np.random.default_rng(7).integers(0, len(uniq), len(uniq))
     rows = np.concatenate([np.flatnonzero(codes == v) for v in draw])
     expected = M.summarize(y[rows], s[rows])
-    for name in ("auc", "ap", "eer", "acc", "f1"):
+    for name in ("auc", "ap", "eer", "f1"):  # acc, precision, recall: Wilson intervals
         assert one[name].low == pytest.approx(expected[name])
         assert one[name].high == pytest.approx(expected[name])
     assert bootstrap_ci(y, s, vid, n_boot=50, seed=3) == bootstrap_ci(y, s, vid, n_boot=50, seed=3)
@@ -409,3 +409,28 @@ def test_detection_metrics_single_class_is_nan_and_logged(caplog) -> None:
     assert out["frame/acc"] == pytest.approx(2 / 6) and out["video/acc"] == pytest.approx(1 / 3)
     assert "need both classes" in caplog.text and "0 real, 6 fake" in caplog.text
     assert len(caplog.records) == 1
+
+
+def test_bootstrap_ci_gives_proportions_wilson_intervals() -> None:
+    """Issue 29, item 7: accuracy, precision and recall get Wilson intervals (never zero-width
+    at 30 of 30); the other metrics keep the bootstrap; under 5 videos of a class, none."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 15)
+    s = np.where(y == 1, rng.uniform(0.6, 1, 30), rng.uniform(0, 0.4, 30))  # all right
+    ci = bootstrap_ci(y, s, np.arange(30), n_boot=200)
+    z2 = stats.norm.ppf(0.975) ** 2
+    assert (ci["acc"].low, ci["acc"].high) == pytest.approx((30 / (30 + z2), 1.0))
+    assert ci["recall"].low == pytest.approx(15 / (15 + z2))
+    s[:4] = 0.7  # 4 reals called fake: precision 15/19, accuracy 26/30
+    ci = bootstrap_ci(y, s, np.arange(30), n_boot=200)
+    for name, k, n in (("acc", 26, 30), ("precision", 15, 19), ("recall", 15, 15)):
+        ref = stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+        assert (ci[name].low, ci[name].high) == pytest.approx((ref.low, ref.high)), name
+    assert ci["auc"].high <= 1 and ci["auc"].n_undefined == 0
+    few = bootstrap_ci(y[11:], s[11:], np.arange(19), n_boot=50)  # 4 real videos
+    assert (
+        np.isnan(few["precision"].low) and few["precision"].note == "fewer than 5 real videos (4)"
+    )
+    assert np.isfinite(few["recall"].low) and np.isfinite(few["acc"].low)

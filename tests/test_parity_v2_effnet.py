@@ -46,7 +46,8 @@ def _run(name: str, tmp_path: Path) -> tuple[dict, dict[str, torch.Tensor], torc
     manifest, state, x, extra = load_fixture_v2(name)
     path = tmp_path / f"{name}.pth"
     torch.save({f"module.{k}": v for k, v in state.items()}, path)  # DDP-trained, as DFB saves
-    model = build_detector(name, pretrained=str(path))
+    coupled = {"batch_coupled_attention": True} if name == "sia" else {}  # DeepfakeBench's SAIA
+    model = build_detector(name, pretrained=str(path), **coupled)
     assert model.deepfakebench_name == manifest["deepfakebench"]["model_name"]
     assert (list(model.cfg.mean), list(model.cfg.std)) == (
         manifest["inputs"]["mean"],

@@ -28,7 +28,9 @@ NAMES = ["timesformer", "videomae", "xclip", "sta_clip"]
 def test_fixture_parity(name: str) -> None:
     manifest, state_dict, clips, _ = load_fixture_v2(name)
     dfb = manifest["deepfakebench"]
-    model = build_detector(name, pretrained=False)
+    # sta_clip: DeepfakeBench's adapter attention, which mixes the clips of the batch
+    coupled = {"batch_coupled_attention": True} if name == "sta_clip" else {}
+    model = build_detector(name, pretrained=False, **coupled)
     assert model.deepfakebench_name == dfb["model_name"]
     assert model.cfg.clip_size == dfb["clip_size"] == clips.shape[1]
     assert list(model.cfg.mean) == pytest.approx(dfb["mean"])

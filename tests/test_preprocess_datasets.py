@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -181,6 +183,32 @@ def test_faceforensics_layout_errors(tmp_path):
         build_listing("faceforensics", tmp_path, {"compression": "c40"})
 
 
+def test_faceforensics_partial_download_reports_every_problem_at_once(tmp_path, capsys):
+    """FF++ downloaded without FaceShifter and without masks, preprocessed with the defaults
+    (all five methods, masks: true): both problems in one error, each with its --set fix, as
+    the command's one ``error:`` line (issue 31, item 3)."""
+    from fairforensics.cli.preprocess import main
+    from tests.test_cli import run_command
+
+    methods = ["Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures"]
+    video(tmp_path / "original_sequences" / "youtube" / "c23" / "videos" / "000.mp4")
+    for method in methods:
+        video(tmp_path / "manipulated_sequences" / method / "c23" / "videos" / "000_001.mp4")
+    with pytest.raises(DatasetLayoutError) as err:
+        build_listing("faceforensics", tmp_path, {})
+    message = str(err.value)
+    assert message.startswith("2 problems: (1) ") and "no c23 videos folder" in message
+    assert f"(1) {tmp_path / 'manipulated_sequences'}: no c23 videos folder" in message
+    assert f'--set "dataset.options.methods=[{", ".join(methods)}]"' in message
+    assert "(2) " in message and "--set dataset.options.masks=false" in message
+    argv = ["--config", "FF-c23", "--set", f"dataset.root={tmp_path}"]
+    argv += ["--set", f"output.root={tmp_path / 'out'}"]
+    code, stderr = run_command(main, argv, capsys)
+    (line,) = [ln for ln in stderr.splitlines() if "error" in ln.lower()]
+    assert code == 2 and line == f"error: {message}"
+    assert not (tmp_path / "out" / "FF-c23.json").exists()  # nothing preprocessed
+
+
 def test_generic_folders_and_csv(tmp_path):
     for rel in ("train/real/a.mp4", "train/fake/DF/b.mp4", "test/real/c.mp4"):
         video(tmp_path / "f" / rel)
@@ -209,6 +237,41 @@ def test_generic_folders_and_csv(tmp_path):
     assert items["v2"].label == 1 and items["v2"].identity == "p2"
     assert len(listing.problems) == 3 and listing.task == "pad"
     assert "derived" in listing.split_info["val"]
+
+
+def test_generic_warns_when_a_fake_and_its_named_real_are_split_apart(tmp_path, caplog):
+    """FF++-style names in real/ and fake/ folders (no identity, splits derived per file): a
+    fake ``004_982`` in another split than ``real/004`` is one warning with the count and an
+    example; with split folders, or identities in a CSV, there is nothing to warn about."""
+    ids = [f"{k:03d}" for k in range(10)]
+    for a, b in zip(ids, ids[1:] + ids[:1], strict=True):
+        for rel in (f"real/{a}.mp4", f"fake/{a}_{b}.mp4"):
+            (tmp_path / "f" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / "f" / rel).write_bytes(b"")
+    with caplog.at_level(logging.WARNING, logger="fairforensics.preprocessing"):
+        listing = build_listing("generic", tmp_path / "f", {})
+    split = {i.rel: i.split for i in listing.items}
+    crossed = [(a, b) for a, b in zip(ids, ids[1:] + ids[:1], strict=True)
+               if split[f"fake/{a}_{b}"] != split[f"real/{a}"]
+               or split[f"fake/{a}_{b}"] != split[f"real/{b}"]]  # fmt: skip
+    assert crossed  # the per-file split separates some pairs (seed 0)
+    (message,) = [r.getMessage() for r in caplog.records if "derived per file" in r.getMessage()]
+    assert f"{len(crossed)} fake(s) are in another split than a real video" in message
+    assert re.search(r"real/(\d+)\.mp4 \((\w+)\) and \S+fake/\d+_\d+\.mp4 \((\w+)\)", message)
+    assert "dataset.options.csv, column identity" in message
+
+    caplog.clear()
+    rows = "path,label,identity\n" + "".join(
+        f"real/{a}.mp4,0,{a}\nfake/{a}_{b}.mp4,1,{a}\n"
+        for a, b in zip(ids, ids[1:] + ids[:1], strict=True)
+    )
+    (tmp_path / "f" / "list.csv").write_text(rows)
+    with caplog.at_level(logging.WARNING, logger="fairforensics.preprocessing"):
+        listing = build_listing("generic", tmp_path / "f", {"csv": "list.csv"})
+    assert not [r for r in caplog.records if "derived per file" in r.getMessage()]
+    split = {i.rel: i.split for i in listing.items}
+    assert all(split[f"real/{a}"] == split[f"fake/{a}_{b}"]
+               for a, b in zip(ids, ids[1:] + ids[:1], strict=True))  # fmt: skip
 
 
 def test_casia_replay_msu(tmp_path):

@@ -113,10 +113,21 @@ def test_generic_folders_of_16_videos_fill_every_split(tmp_path):
     assert Counter(i.split for i in listing.items) == {"train": 13, "val": 2, "test": 1}
 
 
-def test_an_empty_split_is_flagged_and_warned(caplog):
-    listing = Listing(task="deepfake", items=[], split_info=dict.fromkeys(RATIOS, "derived"))
+def test_an_empty_split_is_flagged_and_the_warning_says_why(caplog):
+    """A split nothing is listed in (here: a CSV whose split column never says val) and a split
+    whose listed videos were all skipped: both "empty", each warning says which happened."""
+    items = [
+        SourceItem(id=v, label=0, method="real", split=s, path=Path(v), rel=v)
+        for v, s in (("a", "train"), ("b", "test"))
+    ]
+    listing = Listing(task="deepfake", items=items, split_info=dict.fromkeys(RATIOS, "csv"))
     entries = [VideoEntry(id="a", label=0, method="real", split="train", frames=["a.png"])]
     with caplog.at_level(logging.WARNING, logger="fairforensics.preprocessing"):
-        info = _split_info(listing, entries)
-    assert info == {"train": "derived", "val": "empty", "test": "empty"}
-    assert "split 'val' has no videos" in caplog.text and "split 'test'" in caplog.text
+        info = _split_info(listing, items, entries)
+    assert info == {"train": "csv", "val": "empty", "test": "empty"}
+    val, test = caplog.messages
+    assert val.startswith("split 'val' has no videos: no video of the dataset is listed in it")
+    assert "(the splits come from the CSV's split column)" in val
+    assert "the index records it as 'empty'" in val and "stops with an error" in val
+    assert test.startswith("split 'test' has no videos: none of the 1 video(s) listed in it")
+    assert "skipped, with the reasons in the manifest" in test

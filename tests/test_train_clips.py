@@ -68,8 +68,12 @@ class _KillAt:
         return batch
 
 
-def test_clip_run_scores_clips_and_videos(data_root: Path, tmp_path: Path) -> None:
-    run = Trainer(_cfg(data_root, tmp_path)).fit()
+def test_clip_run_scores_clips_and_videos(
+    data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="fairforensics.training.trainer"):
+        run = Trainer(_cfg(data_root, tmp_path)).fit()
+    assert "eval step 3: val clip AUC = " in caplog.text  # not frame/auc: the rows are clips
     m = json.loads(sorted((run / "metrics").glob("step*.json"))[-1].read_text())
     val = m["val"]["tiny"]
     assert val["n_frames"] == 12 and val["n_videos"] == 6  # 6 videos x 2 clips: one row per clip

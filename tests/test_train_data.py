@@ -181,6 +181,38 @@ def test_missing_frame_is_replaced_by_the_same_video(tmp_path: Path) -> None:
     assert len(batch["label"]) == len(ds) - 3
 
 
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [(b"", "unreadable landmarks file"), (b"not an npy file", "unreadable landmarks file")],
+)
+def test_an_unreadable_landmarks_file_is_reported_as_that(
+    tmp_path: Path, caplog, content: bytes, why: str
+) -> None:
+    """A landmarks file that cannot be read is named in the warning and the skip reason (not
+    "no readable frame", and an empty file does not crash the loader); the frame is replaced
+    by another of its video while one is usable."""
+    index = read_index(
+        make_index(tmp_path, n_real=2, n_fake=2, frames=2, size=32, splits=("train",))
+    )
+    video = index.videos[1]
+    bad = video.landmarks[0]
+    index.resolve(bad).write_bytes(content)
+    ds = _ds(index, {"landmarks"}, frame_num=2)
+    with caplog.at_level("WARNING"):
+        batch = collate([ds[i] for i in range(len(ds))])
+    assert f"{why} {bad}" in caplog.text and not batch["_skipped"]
+    assert len(batch["_replaced"]) == 1
+    index.resolve(video.landmarks[1]).write_bytes(content)  # no usable frame left
+    batch = collate([ds[i] for i in range(len(ds))])
+    assert len(batch["_skipped"]) == 2
+    for reason in batch["_skipped"]:
+        assert reason.startswith(f"tiny/{video.method}/{video.id}: no usable frame: ")
+        assert f"{why} {bad}" in reason and f"{why} {video.landmarks[1]}" in reason
+    np.save(index.resolve(video.landmarks[1]), np.zeros((5, 2)))
+    skipped = collate([ds[i] for i in range(len(ds))])["_skipped"]
+    assert f"landmarks file {video.landmarks[1]} holds shape (5, 2), not (68, 2)" in skipped[0]
+
+
 def test_samplers_balance_and_shard() -> None:
     labels = np.array([0] * 90 + [1] * 10)
     counts = Counter(labels[TrainSampler(labels, mode="class_balanced", seed=1).epoch_indices()])

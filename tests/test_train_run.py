@@ -29,6 +29,7 @@ from fairforensics.evaluation.runs import load_run
 from fairforensics.fairness.fairswap import fairswap_transforms
 from fairforensics.training.config import load_train_config
 from fairforensics.training.trainer import NonFiniteLossError, Trainer
+from tests.test_cli import run_command
 from tests.test_train_utils import face, make_index
 
 
@@ -146,6 +147,22 @@ def _cfg(data_root: Path, out: Path, detector: str = "meso4", **sets: Any):
     }
     base.update(sets)
     return load_train_config(detector, overrides=[f"{k}={v}" for k, v in base.items()])
+
+
+@pytest.mark.parametrize("coupled", [False, True])
+def test_predicted_scores_do_not_depend_on_the_batch_size(data_root: Path, coupled: bool) -> None:
+    """The evaluation path (predict_index, predict_images: eval mode, no augmentation) gives a
+    frame one score in batches of 1 and of 5, for SIA too (its default attention is per face);
+    DeepfakeBench's batch-coupled SIA (the parity option) is what would break it."""
+    torch.manual_seed(0)
+    sia = build_detector("sia", pretrained=False, input_size=32, batch_coupled_attention=coupled)
+    one = predict_index(sia, data_root / "tiny.json", "val", frame_num=2, batch_size=1)
+    five = predict_index(sia, data_root / "tiny.json", "val", frame_num=2, batch_size=5)
+    images = [face(i, 40) for i in range(3)]
+    alone, together = predict_images(sia, images, batch_size=1), predict_images(sia, images, 3)
+    assert sia.training  # the mode it was in is restored
+    gap = max(np.abs(five.score - one.score).max(), np.abs(together - alone).max())
+    assert (gap > 1e-5) if coupled else (gap <= 1e-5), gap
 
 
 def test_meso4_two_epochs_run_dir_and_reload(data_root: Path, tmp_path: Path) -> None:
@@ -313,7 +330,7 @@ def test_ddp_two_processes_match_one_process(data_root: Path, tmp_path: Path) ->
     assert m1["val"]["tiny"]["frame/auc"] == pytest.approx(m2["val"]["tiny"]["frame/auc"], abs=1e-6)
 
 
-def test_train_script(data_root: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_train_script(data_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -345,19 +362,20 @@ def test_train_script(data_root: Path, tmp_path: Path, caplog: pytest.LogCapture
     (run,) = tmp_path.iterdir()
     assert yaml.safe_load((run / "config.yaml").read_text())["data"]["val_data"] == ["tiny"]
     assert script.main(["--resume", str(run)]) == 0  # already finished: nothing left to do
-    # --resume --set: epochs (safe) extends the run; other keys and flags are refused
-    caplog.clear()
-    assert script.main(["--resume", str(run), "--set", "train.lr=0.5"]) == 2
-    assert "train.lr cannot change in a resumed run" in caplog.text
-    assert script.main(["--resume", str(run), "--train-data", "tiny"]) == 2
-    assert "--train-data cannot be combined" in caplog.text
+    # --resume --set: epochs (safe) extends the run; other keys and flags are refused, each an
+    # "error: ..." line with exit code 2 like every command's input errors
+    for argv, message in (
+        (["--resume", str(run), "--set", "train.lr=0.5"], "train.lr cannot change in a resumed"),
+        (["--resume", str(run), "--train-data", "tiny"], "--train-data cannot be combined"),
+        ([*common, "--train-data", "nope", *sets], "nope.json"),
+        ([*common, "--train-data", "tiny", "--set", "train.lr=1"], "unknown key 'train.lr'"),
+    ):
+        code, err = run_command(script.main, argv, capsys)
+        assert code == 2 and err.startswith("error: ") and message in err, err
+        assert len(err.splitlines()) == 1, err
     assert script.main(["--resume", str(run), "--set", "train.epochs=2"]) == 0
     assert yaml.safe_load((run / "config.yaml").read_text())["train"]["epochs"] == 2
     assert set(json.loads((run / "manifest.json").read_text())["epochs"]) == {"0", "1"}
-    assert script.main([*common, "--train-data", "nope", *sets]) == 2
-    assert "nope.json" in caplog.text
-    assert script.main([*common, "--train-data", "tiny", "--set", "train.lr=1"]) == 2
-    assert "unknown key 'train.lr'" in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ recipe on tiny clips, AltFreezing's freezing schedule against autograd, and thei
 from __future__ import annotations
 
 import logging
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +15,12 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from fairforensics.detectors import build_detector, get_detector_class, load_detector_yaml
+from fairforensics.detectors import (
+    build_detector,
+    get_detector_class,
+    load_detector_yaml,
+    read_checkpoint,
+)
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.scnet import STIL_ONLY
 from fairforensics.evaluation.predictions import read_predictions
@@ -67,6 +73,9 @@ def _adam(name: str, model: nn.Module) -> torch.optim.Adam:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(TINY))
 def test_trains_on_tiny_clips_with_its_recipe(name: str) -> None:
+    """Its YAML optimiser on one fixed batch with the same dropout masks every step: the loss
+    falls at every step and by at least 5% in all (deterministic: no sampling noise to pass by;
+    measured: i3d/altfreezing -11%, ftcn -7%, stil -99.7%, tall -69% over 20 steps)."""
     model = _tiny(name).train()
     batch = make_batch(model, model.cfg.input_size, batch_size=4, seed=1)
     assert batch["image"].shape[1] == model.cfg.clip_size
@@ -81,7 +90,8 @@ def test_trains_on_tiny_clips_with_its_recipe(name: str) -> None:
         loss.backward()
         optimiser.step()
         losses.append(loss.item())
-    assert losses[-1] < losses[0], losses
+    assert all(b < a for a, b in zip(losses[:-1], losses[1:], strict=True)), losses
+    assert losses[-1] < 0.95 * losses[0], losses
     assert out["logits"].shape == (4, 2) and out["feat"].shape[0] == 4
 
 
@@ -414,12 +424,23 @@ TRAINER_TINY = {
 }
 
 
+class _InitRecordingTrainer(Trainer):
+    """The trainer, keeping a copy of the detector's parameters as built, before any step."""
+
+    def _setup(self) -> None:
+        super()._setup()
+        self.initial = {k: p.detach().clone() for k, p in self.detector.named_parameters()}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(TRAINER_TINY))
 def test_trainer_runs_its_recipe_on_clips(name: str, clip_root: Path, tmp_path: Path, caplog):
     """The detector's YAML recipe (DeepfakeBench's optimiser, learning rate and loss) through the
-    trainer on clips of real faces, tiny widths, no augmentation: the mean training loss falls
-    over four epochs and the predictions are per clip."""
+    trainer on clips of real faces, tiny widths, no augmentation: the run's optimiser is the
+    recipe's, it takes its 16 steps (4 epochs of 4 batches) with a finite loss, they move the
+    weights, and the predictions are per clip. (That the recipe lowers the loss is checked on a
+    fixed batch, where no sampling noise can pass for it: test_trains_on_tiny_clips_with_its_recipe
+    here, test_recipe_lowers_the_loss_on_tiny_clips in test_video_transformers.py.)"""
     tiny = {f"model.{k}": v for k, v in TRAINER_TINY[name].items()}
     clip = TRAINER_TINY[name].get("clip_size", 4)
     sets = {
@@ -437,9 +458,20 @@ def test_trainer_runs_its_recipe_on_clips(name: str, clip_root: Path, tmp_path: 
         "output_dir": str(tmp_path),
     }
     cfg = load_train_config(name, overrides=[f"{k}={v}" for k, v in sets.items()])
+    trainer = _InitRecordingTrainer(cfg)
     with caplog.at_level(logging.INFO, logger="fairforensics.training.trainer"):
-        run = Trainer(cfg).fit()
+        run = trainer.fit()
+    before = trainer.initial
     means = [float(m) for m in re.findall(r"epoch \d+ done: mean loss ([0-9.]+)", caplog.text)]
-    assert len(means) == 4 and means[-1] < means[0], means
+    assert len(means) == 4 and all(math.isfinite(m) for m in means), means
+    state = read_checkpoint(run / "checkpoints" / "last.pt")["state"]
+    assert state["step"] == 16  # 8 training videos x 2 clips, batches of 4, 4 epochs
+    recipe = load_detector_yaml(name)["train"]["optimizer"]
+    group = state["optimizer"]["param_groups"][0]
+    assert group.get("initial_lr", group["lr"]) == pytest.approx(recipe["lr"])
+    assert list(group["betas"]) == pytest.approx(recipe["betas"])
+    assert (group["eps"], group["weight_decay"]) == (recipe["eps"], recipe["weight_decay"])
+    moved = [k for k, p in trainer.detector.named_parameters() if not torch.equal(p, before[k])]
+    assert len(moved) > len(before) / 2, f"{len(moved)} of {len(before)} tensors moved"
     saved = read_predictions(sorted((run / "predictions").glob("val_tiny_*.csv"))[-1])
     assert set(saved.unit) == {"clip"} and len(saved) == 16  # 8 val videos x 2 clips

@@ -344,11 +344,11 @@ def test_sta_clip_refuses_an_incomplete_clip_folder(tmp_path) -> None:
 
 
 def test_sta_clip_batch_coupling_is_deepfakebenchs() -> None:
-    """DeepfakeBench's adapter attention mixes the clips of a batch: a clip's score depends on its
-    batch-mates, and equals the per-clip model's when it is alone; ``batch_coupled_attention:
-    false`` scores each clip on its own."""
-    coupled = tiny("sta_clip").eval()
-    alone = tiny("sta_clip", batch_coupled_attention=False).eval()
+    """DeepfakeBench's adapter attention (``batch_coupled_attention: true``) mixes the clips of a
+    batch: a clip's score depends on its batch-mates, and equals the per-clip model's (the
+    default) when it is alone; the default scores each clip on its own."""
+    coupled = tiny("sta_clip", batch_coupled_attention=True).eval()
+    alone = tiny("sta_clip").eval()  # the default
     alone.load_state_dict(coupled.state_dict())
     clips = make_batch(coupled, 28, batch_size=3)["image"]
     with torch.no_grad():

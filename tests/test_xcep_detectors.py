@@ -32,7 +32,11 @@ from fairforensics.detectors.lsda import (
     draw_latent_augmentation,
     mixup_domains,
 )
-from fairforensics.detectors.pcl_xception import ConsistencyVolume, consistency_target
+from fairforensics.detectors.pcl_xception import (
+    ConsistencyVolume,
+    consistency_bce,
+    consistency_target,
+)
 from fairforensics.detectors.rfm import erase_mask, forgery_attention
 from fairforensics.detectors.sladd import magnitude_loss, sample_actions
 from fairforensics.detectors.sladd_synthesis import region_mask, synthesize
@@ -138,14 +142,52 @@ def test_pcl_target_matches_deepfakebench_masks4d_and_the_paper() -> None:
 
 
 def test_pcl_consistency_is_a_scaled_dot_product_and_its_loss_falls() -> None:
-    volume = ConsistencyVolume(4)
-    x = torch.randn(2, 4, 3, 3)
+    """The volume is theta(x)^T theta(x) / sqrt(C); the PCL term (BCE with logits, DeepfakeBench's
+    BCE on the sigmoid) falls to under a quarter of its start when theta is trained on a fixed
+    feature map towards the consistency target of two blended regions (100 Adam steps)."""
+    torch.manual_seed(0)
+    volume = ConsistencyVolume(8)
+    x = torch.randn(2, 8, 3, 3)
     t = volume.theta(x).flatten(2)
-    expected = t.transpose(1, 2) @ t / 2.0
+    expected = t.transpose(1, 2) @ t / math.sqrt(8)
     torch.testing.assert_close(volume(x), expected)
-    target = consistency_target(torch.rand(2, 1, 3, 3), (3, 3), False)
+    mask = torch.zeros(2, 1, 3, 3)
+    mask[0, :, :2, :2] = 1.0  # the blended region of each face
+    mask[1, :, 1:, :] = 1.0
+    target = consistency_target(mask, (3, 3), False)
+
+    def pcl() -> torch.Tensor:
+        return F.binary_cross_entropy_with_logits(volume(x), target)
+
     bce = F.binary_cross_entropy(torch.sigmoid(volume(x)), target)
-    torch.testing.assert_close(F.binary_cross_entropy_with_logits(volume(x), target), bce)
+    torch.testing.assert_close(pcl(), bce)
+    optimiser = torch.optim.Adam(volume.parameters(), lr=0.05)
+    first = pcl().item()
+    for _ in range(100):
+        optimiser.zero_grad()
+        pcl().backward()
+        optimiser.step()
+    assert pcl().item() < 0.25 * first, (first, pcl().item())
+
+
+def test_pcl_bce_after_sigmoid_saturates_as_deepfakebench_and_from_logits_does_not() -> None:
+    # float32 sigmoid(20) is exactly 1: nn.BCELoss clamps log(0) at -100 and passes no gradient
+    logits = torch.tensor([20.0, -3.0, 0.5], requires_grad=True)
+    target = torch.tensor([0.0, 0.0, 1.0])
+    dfb = consistency_bce(logits, target, after_sigmoid=True)
+    expected = F.binary_cross_entropy(torch.sigmoid(logits.detach()), target)
+    torch.testing.assert_close(dfb, expected)
+    assert dfb.item() > 100 / 3
+    dfb.backward()
+    assert logits.grad[0] == 0
+    stable = consistency_bce(logits.detach(), target, after_sigmoid=False)
+    torch.testing.assert_close(stable, F.binary_cross_entropy_with_logits(logits.detach(), target))
+    assert stable.item() < 8
+    # unsaturated, the two are the same loss
+    small = torch.tensor([2.0, -3.0, 0.5])
+    torch.testing.assert_close(
+        consistency_bce(small, target, True), consistency_bce(small, target, False)
+    )
 
 
 # ----------------------------------------------------------------------------- IID

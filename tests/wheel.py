@@ -13,6 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("configs", "preprocessing", "detectors", "evaluation", "training", "fairness")
 SOURCES += ("benchmarks", "fairforensics", "docs", "pyproject.toml", "setup.py", "README.md")
+SOURCES += ("LICENSE", "THIRD_PARTY_LICENSES.md")
 
 
 def build_wheel(out: Path) -> Path:

@@ -42,7 +42,12 @@ from fairforensics.evaluation.predict import (
     rows_to_predictions,
 )
 from fairforensics.evaluation.predictions import write_predictions
-from fairforensics.evaluation.scoring import detection_metrics
+from fairforensics.evaluation.scoring import detection_metrics, level_label
+from fairforensics.evaluation.thresholds import (
+    read_run_thresholds,
+    validation_record,
+    write_run_thresholds,
+)
 from fairforensics.preprocessing.device import amp_dtype, resolve_device, to_channels_last
 from fairforensics.preprocessing.files import write_json, write_yaml
 from fairforensics.preprocessing.frames import (
@@ -188,6 +193,9 @@ class Trainer:
         self._setup_optimisation()
         self.epoch, self.batch_in_epoch, self.step = 0, 0, 0
         self.manifest: dict[str, Any] = {"replaced_frames": [], "skipped_samples": [], "epochs": {}}
+        # the validation threshold of the latest evaluation, and of each saved checkpoint
+        self.val_threshold: dict[str, Any] | None = None
+        self.checkpoint_thresholds: dict[str, Any] = {}
         sets = [self.train_set] + [ds for sets in self.eval_sets.values() for _, ds in sets]
         short = sorted({v for ds in sets for v in ds.short_videos})
         if short:  # video detectors: videos without a run of clip_size frames, left out
@@ -228,6 +236,8 @@ class Trainer:
         model_cfg["input_size"] = self.resolution
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
         self.method_names = method_names_of(train_idx, "train")
+        # the face-crop settings of each training index, for detect (None: not recorded)
+        self.face_settings = {ix.dataset: ix.preprocess for ix in train_idx}
         model_cfg = detector_cls.configure_from_data(model_cfg, list(self.method_names))
         videos = [
             (
@@ -405,10 +415,15 @@ class Trainer:
                         precision=str(self.amp_dtype),
                         channels_last=self.channels_last,
                         method_names=self.method_names,
+                        preprocess=self.face_settings,
                     ),
                 )
         if self.resume_dir is not None:
             self._load_state(read_checkpoint(self.run.checkpoint("last")))
+            recorded = read_run_thresholds(self.run_dir) if self.dist.is_main else None
+            if recorded is not None:
+                self.checkpoint_thresholds = dict(recorded["checkpoints"])
+                self.val_threshold = self.checkpoint_thresholds.get("last")
         if self.dist.is_main:
             self.writer = SummaryWriter(str(self.run.tensorboard), purge_step=self.step or None)
 
@@ -446,6 +461,22 @@ class Trainer:
                 "manifest": self.manifest,
             }
         save_checkpoint(self.run.checkpoint(name), payload)
+        self._record_threshold(name)
+
+    def _record_threshold(self, name: str) -> None:
+        """Record the validation threshold of checkpoint ``name`` (that of the evaluation at
+        this step; none when this step was not evaluated) in ``validation_threshold.json``."""
+        if not self.cfg.data.val_data:
+            return
+        latest = self.val_threshold
+        evaluated = latest is not None and latest["step"] == self.step
+        self.checkpoint_thresholds[name] = latest if evaluated else None
+        write_run_thresholds(
+            self.run_dir,
+            self.selector.level,
+            self.cfg.data.val_data,
+            self.checkpoint_thresholds,
+        )
 
     def _load_state(self, ckpt: dict[str, Any]) -> None:
         if "state" not in ckpt:
@@ -636,6 +667,8 @@ class Trainer:
         if not any(self.eval_sets.values()):
             return
         metrics: dict[str, dict[str, dict[str, float]]] = {"val": {}, "test": {}}
+        val_preds = []
+        units: list[str] = []  # what the rows scored: frames, or clips (a video detector)
         bs = t.eval_batch_size or self.rank_batch
         for split, sets in self.eval_sets.items():
             for name, ds in sets:
@@ -661,10 +694,17 @@ class Trainer:
                 keys = sorted({k for r in rows for k in r})
                 preds = rows_to_predictions({k: [r.get(k, "") for r in rows] for k in keys})
                 metrics[split][name] = detection_metrics(preds)
+                units.append(preds.row_unit)
+                if split == "val":
+                    val_preds.append(preds)
                 if t.save_predictions:
                     out = self.run.predictions / f"{split}_{name}_step{self.step:07d}.csv"
                     write_predictions(out, preds)
         metrics = D.broadcast(metrics)
+        if val_preds:  # rank 0: the threshold the checkpoints saved now will record
+            self.val_threshold = validation_record(
+                val_preds, self.selector.level, self.step, self.epoch
+            )
         is_best = self.selector.update(self.step, self.epoch, metrics)
         if self.dist.is_main:
             write_json(
@@ -677,9 +717,11 @@ class Trainer:
                         if "/" in k and not math.isnan(v):  # NaN: needs both classes
                             self.writer.add_scalar(f"{split}/{name}/{k}", v, self.step)
             log.info(
-                "eval step %d: %s = %.4f%s",
+                "eval step %d: %s %s %s = %.4f%s",  # e.g. "val clip AUC" of a video detector
                 self.step,
-                self.selector.key,
+                "val" if self.selector.mode == "val" else "test",
+                level_label(self.selector.level, units),
+                self.selector.metric.upper(),
                 self.selector.history[-1]["value"],
                 " (best)" if is_best else "",
             )

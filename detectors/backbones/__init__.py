@@ -20,6 +20,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from fairforensics.detectors.backbones.hub import download_blocker, hub_source
 from fairforensics.detectors.filekind import TORCH_KINDS, describe_kind, file_kind
 
 log = logging.getLogger(__name__)
@@ -192,14 +193,27 @@ def load_state_dict_file(
 def create_timm_backbone(name: str, pretrained: bool | str = False, **kwargs) -> nn.Module:
     """A timm model; ``pretrained`` is ``False``, ``"timm"``/``True`` (hub) or a local file path.
 
-    Hub weights need network access; when they cannot be fetched the error says how to pass a
-    local file or ``pretrained: false`` instead.
+    Hub weights come from timm's cache when they are there, else need network access; when they
+    cannot be fetched (``HF_HUB_OFFLINE``, no connection) the error comes at once and says how to
+    pass a local file or ``pretrained: false`` instead (:mod:`.hub`).
     """
     import timm
 
     if pretrained in (False, None, "", "false", "none"):
         return timm.create_model(name, pretrained=False, **kwargs)
     if pretrained is True or pretrained == "timm":
+        source = hub_source(name)
+        if source is not None and source.cached is not None:  # no download, no network
+            overlay = {"file": str(source.cached), "url": "", "hf_hub_id": None}
+            return timm.create_model(
+                name, pretrained=True, pretrained_cfg_overlay=overlay, **kwargs
+            )
+        blocker = None if source is None else download_blocker(source)
+        if blocker is not None:  # at once, not after a minute of the hub client's retries
+            raise PretrainedWeightsError(
+                f"timm hub weights for {name!r} are not in the local cache ({source.where}) and "
+                f"cannot be downloaded from {source.url} ({blocker}); {_HOW}"
+            )
         try:
             return timm.create_model(name, pretrained=True, **kwargs)
         except Exception as exc:  # noqa: BLE001 - offline hub failures come in many types

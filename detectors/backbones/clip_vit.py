@@ -31,7 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import torch
 
 from fairforensics.detectors.backbones import PretrainedWeightsError
-from fairforensics.detectors.backbones.vit_weights import load_matching, read_weight_files
+from fairforensics.detectors.backbones.vit_weights import (
+    check_tower_shape,
+    load_matching,
+    read_weight_files,
+)
 from fairforensics.detectors.base import DetectorConfig
 
 if TYPE_CHECKING:
@@ -59,12 +63,7 @@ class ClipVitConfig(DetectorConfig):
     input_size: int = 224
 
     def __post_init__(self) -> None:
-        if self.width % self.heads:
-            raise ValueError(f"width {self.width} is not divisible by heads {self.heads}")
-        if self.input_size % self.patch_size:
-            raise ValueError(
-                f"input_size {self.input_size} is not a multiple of patch_size {self.patch_size}"
-            )
+        check_tower_shape(self)
 
     def arch_name(self) -> str:
         """``ViT-L/14`` etc. for a published tower, else a description of the widths."""

@@ -35,6 +35,7 @@ from torch import nn
 
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.vit_weights import (
+    check_tower_shape,
     load_matching,
     local_weights,
     read_weight_files,
@@ -58,12 +59,7 @@ class VideoTransformerConfig(ClipDetectorConfig):
     input_size: int = 224
 
     def __post_init__(self) -> None:
-        if self.width % self.heads:
-            raise ValueError(f"width {self.width} is not divisible by heads {self.heads}")
-        if self.input_size % self.patch_size:
-            raise ValueError(
-                f"input_size {self.input_size} is not a multiple of patch_size {self.patch_size}"
-            )
+        check_tower_shape(self)
 
 
 @dataclass(frozen=True)

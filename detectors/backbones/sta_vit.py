@@ -3,8 +3,9 @@
 DeepfakeBench v2's ``training/detectors/sta_detector.py`` (``ViT_CLIP``, ``ViT_Adapter``). The ViT is
 OpenAI CLIP's vision tower (``conv1`` patch embedding without bias, class and position embeddings,
 ``ln_pre``, pre-norm blocks of ``nn.MultiheadAttention`` and a quick-GELU MLP, ``ln_post``; its
-LayerNorms compute in float32 whatever the input dtype) plus a learned temporal embedding added to
-every token of frame t. Each block ends with an adapter on the ``[B*T, 1+HW, C]`` tokens:
+LayerNorms compute in at least float32 whatever the input dtype) plus a learned temporal
+embedding added to every token of frame t. Each block ends with an adapter on the
+``[B*T, 1+HW, C]`` tokens:
 
     down (C -> C/2), GELU; patch tokens as a [B, C/2, T, H, W] volume:
     xs = mean of 3 spatial depthwise stacks (1x3x3, 1x5x5, 1x7x7) + volume
@@ -27,11 +28,17 @@ from torch import nn
 from torch.nn import functional as F
 
 
+def at_least_float32(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float32 when narrower (fp16/bf16), else as it is (float32, float64)."""
+    return x.to(torch.promote_types(x.dtype, torch.float32))
+
+
 class LayerNorm32(nn.LayerNorm):
-    """LayerNorm computed in float32 and returned in the input's dtype (CLIP's, for fp16/bf16)."""
+    """LayerNorm computed in at least float32 and returned in the input's dtype (CLIP's, for
+    fp16/bf16; a float64 model computes in float64)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return super().forward(x.float()).to(x.dtype)
+        return super().forward(at_least_float32(x)).to(x.dtype)
 
 
 class QuickGELU(nn.Module):
@@ -43,7 +50,7 @@ class QuickGELU(nn.Module):
 
 class DepthwiseStack(nn.Module):
     """Three depthwise ``Conv3d`` + ``BatchNorm3d`` with ReLU between (none after the last),
-    computed in float32 (also under autocast)."""
+    computed in at least float32 (also under autocast)."""
 
     def __init__(self, channels: int, kernel: tuple[int, int, int]) -> None:
         super().__init__()
@@ -57,7 +64,7 @@ class DepthwiseStack(nn.Module):
         # float32 under autocast: PyTorch 2.14's bf16 depthwise Conv3d on the CPU gives a NaN in
         # the weight gradient now and then (seen with a 5x1x1 kernel over 4 frames)
         with torch.autocast(x.device.type, enabled=False):
-            x = F.relu(self.bn1(self.conv1(x.float())))
+            x = F.relu(self.bn1(self.conv1(at_least_float32(x))))
             x = F.relu(self.bn2(self.conv2(x)))
             return self.bn3(self.conv3(x))
 
@@ -68,11 +75,11 @@ class CrossAttention(nn.Module):
     ``batch_coupled`` (DeepfakeBench's code): the volumes become attention sequences through
     ``permute(2, 0, 3, 1).reshape(T*H*W, B, C)``, which interleaves the clips of a batch, so each
     sequence holds positions of several clips and a clip's output depends on the other clips in its
-    batch (with one clip per batch it is the per-clip attention). ``False``: each clip attends over
-    its own T*H*W positions.
+    batch (with one clip per batch it is the per-clip attention). ``False`` (default): each clip
+    attends over its own T*H*W positions.
     """
 
-    def __init__(self, dim: int, heads: int, batch_coupled: bool = True) -> None:
+    def __init__(self, dim: int, heads: int, batch_coupled: bool = False) -> None:
         super().__init__()
         self.batch_coupled = batch_coupled
         self.spatial_to_temporal = nn.MultiheadAttention(dim, heads, batch_first=True)
@@ -109,7 +116,7 @@ class StAdapter(nn.Module):
     TEMPORAL = ((3, 1, 1), (5, 1, 1), (7, 1, 1))
 
     def __init__(
-        self, width: int, num_frames: int, heads: int = 2, batch_coupled: bool = True
+        self, width: int, num_frames: int, heads: int = 2, batch_coupled: bool = False
     ) -> None:
         super().__init__()
         hidden = width // 2
@@ -190,7 +197,7 @@ class StaViT(nn.Module):
         layers: int,
         heads: int,
         num_frames: int,
-        batch_coupled: bool = True,
+        batch_coupled: bool = False,
     ) -> None:
         super().__init__()
         grid = input_size // patch_size

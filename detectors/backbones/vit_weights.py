@@ -15,7 +15,7 @@ Half-precision tensors (OpenAI's files are fp16) become float32. :func:`load_mat
 converted dict onto a module: with ``strict`` (the detector config's ``pretrained_strict``,
 default true) every tensor of the module must come from the file and every tensor of the file must
 fit, else one :class:`~detectors.backbones.PretrainedWeightsError` names the missing, unexpected
-and mis-shaped keys.
+and mis-shaped keys. :func:`check_tower_shape` is the config check of every such tower.
 """
 
 from __future__ import annotations
@@ -184,3 +184,14 @@ def load_matching(
 
 
 __all__ = ["FOLDER_FILES", "NO_WEIGHTS", "load_matching", "local_weights", "read_weight_files"]
+
+
+def check_tower_shape(cfg: Any) -> None:
+    """A transformer tower's config (``width``, ``heads``, ``input_size``, ``patch_size``): the
+    width splits into the heads and the image into whole patches, else a ``ValueError``."""
+    if cfg.width % cfg.heads:
+        raise ValueError(f"width {cfg.width} is not divisible by heads {cfg.heads}")
+    if cfg.input_size % cfg.patch_size:
+        raise ValueError(
+            f"input_size {cfg.input_size} is not a multiple of patch_size {cfg.patch_size}"
+        )

@@ -21,6 +21,10 @@ VERBS = {
     "fairness": "fairness",
     "metamorphic": "metamorphic",
     "benchmark": "benchmark",
+    "detect": "detect",
+    "demographics": "demographics",
+    "combine": "combine",
+    "detectors": "detectors",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -88,3 +92,23 @@ def metamorphic() -> NoReturn:
 def benchmark() -> NoReturn:
     """``ff-benchmark``."""
     run_verb("benchmark")
+
+
+def detect() -> NoReturn:
+    """``ff-detect``."""
+    run_verb("detect")
+
+
+def demographics() -> NoReturn:
+    """``ff-demographics``."""
+    run_verb("demographics")
+
+
+def combine() -> NoReturn:
+    """``ff-combine``."""
+    run_verb("combine")
+
+
+def detectors() -> NoReturn:
+    """``ff-detectors``."""
+    run_verb("detectors")

@@ -1,10 +1,10 @@
-"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably; leaderboard.
+r"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably; leaderboard.
 
   scripts/benchmark.py --detectors all --train-data FF-c23 --test-data FF-c23 CDFv2 DFDC --out sweep
-  scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep        (torchrun per run)
+  scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep  (torchrun per run)
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
   scripts/benchmark.py --detectors xception tall ftcn --data-root datasets \
-      --clip-data-root datasets/clips --out sweep   (video detectors read clip-mode indexes)
+      --clip-data-root datasets/clips --out sweep  (video detectors read clip-mode indexes)
 
 A killed sweep resumes when run again with the same --out (see benchmarks.sweep and the
 evaluation guide below).
@@ -16,10 +16,9 @@ import argparse
 import logging
 from pathlib import Path
 
-from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, SweepError, run_sweep
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
-from fairforensics.configs import ConfigError, import_modules
+from fairforensics.configs import import_modules
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,7 +32,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--recipe",
         type=Path,
-        default=DEFAULT_RECIPE,
         help=config_help("train", "train config of every run (default: deepfakebench)"),
     )
     p.add_argument("--train-data", nargs="+", default=["FF-c23"])
@@ -61,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     add_import_argument(p)
     args = p.parse_args(argv)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, run_sweep
+
     sweep = Sweep(
         detectors=args.detectors,
         out=args.out,
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         test_data=args.test_data,
         val_data=args.val_data,
         data_root=args.data_root,
-        recipe=args.recipe,
+        recipe=args.recipe or DEFAULT_RECIPE,
         gpus=args.gpus,
         weights_dir=args.weights_dir,
         overrides=args.overrides,
@@ -76,12 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         clip_data_root=args.clip_data_root,
         imports=args.imports,
     )
-    try:
-        import_modules(args.imports)
-        out = run_sweep(sweep)
-    except (SweepError, ConfigError, ValueError) as exc:
-        logging.getLogger("benchmark").error("%s", exc)
-        return 2
+    import_modules(args.imports)
+    out = run_sweep(sweep)
     print(f"leaderboard: {out}")
     return 0
 

@@ -19,11 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from fairforensics.configs import ConfigError
-from fairforensics.detectors import CheckpointError
-from fairforensics.detectors.backbones import PretrainedWeightsError
-from fairforensics.detectors.deepfakebench import WeightsError
-from fairforensics.preprocessing.demo_dataset import DemoDataError
-from fairforensics.preprocessing.video import MediaReadError
 
 
 class UserInputError(ConfigError):
@@ -36,17 +31,33 @@ class Terminated(KeyboardInterrupt):
     signum = signal.SIGTERM
 
 
-#: Errors that describe the user's input, not a bug: shown as one line, exit code 2.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    ConfigError,
-    ValueError,
-    CheckpointError,
-    WeightsError,
-    PretrainedWeightsError,
-    DemoDataError,
-    MediaReadError,
-    OSError,
+#: Errors that describe the user's input, not a bug: shown as one line, exit code 2. With them,
+#: the library's errors of :data:`LIBRARY_USER_ERRORS` (see :func:`user_errors`).
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, ValueError, OSError)
+
+#: ``(module, class)`` of the library's errors that describe the user's input and are no
+#: ValueError. They are looked up only in modules already imported: an error whose module was
+#: never imported cannot have been raised, and the handler imports no detector (nor torch), so
+#: ``--help`` and argument errors start fast (issue 31, item 4).
+LIBRARY_USER_ERRORS: tuple[tuple[str, str], ...] = (
+    ("fairforensics.detectors.weights", "CheckpointError"),
+    ("fairforensics.detectors.deepfakebench", "WeightsError"),
+    ("fairforensics.detectors.backbones", "PretrainedWeightsError"),
+    ("fairforensics.preprocessing.demo_dataset", "DemoDataError"),
+    ("fairforensics.preprocessing.video", "MediaReadError"),
+    ("fairforensics.training.step", "NonFiniteLossError"),
+    ("fairforensics.benchmarks.sweep", "SweepError"),
 )
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """:data:`USER_ERRORS` and the classes of :data:`LIBRARY_USER_ERRORS` imported so far."""
+    found = []
+    for module, name in LIBRARY_USER_ERRORS:
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            found.append(getattr(loaded, name))
+    return (*USER_ERRORS, *found)
 
 
 class RepeatFilter(logging.Filter):
@@ -131,7 +142,7 @@ def _raise_terminated(signum: int, frame: object) -> None:
 def run_cli(
     main: Callable[[Sequence[str] | None], int | None], argv: list[str] | None = None
 ) -> NoReturn:
-    """Run a command's ``main(argv)`` and exit: its return code, 2 for :data:`USER_ERRORS`
+    """Run a command's ``main(argv)`` and exit: its return code, 2 for :func:`user_errors`
     (one line on stderr), 130 for Ctrl-C and 143 for SIGTERM."""
     if hasattr(signal, "SIGTERM") and signal.getsignal(signal.SIGTERM) in (
         signal.SIG_DFL,
@@ -149,8 +160,8 @@ def run_cli(
         detail = str(exc) if type(exc) in (KeyboardInterrupt, Terminated) else ""
         print(f"stopped ({name})" + (f": {detail}" if detail else ""), file=sys.stderr)
         sys.exit(128 + int(signum))
-    except USER_ERRORS as exc:
-        if os.environ.get("FF_TRACEBACK"):
+    except Exception as exc:
+        if not isinstance(exc, user_errors()) or os.environ.get("FF_TRACEBACK"):
             raise
         print(f"error: {describe(exc)}", file=sys.stderr)
         sys.exit(2)

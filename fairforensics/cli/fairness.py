@@ -1,4 +1,4 @@
-"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
+r"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/ABF, ODTA, figures.
 
     python scripts/fairness.py --predictions runs/x/predictions/test.csv --attributes gender \
         --out runs/x/fairness
@@ -13,41 +13,56 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fairforensics.cli.errors import add_import_argument, configure_logging, describe, run_cli
-from fairforensics.cli.helptext import config_help, guide
-from fairforensics.configs import ConfigError, import_modules, shipped_configs
-from fairforensics.evaluation.predictions import PredictionsError, read_predictions
-from fairforensics.evaluation.testing import check_writable
-from fairforensics.fairness import protocols
-from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
-from fairforensics.fairness.fairswap import fairswap_transforms
-from fairforensics.fairness.report import (
-    fairness_report,
-    format_summary,
-    load_report_config,
-    write_report,
+from fairforensics.cli.errors import (
+    UserInputError,
+    add_import_argument,
+    configure_logging,
+    describe,
+    run_cli,
 )
-from fairforensics.training.config import load_train_config
-from fairforensics.training.trainer import Trainer
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
+from fairforensics.configs import ConfigError, import_modules, shipped_configs
+
+if TYPE_CHECKING:
+    from fairforensics.evaluation.thresholds import DecisionThreshold
+    from fairforensics.fairness.report import ReportConfig
 
 
 def train_run(detector: str, train_configs: list, overrides: dict) -> Path:
     """One training of a fairness protocol (with FairSWAP when its config enables it)."""
+    from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.trainer import Trainer
+
     cfg = load_train_config(detector, *train_configs, overrides=overrides)
     return Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train)).fit()
 
 
-def evaluation_threshold(path: str) -> float:
-    """The decision threshold recorded in an ``eval.json`` written by scripts/test.py."""
-    try:
-        return float(json.loads(Path(path).read_text(encoding="utf-8"))["settings"]["threshold"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"{path}: no decision threshold in it ({exc})") from None
+def report_threshold(cfg: ReportConfig, args: argparse.Namespace) -> DecisionThreshold:
+    """The report's decision threshold: the report settings' ``threshold`` when they set one
+    (an error together with --threshold/--threshold-from), else
+    :func:`evaluation.thresholds.decision_threshold` (--threshold, --threshold-from, the
+    eval.json beside the predictions, 0.5)."""
+    from fairforensics.evaluation.thresholds import DecisionThreshold, decision_threshold
+
+    if cfg.threshold is None:
+        return decision_threshold(
+            threshold=args.threshold,
+            threshold_from=args.threshold_from,
+            predictions=Path(args.predictions),
+        )
+    if args.threshold is not None or args.threshold_from is not None:
+        raise UserInputError(
+            "the report settings set threshold (--config/--set) and --threshold or "
+            "--threshold-from gives another: give one"
+        )
+    return DecisionThreshold(cfg.threshold, f"threshold {cfg.threshold:g} of the report settings")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,10 +109,6 @@ def main(argv: list[str] | None = None) -> int:
         help="groups with fewer rows are reported but not ranked (no gaps, tests, FDR/ABF)",
     )
     parser.add_argument(
-        "--threshold-from",
-        help="eval.json of scripts/test.py: use its decision threshold (e.g. chosen with --val-data)",
-    )
-    parser.add_argument(
         "--protocol",
         help=config_help(
             "fairness", "run a protocol instead (trains detectors)", shipped_protocols
@@ -113,8 +124,22 @@ def main(argv: list[str] | None = None) -> int:
         help=config_help("train", "protocol: extra train config (e.g. demo)"),
     )
     parser.add_argument("-v", "--verbose", action="store_true")
+    add_threshold_arguments(parser)
     add_import_argument(parser)
     args = parser.parse_args(argv)
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation.predictions import PredictionsError, read_predictions
+    from fairforensics.evaluation.testing import check_writable
+    from fairforensics.evaluation.thresholds import warn_if_one_class
+    from fairforensics.fairness import protocols
+    from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
+    from fairforensics.fairness.report import (
+        fairness_report,
+        format_summary,
+        load_report_config,
+        write_report,
+    )
+
     configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
@@ -132,10 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         check_writable(args.out)  # before any fairness protocol trains
     try:
         import_modules(args.imports)
-        if args.threshold_from:
-            overrides.append(f"threshold={evaluation_threshold(args.threshold_from)}")
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
+            if args.threshold is not None or args.threshold_from is not None:
+                raise UserInputError(
+                    "--threshold and --threshold-from apply to --predictions: a protocol "
+                    "compares groups at APCER operating points"
+                )
             protocol = protocols.load_protocol(args.protocol)
             if not (args.data_root and args.dataset):
                 parser.error("--protocol needs --data-root and --dataset")
@@ -156,15 +184,19 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if not args.predictions:
             parser.error("give --predictions FILE (or --protocol FILE)")
+        threshold = report_threshold(cfg, args)
+        cfg.threshold = threshold.value
         pred = read_predictions(args.predictions, scores=args.scores)
+        warn_if_one_class(pred.score, threshold, args.predictions)
         reports = fairness_report(pred, args.attributes, cfg)
         if not reports:
             print("no attribute with two or more groups: nothing to report", file=sys.stderr)
             return 1
-        write_report(reports, args.out, figures=cfg.figures)
+        write_report(reports, args.out, figures=cfg.figures, threshold=threshold)
     except (ConfigError, PredictionsError, KeyError, ValueError) as exc:
         print(f"error: {describe(exc)}", file=sys.stderr)  # names, not a KeyError's repr
         return 2
+    print_threshold(threshold)
     print(format_summary(reports))
     print(f"tables and figures: {args.out}")
     report = evaluation_report_of(args.predictions)

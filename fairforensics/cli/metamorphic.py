@@ -1,11 +1,13 @@
-"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, per-gender tables.
+r"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, per-gender tables.
 
   scripts/metamorphic.py --run RUN_DIR [--weights best|last|FILE] --test-data DATASET
   scripts/metamorphic.py --detector NAME --weights FILE [--variant paper | --model-config YAML]
       --test-data DATASET [--data-root DIR]
 
---weights FILE is what scripts/test.py reads: a torch checkpoint (ours or DeepfakeBench's) or,
-for meso4/meso_inception4, the MesoNet authors' Keras .h5 (e.g. Meso4_DF.h5). Example::
+A score at or above the decision threshold is a fake decision: by default the run's validation
+threshold (see --threshold). --weights FILE is what scripts/test.py reads: a torch checkpoint
+(ours or DeepfakeBench's) or, for meso4/meso_inception4, the MesoNet authors' Keras .h5 (e.g.
+Meso4_DF.h5). Example::
 
     python scripts/metamorphic.py --run runs/meso4_demo --test-data demo \
         --relations configs/metamorphic/makeup.yaml
@@ -18,17 +20,9 @@ import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
-from fairforensics.cli.helptext import config_help, guide
-from fairforensics.configs import (
-    ConfigError,
-    import_modules,
-)
-from fairforensics.detectors import CheckpointError, list_detectors
-from fairforensics.detectors.weights import ACCEPTED, load_named_detector
-from fairforensics.evaluation.provenance import file_sha256
-from fairforensics.evaluation.testing import check_writable
-from fairforensics.fairness.metamorphic.pipeline import evaluate_detector, evaluate_run
-from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
+from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
+from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
+from fairforensics.configs import ConfigError, import_modules
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -45,8 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--relations",
-        default=str(DEFAULT_RELATIONS),
-        help=config_help("metamorphic", "relations (test cases) config"),
+        help=config_help("metamorphic", "relations (test cases) config (default: makeup)"),
     )
     p.add_argument(
         "--data-root",
@@ -59,24 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="output folder (default: RUN/metamorphic/<dataset>, or "
         "metamorphic/<detector>_<weights name>/<dataset> with --detector)",
     )
-    p.add_argument(
-        "--weights",
-        default="best",
-        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
-        "meso4/meso_inception4, the authors' Keras .h5",
-    )
-    p.add_argument(
-        "--model-config",
-        type=Path,
-        help="detector YAML for --detector (default: the checkpoint's, else "
-        "configs/detectors/NAME.yaml; for a Keras file configs/detectors/paper/NAME.yaml)",
-    )
-    p.add_argument(
-        "--variant",
-        choices=["deepfakebench", "paper"],
-        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
-        "or configs/detectors/paper/NAME.yaml (paper)",
-    )
+    add_weights_arguments(p)
     p.add_argument("--split", default="test", choices=("train", "val", "test"))
     p.add_argument("--frame-num", type=int, default=None, help="frames per video (default: all)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -89,17 +65,26 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override a relations-file key, e.g. threshold=0.4",
+        help="override a relations-file key, e.g. max_yaw=45",
     )
+    add_threshold_arguments(p)
     add_import_argument(p)
     return p.parse_args(argv)
 
 
 def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     """``--detector NAME --weights FILE``: the loading of ``scripts/test.py``."""
+    from fairforensics.detectors import list_detectors
+    from fairforensics.detectors.registry import plugin_failure_note
+    from fairforensics.detectors.weights import ACCEPTED, load_named_detector
+    from fairforensics.evaluation.provenance import file_sha256
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.fairness.metamorphic.pipeline import evaluate_detector
+
     if args.detector not in list_detectors():
         raise ConfigError(
-            f"--detector {args.detector!r} is not a registered detector; choose one of "
+            f"--detector {args.detector!r} is not a registered detector"
+            f"{plugin_failure_note(args.detector)}; choose one of "
             f"{', '.join(list_detectors())} (or --import the module that registers it)"
         )
     if args.weights in ("best", "last"):
@@ -114,6 +99,8 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
         "weights_sha256": file_sha256(weights),
         "model": model_cfg,
     }
+    threshold = decision_threshold(threshold=args.threshold, threshold_from=args.threshold_from)
+    print_threshold(threshold)
     return evaluate_detector(
         detector,
         args.test_data,
@@ -122,6 +109,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
         out_dir=args.out,
         out_parent=Path("metamorphic") / f"{args.detector}_{weights.stem}",
         meta=meta,
+        threshold=threshold,
         **options,
     )
 
@@ -129,8 +117,15 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation.testing import check_writable
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.fairness.metamorphic.pipeline import evaluate_run
+    from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
+
     if args.out is not None:
         check_writable(args.out)  # before the transformations and predictions
+    args.relations = args.relations or str(DEFAULT_RELATIONS)
     options = {
         "split": args.split,
         "frame_num": args.frame_num,
@@ -139,25 +134,29 @@ def main(argv: list[str] | None = None) -> int:
         "overrides": args.set,
         "n_examples": args.examples,
     }
-    try:
-        import_modules(args.imports)
-        if args.detector is not None:
-            files = _evaluate_named(args, options)
-        else:
-            if args.model_config is not None or args.variant is not None:
-                raise ConfigError("--model-config and --variant go with --detector, not --run")
-            files = evaluate_run(
-                args.run,
-                args.test_data,
-                args.relations,
-                data_root=args.data_root,
-                out_dir=args.out,
-                weights=args.weights,
-                **options,
-            )
-    except (ConfigError, CheckpointError, FileNotFoundError, ValueError) as exc:
-        logging.getLogger("metamorphic").error("%s", exc)
-        return 2
+    import_modules(args.imports)
+    if args.detector is not None:
+        files = _evaluate_named(args, options)
+    else:
+        if args.model_config is not None or args.variant is not None:
+            raise ConfigError("--model-config and --variant go with --detector, not --run")
+        threshold = decision_threshold(
+            run=Path(args.run),
+            threshold=args.threshold,
+            threshold_from=args.threshold_from,
+            weights=args.weights,
+        )
+        print_threshold(threshold)
+        files = evaluate_run(
+            args.run,
+            args.test_data,
+            args.relations,
+            data_root=args.data_root,
+            out_dir=args.out,
+            weights=args.weights,
+            threshold=threshold,
+            **options,
+        )
     logging.getLogger("metamorphic").info("wrote %s", files["markdown"].parent)
     print(files["markdown"].read_text(encoding="utf-8"))
     return 0

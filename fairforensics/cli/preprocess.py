@@ -19,21 +19,6 @@ from pathlib import Path
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
-from fairforensics.configs.loader import ConfigError
-from fairforensics.preprocessing.config import load_preprocess_config
-from fairforensics.preprocessing.datasets import DatasetLayoutError
-from fairforensics.preprocessing.datasets.deepfakebench import (
-    import_deepfakebench_json,
-    rebase_index,
-)
-from fairforensics.preprocessing.index import DatasetIndexError, write_index
-from fairforensics.preprocessing.pipeline import (
-    PreprocessInterrupted,
-    StopRequested,
-    TooManyFailures,
-    check_failures,
-    run_preprocess,
-)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,9 +68,19 @@ def main(argv: list[str] | None = None) -> int:
         return _import(args)
     if not args.config:
         parser.error("--config is required")
+    # after the arguments are read, so that --help and argument errors start at once
+    from fairforensics.preprocessing.config import load_preprocess_config
+    from fairforensics.preprocessing.pipeline import (
+        PreprocessInterrupted,
+        StopRequested,
+        TooManyFailures,
+        check_failures,
+        run_preprocess,
+    )
+
+    import_modules(args.imports)
+    cfg = load_preprocess_config(*args.config, overrides=args.overrides)
     try:
-        import_modules(args.imports)
-        cfg = load_preprocess_config(*args.config, overrides=args.overrides)
         summary = run_preprocess(
             cfg,
             workers=args.workers,
@@ -95,9 +90,6 @@ def main(argv: list[str] | None = None) -> int:
             index_only=args.index_only,
             progress=not args.no_progress,
         )
-    except (ConfigError, DatasetLayoutError, FileNotFoundError, ValueError) as exc:
-        logging.getLogger("preprocess").error("%s", exc)
-        return 2
     except PreprocessInterrupted as exc:  # Ctrl-C / SIGTERM: the finished videos are indexed
         logging.getLogger("preprocess").error("%s", exc)
         return exc.exit_code
@@ -114,18 +106,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    try:
-        index = import_deepfakebench_json(
-            args.import_deepfakebench, args.data_root, compression=args.compression,
-            strip_prefix=args.strip_prefix, dataset=args.dataset or args.out.stem,
-            attributes=args.attributes, attributes_key=args.attributes_key,
-            allow_missing_frames=args.allow_missing_frames,
-        )  # fmt: skip
-        rebase_index(index, args.out.parent)
-        write_index(index, args.out)
-    except (DatasetLayoutError, DatasetIndexError, ValueError) as exc:
-        logging.getLogger("preprocess").error("%s", exc)
-        return 2
+    from fairforensics.preprocessing.datasets.deepfakebench import (
+        import_deepfakebench_json,
+        rebase_index,
+    )
+    from fairforensics.preprocessing.index import write_index
+
+    index = import_deepfakebench_json(
+        args.import_deepfakebench, args.data_root, compression=args.compression,
+        strip_prefix=args.strip_prefix, dataset=args.dataset or args.out.stem,
+        attributes=args.attributes, attributes_key=args.attributes_key,
+        allow_missing_frames=args.allow_missing_frames,
+    )  # fmt: skip
+    rebase_index(index, args.out.parent)
+    write_index(index, args.out)
     print(json.dumps({"index": str(args.out), "videos": len(index.videos)}))
     return 0
 

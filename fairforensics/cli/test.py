@@ -4,7 +4,7 @@
   scripts/test.py --detector NAME --weights FILE [--model-config YAML] --test-data ...
   scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
-  scripts/test.py --compare A.csv B.csv     (DeLong's test of two detectors' AUCs, JSON)
+  scripts/test.py --compare A.csv B.csv  (DeLong's test of two detectors' AUCs, JSON)
 
 Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
 """
@@ -17,10 +17,8 @@ import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
-from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
 from fairforensics.configs import ConfigError, import_modules
-from fairforensics.evaluation import leaderboard, results, settings, testing
-from fairforensics.preprocessing.resolve import resolve_index
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -41,24 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src.add_argument(
         "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
     )
-    p.add_argument(
-        "--weights",
-        default="best",
-        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
-        "meso4/meso_inception4, the authors' Keras .h5",
-    )
-    p.add_argument(
-        "--model-config",
-        type=Path,
-        help="detector YAML for --detector: a file, or a shipped name such as meso4 or "
-        "paper/ucf (default: the shipped configs/detectors/NAME.yaml)",
-    )
-    p.add_argument(
-        "--variant",
-        choices=["deepfakebench", "paper"],
-        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
-        "or configs/detectors/paper/NAME.yaml (paper)",
-    )
+    add_weights_arguments(p)
     p.add_argument("--name", help="detector name shown in tables for --predictions")
     p.add_argument(
         "--scores",
@@ -122,6 +103,10 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # after the arguments are read, so that --help and argument errors import no torch
+    from fairforensics.evaluation import leaderboard, results, settings, testing
+    from fairforensics.preprocessing.resolve import resolve_index
+
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     overrides = list(args.overrides)
@@ -149,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             args.leaderboard,
             out,
             cfg.metrics,
-            cfg.levels[0],
+            cfg.levels,
             reduce=cfg.reduce,
             threshold=cfg.threshold,
             within=args.within,
@@ -166,10 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.detector:
             from fairforensics.detectors import list_detectors
+            from fairforensics.detectors.registry import plugin_failure_note
 
             if args.detector not in list_detectors():
                 raise UserInputError(
-                    f"--detector {args.detector!r} is not a registered detector; choose one of "
+                    f"--detector {args.detector!r} is not a registered detector"
+                    f"{plugin_failure_note(args.detector)}; choose one of "
                     f"{', '.join(list_detectors())} (or --import the module that registers it)"
                 )
         detector, name, train_data, meta, out = testing.load_for_test(
@@ -204,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         if summary.is_file():
             print(summary.read_text(encoding="utf-8"))
     print(f"report: {(out / 'report.html').resolve()}")
-    print(f"predictions: {(out / 'predictions').resolve()}")
+    if not args.leaderboard:  # a leaderboard reads the evaluations' predictions, writes none
+        print(f"predictions: {(out / 'predictions').resolve()}")
     return 0
 
 

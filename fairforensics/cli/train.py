@@ -13,23 +13,16 @@ from __future__ import annotations
 
 import argparse
 import logging
+from typing import TYPE_CHECKING
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
-from fairforensics.configs import ConfigError, import_modules
+from fairforensics.configs import import_modules
 from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
-from fairforensics.detectors import CheckpointError
-from fairforensics.detectors.backbones import PretrainedWeightsError
-from fairforensics.detectors.deepfakebench import WeightsError
-from fairforensics.fairness.fairswap import fairswap_transforms
-from fairforensics.preprocessing.datasets.base import DatasetLayoutError
-from fairforensics.preprocessing.files import write_yaml
-from fairforensics.preprocessing.frames import TrainDataError
-from fairforensics.preprocessing.index import DatasetIndexError
-from fairforensics.preprocessing.rundir import RunDir
-from fairforensics.training.config import TrainConfig, load_train_config, read_run_config
-from fairforensics.training.distributed import teardown
-from fairforensics.training.trainer import NonFiniteLossError, Trainer
+
+if TYPE_CHECKING:
+    from fairforensics.training.config import TrainConfig
+    from fairforensics.training.trainer import Trainer
 
 #: Settings ``--resume RUN --set KEY=VALUE`` may change: they do not alter what was trained so far
 #: (the learning-rate schedule keeps the length it was built with from the checkpoint).
@@ -47,6 +40,10 @@ def _keys(tree: dict, prefix: str = "") -> list[str]:
 def resume_config(run_dir: str, overrides: list[str]) -> TrainConfig:
     """The saved config of ``run_dir`` with the :data:`RESUME_SAFE` ``overrides`` applied (and
     written back to its ``config.yaml``); any other key is a :class:`UserInputError`."""
+    from fairforensics.preprocessing.files import write_yaml
+    from fairforensics.preprocessing.rundir import RunDir
+    from fairforensics.training.config import TrainConfig, read_run_config
+
     if not overrides:
         return read_run_config(run_dir)
     changes = parse_overrides(overrides)
@@ -116,64 +113,55 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # after the arguments are read: --help and argument errors import no torch
+    from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.distributed import teardown
+    from fairforensics.training.trainer import Trainer
+
     log = logging.getLogger("train")
+    import_modules(args.imports)
+    if args.resume:
+        given = [
+            f"--{k.replace('_', '-')}"
+            for k in ("detector", "variant", "detector_config", "config", "train_data")
+            + ("val_data", "test_data", "data_root", "output_dir")
+            if getattr(args, k)
+        ]
+        if given:
+            raise UserInputError(
+                f"--resume continues the saved config; {', '.join(given)} cannot be "
+                f"combined with it (only --set {'/'.join(RESUME_SAFE)})"
+            )
+        cfg = resume_config(args.resume, args.overrides)
+        trainer = Trainer(cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train))
+    else:
+        overrides = list(args.overrides)
+        for key, value in (
+            ("data.train_data", args.train_data),
+            ("data.val_data", args.val_data),
+            ("data.test_data", args.test_data),
+        ):
+            if value:
+                overrides.append(f"{key}=[{', '.join(value)}]")
+        if args.data_root:
+            overrides.append(f"data.data_root={args.data_root}")
+        if args.output_dir:
+            overrides.append(f"output_dir={args.output_dir}")
+        cfg = load_train_config(
+            args.detector,
+            *args.config,
+            overrides=overrides,
+            detector_yaml=args.detector_config,
+            variant=args.variant,
+        )
+        trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
     try:
-        import_modules(args.imports)
-        if args.resume:
-            given = [
-                f"--{k.replace('_', '-')}"
-                for k in ("detector", "variant", "detector_config", "config", "train_data")
-                + ("val_data", "test_data", "data_root", "output_dir")
-                if getattr(args, k)
-            ]
-            if given:
-                raise UserInputError(
-                    f"--resume continues the saved config; {', '.join(given)} cannot be "
-                    f"combined with it (only --set {'/'.join(RESUME_SAFE)})"
-                )
-            cfg = resume_config(args.resume, args.overrides)
-            trainer = Trainer(
-                cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train)
-            )
-        else:
-            overrides = list(args.overrides)
-            for key, value in (
-                ("data.train_data", args.train_data),
-                ("data.val_data", args.val_data),
-                ("data.test_data", args.test_data),
-            ):
-                if value:
-                    overrides.append(f"{key}=[{', '.join(value)}]")
-            if args.data_root:
-                overrides.append(f"data.data_root={args.data_root}")
-            if args.output_dir:
-                overrides.append(f"output_dir={args.output_dir}")
-            cfg = load_train_config(
-                args.detector,
-                *args.config,
-                overrides=overrides,
-                detector_yaml=args.detector_config,
-                variant=args.variant,
-            )
-            trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
-        try:
-            run_dir = trainer.fit()
-        except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM (fairforensics.cli.errors)
-            raise type(exc)(_resume_hint(trainer)) from None
-        rank = trainer.dist.rank
-        teardown()
-    except (
-        ConfigError,
-        DatasetIndexError,
-        DatasetLayoutError,
-        TrainDataError,
-        CheckpointError,
-        NonFiniteLossError,
-        PretrainedWeightsError,
-        WeightsError,
-    ) as exc:
-        log.error("%s", exc)
-        return 2
+        run_dir = trainer.fit()
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM (fairforensics.cli.errors)
+        raise type(exc)(_resume_hint(trainer)) from None
+    rank = trainer.dist.rank
+    teardown()
     if rank == 0:
         log.info("run directory: %s", run_dir)
     return 0

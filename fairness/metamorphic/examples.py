@@ -4,12 +4,14 @@ Faces arrive as a stream (the test set is not held in memory); :class:`ExamplePi
 bounded pool of candidates, at most ``n`` per (group, label) with distinct people, and
 :meth:`ExamplePicker.chosen` takes them round-robin over the groups, alternating real and fake
 within a group and preferring people not shown yet. A person is the video's ``identity`` (the
-index's field; FF++ fakes carry their target's), else its video id.
+index's field; FF++ fakes carry their target's), else its video id. Faces whose decision some
+test case flips are preferred (a full bucket swaps a face without a flip for one with) and shown
+first: they are what the sheet is for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -19,18 +21,22 @@ _MAX_BUCKETS = 16
 
 @dataclass
 class Example:
-    """One row of the example sheet: a face under the benchmark and every test case."""
+    """One row of the example sheet: a face under the benchmark and every test case, with its
+    score there (``scores``, same keys as ``images``) and whether a case flips its decision."""
 
     key: str
     group: str
     label: int
     person: str
     images: dict[str, np.ndarray]
+    scores: dict[str, float] = field(default_factory=dict)
+    flipped: bool = False
 
     @property
     def caption(self) -> str:
-        """``group, real|fake`` and the end of the face's key."""
-        return f"{self.group or '?'}, {'fake' if self.label else 'real'}\n{self.key[-20:]}"
+        """``group, real|fake`` and the last two parts of the face's key (video and frame)."""
+        tail = "/".join(self.key.split("/")[-2:])
+        return f"{self.group or '?'}, {'fake' if self.label else 'real'}\n{tail}"
 
 
 class ExamplePicker:
@@ -42,20 +48,30 @@ class ExamplePicker:
         self.pool: dict[tuple[str, int], list[Example]] = {}
 
     def offer(self, example: Example) -> None:
-        """Keep ``example`` if its bucket has room and does not show its person yet."""
+        """Keep ``example`` if its bucket does not show its person yet and has room, or holds a
+        face without a flip where ``example`` has one."""
         if self.n == 0 or (self.groups and example.group not in self.groups):
             return
         key = (example.group, example.label)
         if key not in self.pool and len(self.pool) >= _MAX_BUCKETS:
             return
         bucket = self.pool.setdefault(key, [])
-        if len(bucket) < self.n and all(e.person != example.person for e in bucket):
+        if any(e.person == example.person for e in bucket):
+            return
+        if len(bucket) < self.n:
             bucket.append(example)
+        elif example.flipped:
+            plain = next((i for i, e in enumerate(bucket) if not e.flipped), None)
+            if plain is not None:
+                bucket[plain] = example
 
     def chosen(self) -> list[Example]:
-        """Up to ``n`` examples, round-robin over groups (alternating labels), new people first."""
+        """Up to ``n`` examples, round-robin over groups (alternating labels), new people and
+        flipped decisions first; the flipped ones lead the list."""
         groups = self.groups or sorted({g for g, _ in self.pool})
-        left = {key: list(bucket) for key, bucket in self.pool.items()}
+        left = {
+            key: sorted(bucket, key=lambda e: not e.flipped) for key, bucket in self.pool.items()
+        }
         out: list[Example] = []
         seen: set[str] = set()
         picks = dict.fromkeys(groups, 0)
@@ -74,4 +90,4 @@ class ExamplePicker:
                 seen.add(pick.person)
                 picks[group] += 1
                 out.append(pick)
-        return out
+        return sorted(out, key=lambda e: not e.flipped)

@@ -8,10 +8,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from fairforensics.configs import config_to_dict
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
+from fairforensics.evaluation.thresholds import (
+    DecisionThreshold,
+    decision_threshold,
+    warn_if_one_class,
+)
 from fairforensics.fairness.metamorphic.data import samples_from_index
-from fairforensics.fairness.metamorphic.relations import load_relations
+from fairforensics.fairness.metamorphic.relations import BENCHMARK, load_relations
 from fairforensics.fairness.metamorphic.report import write_report
 from fairforensics.fairness.metamorphic.runner import detector_scorer, run_metamorphic
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
@@ -41,16 +47,21 @@ def evaluate_detector(
     overrides: Iterable[str] = (),
     n_examples: int = 4,
     meta: dict[str, Any] | None = None,
+    threshold: DecisionThreshold | None = None,
 ) -> dict[str, Path]:
     """Test ``detector`` on ``test_data`` under every relation and write the report.
 
     ``out_dir`` defaults to ``<out_parent>/<test_data name>``; ``meta`` (detector, weights) is
-    written into ``metamorphic.json``. Returns the written files by name.
+    written into ``metamorphic.json``, with ``model``: the detector's resolved config. ``threshold`` makes the decisions (default: 0.5; the
+    command passes :func:`evaluation.thresholds.decision_threshold`); a warning is logged when
+    it puts every untransformed face in one class. Returns the written files by name.
     """
+    threshold = threshold or decision_threshold()
     config, transforms = load_relations(relations, overrides)
     index_path = resolve_index_path(test_data, data_root)
     out = Path(out_dir) if out_dir is not None else Path(out_parent) / index_path.stem
     log.info("metamorphic test on %s (%s split) -> %s", index_path, split, out)
+    log.info("decision threshold: %s", threshold)
     result = run_metamorphic(
         samples_from_index(
             resolve_index(index_path, data_root),
@@ -64,7 +75,11 @@ def evaluate_detector(
         detector_scorer(detector, batch_size=batch_size, device=device),
         chunk_size=max(batch_size, 1),
         n_examples=n_examples,
+        threshold=threshold,
     )
+    warn_if_one_class(result.scores[BENCHMARK], threshold, f"{index_path.stem}/{split}")
+    # the config the detector was built with (a run's, a YAML's, or the checkpoint's)
+    meta = {**(meta or {}), "model": config_to_dict(detector.cfg)}
     return write_report(result, out, meta=meta)
 
 
@@ -76,14 +91,18 @@ def evaluate_run(
     data_root: str | Path | None = None,
     out_dir: str | Path | None = None,
     weights: str = "best",
+    threshold: DecisionThreshold | None = None,
     **options: Any,
 ) -> dict[str, Path]:
     """:func:`evaluate_detector` with a trained run's detector (``weights``: best, last or a file).
 
     ``data_root`` defaults to the run config's ``data.data_root``; ``out_dir`` to
-    ``<run_dir>/metamorphic/<test_data name>``; ``options`` are those of
-    :func:`evaluate_detector`.
+    ``<run_dir>/metamorphic/<test_data name>``; ``threshold`` to the run's validation
+    threshold of ``weights`` (:func:`evaluation.thresholds.decision_threshold`); ``options`` are
+    those of :func:`evaluate_detector`.
     """
+    if threshold is None:
+        threshold = decision_threshold(run=Path(run_dir), weights=weights)
     detector, run_cfg = load_run(run_dir, weights=weights)
     meta = {"run": str(run_dir), "detector": run_cfg.get("detector"), "weights": str(weights)}
     return evaluate_detector(
@@ -94,5 +113,6 @@ def evaluate_run(
         out_dir=out_dir,
         out_parent=Path(run_dir) / "metamorphic",
         meta=meta,
+        threshold=threshold,
         **options,
     )

@@ -3,7 +3,8 @@
 A relation states what must hold between a detector's output on a source input and on its
 follow-up (transformed) input; each of its test cases names a transform and its parameters.
 The source is the untransformed face (``benchmark``) unless a case names another case.
-Oracles, per face (scores are probabilities of fake, ``threshold`` makes decisions):
+Oracles, per face (scores are probabilities of fake; the decision threshold is not part of the
+file: the command resolves it, :mod:`evaluation.thresholds`):
 
 - ``same_decision``: the decision does not change (MR1-MR3 of the paper);
 - ``score_within``: ``|follow_up - source| <= tolerance``;
@@ -20,7 +21,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from fairforensics.configs import CONFIG_DIR, ConfigError, load_config, resolve_config
+from fairforensics.configs import (
+    CONFIG_DIR,
+    ConfigError,
+    load_config,
+    load_yaml,
+    parse_overrides,
+    resolve_config,
+)
 from fairforensics.fairness.metamorphic.transforms import Transform, build_transform
 
 BENCHMARK = "benchmark"
@@ -60,10 +68,10 @@ class RelationConfig:
 
 @dataclass
 class MetamorphicConfig:
-    """The relations file: relations, the group attribute and the decision threshold.
+    """The relations file: relations and the group attribute.
 
     ``groups``: the group values compared by the bias factor, in table order (empty: every value
-    found). ``threshold``: a score at or above it is a "fake" decision. ``max_yaw``: faces whose
+    found). ``max_yaw``: faces whose
     head yaw, estimated from the landmarks (:func:`~fairness.metamorphic.pose.estimate_yaw`),
     exceeds it in degrees are skipped as non-frontal, as paper 000 removed them (null: keep all).
     """
@@ -71,7 +79,6 @@ class MetamorphicConfig:
     relations: list[RelationConfig]
     group_key: str = "gender"
     groups: list[str] = field(default_factory=lambda: ["female", "male"])
-    threshold: float = 0.5
     max_yaw: float | None = 30.0
 
     def __post_init__(self) -> None:
@@ -115,7 +122,14 @@ def load_relations(
     :class:`~configs.ConfigError` naming the file and the key.
     """
     path = resolve_config(path, "metamorphic") if path is not None else DEFAULT_RELATIONS
-    cfg = load_config(MetamorphicConfig, path, overrides=list(overrides))
+    overrides = list(overrides)
+    if "threshold" in load_yaml(path) or "threshold" in parse_overrides(overrides):
+        raise ConfigError(
+            f"{path}: 'threshold' is not a relations key: the decision threshold is the run's "
+            "validation threshold by default; pass --threshold T or --threshold-from "
+            "EVAL_JSON|RUN_DIR"
+        )
+    cfg = load_config(MetamorphicConfig, path, overrides=overrides)
     transforms = {
         case.id: build_transform(case.transform, case.params, source=f"{path}: case {case.id}")
         for case in cfg.cases

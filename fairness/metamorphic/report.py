@@ -27,45 +27,24 @@ from matplotlib.figure import Figure
 from fairforensics.configs import config_to_dict
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.predictions import write_predictions
-from fairforensics.evaluation.table_writer import format_number, html_text
+from fairforensics.evaluation.table_writer import html_text
+from fairforensics.evaluation.thresholds import DEFAULT_THRESHOLD
 from fairforensics.fairness.metamorphic.examples import Example
 from fairforensics.fairness.metamorphic.pose import NON_FRONTAL
 from fairforensics.fairness.metamorphic.relations import BENCHMARK
 from fairforensics.fairness.metamorphic.runner import MetamorphicResult
 from fairforensics.fairness.metamorphic.tables import (
     ALL,
+    SUMMARY_COLUMNS,
     case_table,
+    p_text,
+    percent_text,
     result_groups,
     table_csv,
     table_json,
     table_markdown,
 )
 from fairforensics.preprocessing.files import atomic_write_text, write_json
-
-SUMMARY_COLUMNS = (
-    "case",
-    "group",
-    "n",
-    "accuracy",
-    "accuracy_low",
-    "accuracy_high",
-    "precision",
-    "recall",
-    "f1",
-    "bias_factor",
-    "bias_diff",
-    "bias_diff_low",
-    "bias_diff_high",
-    "bias_p",
-    "favoured",
-    "accuracy_change",
-    "violation_rate",
-    "violation_low",
-    "violation_high",
-    "fake_to_real",
-    "real_to_fake",
-    "mcnemar_p",
-)
 
 
 def accuracy_figure(rows: list[dict[str, Any]], groups: list[str]) -> Figure:
@@ -112,15 +91,22 @@ def plot_accuracy(rows: list[dict[str, Any]], groups: list[str], path: str | Pat
     return path
 
 
-def example_sheet(examples: list[Example], path: str | Path) -> Path | None:
+def example_sheet(
+    examples: list[Example], path: str | Path, threshold: float = DEFAULT_THRESHOLD
+) -> Path | None:
     """A grid of example faces: one row per face (its group, real/fake and key on the left), one
-    column per test case; None if empty."""
+    column per test case, each face's score and decision at ``threshold`` under it (red where
+    the decision differs from the benchmark's); faces with a flipped decision come first (the
+    picker's order). None if empty."""
     if not examples:
         return None
     columns = list(examples[0].images)
-    fig = Figure(figsize=(1.6 * len(columns) + 0.6, 1.7 * len(examples)))
+    fig = Figure(
+        figsize=(1.7 * len(columns) + 1.4, 1.95 * len(examples) + 0.6), layout="constrained"
+    )
     axes = fig.subplots(len(examples), len(columns), squeeze=False)
     for r, example in enumerate(examples):
+        base = example.scores.get(BENCHMARK)
         for c, name in enumerate(columns):
             ax = axes[r][c]
             ax.imshow(example.images[name])
@@ -129,7 +115,21 @@ def example_sheet(examples: list[Example], path: str | Path) -> Path | None:
             if r == 0:
                 ax.set_title(name, fontsize=8)
             if c == 0:
-                ax.set_ylabel(example.caption, fontsize=6)
+                ax.set_ylabel(example.caption, fontsize=7)
+            score = example.scores.get(name)
+            if score is not None:
+                fake = score >= threshold
+                flipped = base is not None and fake != (base >= threshold)
+                ax.set_xlabel(
+                    f"{score:.2f} {'fake' if fake else 'real'}" + (" (flip)" if flipped else ""),
+                    fontsize=7,
+                    color="tab:red" if flipped else "black",
+                )
+    fig.suptitle(
+        f"score and decision (fake at score >= {threshold:.4g}); red: the decision flipped "
+        "against the benchmark",
+        fontsize=8,
+    )
     path = Path(path)
     save_figure(fig, path, dpi=120)
     return path
@@ -139,13 +139,13 @@ def _html(rows: list[dict[str, Any]], skipped: int) -> str:
     """The summary table as an HTML fragment (figures are linked by :func:`report_section`)."""
 
     def cell(i: int, j: int, v: Any) -> str:
-        if isinstance(v, float) and not np.isnan(v) and SUMMARY_COLUMNS[j].endswith("_p"):
-            return f"{v:.4g}"
-        return format_number(v, missing="n/a", percent=True)
+        if SUMMARY_COLUMNS[j].endswith("_p"):
+            return p_text(v)
+        return percent_text(v) if isinstance(v, (float, np.floating)) else str(v)
 
     cells = [[row[c] for c in SUMMARY_COLUMNS] for row in rows]
     return (
-        f"<p>Rates in percent (p-values as they are); bias_diff is the signed ACC difference "
+        f"<p>Rates in percent with one decimal (p-values as they are); bias_diff is the signed ACC difference "
         f"of the pair with its bootstrap interval, mcnemar_p McNemar's exact test of the "
         f"accuracy change; {skipped} face(s) skipped (see manifest.json).</p>\n"
         + html_text(SUMMARY_COLUMNS, cells, cell, row_sep="\n")
@@ -184,6 +184,8 @@ def write_report(
     summary = {
         **(meta or {}),
         "config": config_to_dict(result.config),
+        "threshold": result.threshold.value,
+        "threshold_from": result.threshold.source,
         "n_faces": len(result.rows),
         "n_skipped": len(result.skipped),
         "n_non_frontal": sum(s.reason.startswith(NON_FRONTAL) for s in result.skipped),
@@ -199,7 +201,7 @@ def write_report(
     files["figure"] = plot_accuracy(
         [r for r in rows if r["group"] != ALL], groups, out / "accuracy.png"
     )
-    sheet = example_sheet(result.examples, out / "examples.png")
+    sheet = example_sheet(result.examples, out / "examples.png", result.threshold.value)
     if sheet is not None:
         files["examples"] = sheet
     files["html"] = out / "metamorphic.html"

@@ -21,6 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fairforensics.evaluation.predictions import Predictions
+from fairforensics.evaluation.thresholds import DEFAULT_THRESHOLD, DecisionThreshold
 from fairforensics.fairness.metamorphic.examples import Example, ExamplePicker
 from fairforensics.fairness.metamorphic.regions import LandmarkError, check_landmarks
 from fairforensics.fairness.metamorphic.relations import BENCHMARK, MetamorphicConfig
@@ -89,7 +90,8 @@ class Skipped:
 
 @dataclass
 class MetamorphicResult:
-    """Scores of the benchmark and of every test case on the same faces, plus what was skipped."""
+    """Scores of the benchmark and of every test case on the same faces, plus what was skipped;
+    ``threshold`` makes the decisions of the tables."""
 
     config: MetamorphicConfig
     rows: list[FaceMeta]
@@ -97,6 +99,7 @@ class MetamorphicResult:
     changed: dict[str, np.ndarray]  # case id -> fraction of pixels each transform changed
     skipped: list[Skipped] = field(default_factory=list)
     examples: list[Example] = field(default_factory=list)
+    threshold: DecisionThreshold = DecisionThreshold(DEFAULT_THRESHOLD, "0.5 (default)")
 
     @property
     def case_ids(self) -> list[str]:
@@ -226,14 +229,18 @@ def run_metamorphic(
     chunk_size: int = 64,
     n_examples: int = 4,
     progress: bool = True,
+    threshold: DecisionThreshold | None = None,
 ) -> MetamorphicResult:
     """Score every face untransformed and under every test case.
 
     ``samples`` may also yield :class:`Skipped` records (faces the loader could not read);
     they are kept in the result. Faces are processed ``chunk_size`` at a time, so memory does
     not grow with the test set. The example sheet shows ``n_examples`` faces spread over the
-    groups, real and fake, and people (:mod:`fairness.metamorphic.examples`).
+    groups, real and fake, and people (:mod:`fairness.metamorphic.examples`). ``threshold``:
+    the decision threshold of the result (default 0.5); the sheet shows faces whose decision a
+    case flips first.
     """
+    threshold = threshold or DecisionThreshold(DEFAULT_THRESHOLD, "0.5 (default)")
     cases = [case.id for case in config.cases]
     missing = [c for c in cases if c not in transforms]
     if missing:
@@ -260,25 +267,21 @@ def run_metamorphic(
             for c in cases:
                 follow[c].append(images[c])
                 changed[c].append(fractions[c])
-            picker.offer(
-                Example(
-                    key=sample.key,
-                    group=str(sample.attributes.get(config.group_key, "")),
-                    label=int(sample.label),
-                    person=f"{sample.dataset}/{sample.identity or sample.video_id or sample.key}",
-                    images={  # a clip shows its first frame
-                        k: v[0] if v.ndim == 4 else v
-                        for k, v in {BENCHMARK: sample.image, **images}.items()
-                    },
-                )
-            )
         bar.update(len(chunk))
         if not kept:
             continue
-        scores[BENCHMARK].append(_score(scorer, [s.image for s in kept], BENCHMARK))
-        for c in cases:
-            scores[c].append(_score(scorer, follow[c], c))
+        scored = {BENCHMARK: _score(scorer, [s.image for s in kept], BENCHMARK)}
+        scored |= {c: _score(scorer, follow[c], c) for c in cases}
+        for name, values in scored.items():
+            scores[name].append(values)
         rows.extend(s.meta() for s in kept)
+        for i, sample in enumerate(kept):
+            images = {BENCHMARK: sample.image, **{c: follow[c][i] for c in cases}}
+            picker.offer(
+                _example(
+                    sample, images, {k: v[i] for k, v in scored.items()}, config, threshold.value
+                )
+            )
     bar.close()
     if not rows:
         reasons = "; ".join(f"{s.key}: {s.reason}" for s in skipped[:5])
@@ -291,4 +294,25 @@ def run_metamorphic(
         changed={k: np.asarray(v) for k, v in changed.items()},
         skipped=skipped,
         examples=picker.chosen(),
+        threshold=threshold,
+    )
+
+
+def _example(
+    sample: FaceSample,
+    images: dict[str, np.ndarray],
+    scores: dict[str, float],
+    config: MetamorphicConfig,
+    threshold: float,
+) -> Example:
+    """A candidate of the example sheet (a clip shows its first frame)."""
+    fake = {name: score >= threshold for name, score in scores.items()}
+    return Example(
+        key=sample.key,
+        group=str(sample.attributes.get(config.group_key, "")),
+        label=int(sample.label),
+        person=f"{sample.dataset}/{sample.identity or sample.video_id or sample.key}",
+        images={k: v[0] if v.ndim == 4 else v for k, v in images.items()},
+        scores={k: float(v) for k, v in scores.items()},
+        flipped=any(v != fake[BENCHMARK] for v in fake.values()),
     )

@@ -9,15 +9,17 @@ factor against the benchmark, and the violation rate: the share of faces on whic
 relation does not hold, with the decision flips split into fake->real and real->fake (shares
 of all faces of the row). Undefined values (no predicted fakes, a single group) are NaN.
 
-Uncertainty (:mod:`fairness.gaps`, :mod:`evaluation.confidence`): accuracy has a bootstrap
-interval (``accuracy_low``, ``accuracy_high``); the bias factor of a case
-comes with its sign (``bias_diff`` = ACC of the first minus the second group of the widest
-pair, ``favoured``), a bootstrap interval of that difference and a permutation p-value
-(``bias_p``), and the class-ratio verdict of the gap; the violation rate has a bootstrap
-interval; ``n_worse`` / ``n_better`` count faces whose decision turned wrong / right against
-the case's source, and ``mcnemar_p`` is McNemar's exact test of "the case does not change
-accuracy" on these discordant pairs. Bootstraps resample videos (a face without a video id is
-its own unit).
+Uncertainty (:mod:`fairness.gaps`, :mod:`evaluation.confidence`): accuracy and the violation
+rate have Wilson score intervals on the effective number of faces (faces of one video are
+correlated; a face without a video id is its own unit; :func:`~evaluation.confidence.
+proportion_interval`), none for a group of fewer than 5 videos (the one small-group rule,
+:func:`~evaluation.confidence.too_few_units`); the bias factor of a case comes with its sign
+(``bias_diff`` = ACC of the first minus the second group of the widest pair, ``favoured``), the
+interval of that difference (Wilson intervals combined by MOVER, :func:`fairness.gaps.group_gaps`)
+and a permutation p-value (``bias_p``), and the class-ratio verdict of the gap; ``n_worse`` /
+``n_better`` count faces whose decision turned wrong / right against the case's source, and
+``mcnemar_p`` is McNemar's exact test of "the case does not change accuracy" on these
+discordant pairs.
 """
 
 from __future__ import annotations
@@ -26,8 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from fairforensics.evaluation.confidence import bootstrap_proportion, mcnemar_exact
+from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
+    few_units_note,
+    mcnemar_exact,
+    proportion_interval,
+    too_few_units,
+)
 from fairforensics.evaluation.table_writer import (
+    UNDEFINED,
     csv_text,
     is_missing,
     json_records,
@@ -76,8 +85,15 @@ COLUMNS = (
     "n_better",
     "mcnemar_p",
     "changed_pixels",
+    "notes",
 )
 _CHANGED = ("accuracy", "precision", "recall", "f1", "bias_factor")
+#: The columns of the HTML summary (``metamorphic.html``): all but the details.
+_DETAILS = frozenset(
+    ("relation", "source", "tn", "fp", "fn", "tp", "class_ratio", "precision_change")
+    + ("recall_change", "f1_change", "bias_factor_change", "n_worse", "n_better", "changed_pixels")
+)
+SUMMARY_COLUMNS = tuple(c for c in COLUMNS if c not in _DETAILS)
 
 
 def result_groups(result: MetamorphicResult) -> list[str]:
@@ -147,7 +163,8 @@ def case_table(
         dtype=object,
     )
     stats = {"n_boot": n_boot, "n_perm": n_perm, "confidence": confidence, "seed": seed}
-    decisions = {k: (v >= cfg.threshold).astype(np.int64) for k, v in result.scores.items()}
+    threshold = result.threshold.value
+    decisions = {k: (v >= threshold).astype(np.int64) for k, v in result.scores.items()}
     rows: list[dict[str, Any]] = []
     benchmark: dict[str, dict[str, Any]] = {}
     for case_id in [BENCHMARK, *result.case_ids]:
@@ -158,10 +175,10 @@ def case_table(
             case = next(c for c in rel.cases if c.id == case_id)
             relation, source, oracle, tolerance = rel.id, case.source, rel.oracle, rel.tolerance
         pred = decisions[case_id]
-        bias = _bias(labels, result.scores[case_id], groups, units, names, cfg.threshold, stats)
+        bias = _bias(labels, result.scores[case_id], groups, units, names, threshold, stats)
         if source:
             holds = relation_holds(
-                oracle, result.scores[source], result.scores[case_id], cfg.threshold, tolerance
+                oracle, result.scores[source], result.scores[case_id], threshold, tolerance
             )
             flip_fr = (decisions[source] == 1) & (pred == 0)
             flip_rf = (decisions[source] == 0) & (pred == 1)
@@ -176,17 +193,17 @@ def case_table(
                 "group": group,
                 "n": int(sel.sum()),
             }
-            if sel.any():
-                rates = binary_rates(labels[sel], pred[sel])
-                row.update(
-                    {k: rates[k] for k in ("tn", "fp", "fn", "tp", "precision", "recall", "f1")}
-                )
-                row["accuracy"] = rates["acc"]
-            else:
-                row.update({k: 0 for k in ("tn", "fp", "fn", "tp")})
-                row.update({k: float("nan") for k in ("accuracy", "precision", "recall", "f1")})
-            row["accuracy_low"], row["accuracy_high"] = bootstrap_proportion(
-                pred[sel] == labels[sel], units[sel], n_boot, confidence, seed
+            cells, notes = _decision_cells(labels[sel], pred[sel])
+            row.update(cells)
+            n_units = len(set(units[sel]))
+            shown = n_boot > 0 and not too_few_units(n_units)
+            if n_boot > 0 and not shown:
+                notes.append(f"no intervals: {few_units_note(n_units, 'videos')}")
+            row["notes"] = "; ".join(notes)
+            row["accuracy_low"], row["accuracy_high"] = (
+                proportion_interval(pred[sel] == labels[sel], units[sel], confidence)
+                if shown
+                else (float("nan"), float("nan"))
             )
             row.update(bias)
             if case_id == BENCHMARK:
@@ -209,8 +226,10 @@ def case_table(
                     row[f"{name}_change"] = row[name] - benchmark[group][name]
                 n = max(row["n"], 1)
                 row["violation_rate"] = float((~holds[sel]).sum() / n) if row["n"] else float("nan")
-                row["violation_low"], row["violation_high"] = bootstrap_proportion(
-                    ~holds[sel], units[sel], n_boot, confidence, seed
+                row["violation_low"], row["violation_high"] = (
+                    proportion_interval(~holds[sel], units[sel], confidence)
+                    if shown
+                    else (float("nan"), float("nan"))
                 )
                 row["n_worse"], row["n_better"] = int(worse[sel].sum()), int(better[sel].sum())
                 row["mcnemar_p"] = mcnemar_exact(row["n_worse"], row["n_better"])
@@ -223,6 +242,26 @@ def case_table(
     return rows
 
 
+def _decision_cells(labels: np.ndarray, pred: np.ndarray) -> tuple[dict[str, Any], list[str]]:
+    """Confusion counts, accuracy, and precision, recall and F1 of the fake class, with why a
+    value is undefined: on faces without fakes the three are (they measure how fakes are
+    found), without fake decisions precision is."""
+    if len(labels) == 0:
+        cells = dict.fromkeys(("tn", "fp", "fn", "tp"), 0)
+        return cells | dict.fromkeys(("accuracy", "precision", "recall", "f1"), np.nan), [
+            "no faces"
+        ]
+    rates = binary_rates(labels, pred)
+    cells = {k: rates[k] for k in ("tn", "fp", "fn", "tp", "precision", "recall", "f1")}
+    cells["accuracy"] = rates["acc"]
+    if rates["tp"] + rates["fn"] == 0:
+        cells |= dict.fromkeys(("precision", "recall", "f1"), np.nan)
+        return cells, ["precision, recall, F1 undefined: no fake faces"]
+    if rates["tp"] + rates["fp"] == 0:
+        return cells, ["precision undefined: no fake decisions"]
+    return cells, []
+
+
 def table_json(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows with NaN replaced by ``null`` (strict JSON)."""
     return json_records(COLUMNS, _cells(rows))
@@ -232,21 +271,23 @@ def _cells(rows: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> li
     return [[row.get(c) for c in columns] for row in rows]
 
 
-def _pct(value: Any, signed: bool = False) -> str:
-    """A fraction in percent with one decimal (``n/a`` when undefined)."""
+def percent_text(value: Any, signed: bool = False) -> str:
+    """A fraction in percent with one decimal (``undefined``: the notes under the table say
+    why)."""
     if is_missing(value):
-        return "n/a"
+        return UNDEFINED
     return f"{100 * value:+.1f}" if signed else f"{100 * value:.1f}"
 
 
 def _with_interval(value: Any, low: Any, high: Any) -> str:
     if is_missing(value) or is_missing(low) or is_missing(high):
-        return _pct(value)
-    return f"{_pct(value)} [{_pct(low)}, {_pct(high)}]"
+        return percent_text(value)
+    return f"{percent_text(value)} [{percent_text(low)}, {percent_text(high)}]"
 
 
-def _p(value: Any) -> str:
-    return "n/a" if is_missing(value) else f"{value:.3g}"
+def p_text(value: Any) -> str:
+    """A p-value with three significant digits (``undefined`` when it is)."""
+    return UNDEFINED if is_missing(value) else f"{value:.3g}"
 
 
 #: Rows of the per-case Markdown tables (the benchmark: the first seven); one column per group.
@@ -259,8 +300,8 @@ MARKDOWN_ROWS = (
     "tn/fp/fn/tp",
     "accuracy change",
     "violated [95% CI]",
-    "fake->real",
-    "real->fake",
+    "decision flipped fake->real",
+    "decision flipped real->fake",
     "worse/better",
     "McNemar p",
 )
@@ -271,36 +312,36 @@ def _markdown_cells(row: dict[str, Any], benchmark: bool) -> list[str]:
     cells = [
         str(row["n"]),
         _with_interval(row["accuracy"], row["accuracy_low"], row["accuracy_high"]),
-        _pct(row["precision"]),
-        _pct(row["recall"]),
-        _pct(row["f1"]),
+        percent_text(row["precision"]),
+        percent_text(row["recall"]),
+        percent_text(row["f1"]),
         f"{row['tn']}/{row['fp']}/{row['fn']}/{row['tp']}",
     ]
     if benchmark:
         return cells
     return [
         *cells,
-        _pct(row["accuracy_change"], signed=True),
+        percent_text(row["accuracy_change"], signed=True),
         _with_interval(row["violation_rate"], row["violation_low"], row["violation_high"]),
-        _pct(row["fake_to_real"]),
-        _pct(row["real_to_fake"]),
+        percent_text(row["fake_to_real"]),
+        percent_text(row["real_to_fake"]),
         f"{row['n_worse']}/{row['n_better']}",
-        _p(row["mcnemar_p"]),
+        p_text(row["mcnemar_p"]),
     ]
 
 
 def _bias_line(row: dict[str, Any], groups: list[str]) -> str:
     """The case's bias factor with its signed difference, interval, p-value and verdict."""
     if is_missing(row["bias_factor"]):
-        return "Bias factor: n/a (fewer than two groups with faces)."
+        return f"Bias factor: {UNDEFINED} (fewer than two groups with faces)."
     pair = " - ".join(groups[:2]) if len(groups) == 2 else "widest pair"
     diff = _with_interval(row["bias_diff"], row["bias_diff_low"], row["bias_diff_high"])
     text = (
-        f"Bias factor: {_pct(row['bias_factor'])} (accuracy {pair}: {diff}, permutation "
-        f"p = {_p(row['bias_p'])}; favoured: {row['favoured'] or 'n/a'}"
+        f"Bias factor: {percent_text(row['bias_factor'])} (accuracy {pair}: {diff}, permutation "
+        f"p = {p_text(row['bias_p'])}; favoured: {row['favoured'] or 'none'}"
     )
     if row["source"]:
-        text += f"; change {_pct(row['bias_factor_change'], signed=True)}"
+        text += f"; change {percent_text(row['bias_factor_change'], signed=True)}"
     text += ")."
     if row["class_ratio"]:
         text += f" Class ratio: {row['class_ratio']}."
@@ -309,7 +350,8 @@ def _bias_line(row: dict[str, Any], groups: list[str]) -> str:
 
 def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None = None) -> str:
     """One Markdown table per test case (the benchmark first): a column per group and ``all``,
-    a row per measure, and the case's bias factor under it. Rates in percent, as in the paper; undefined: ``n/a``.
+    a row per measure, and the case's bias factor under it. Rates in percent with one
+    decimal, as in the paper; an undefined value reads ``undefined``, the notes say why.
     ``result`` adds the relation and case descriptions and the threshold."""
     cfg = result.config if result is not None else None
     groups = list(dict.fromkeys(str(r["group"]) for r in rows if r["group"] != ALL))
@@ -317,12 +359,15 @@ def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None 
     if result is not None:
         lines += [
             f"{len(result.rows)} faces tested ({len(result.skipped)} skipped, see "
-            f"manifest.json); groups by `{cfg.group_key}`; a score >= {cfg.threshold:g} is a "
-            "fake decision; positive class = fake.",
+            f"manifest.json); groups by `{cfg.group_key}`; a score >= "
+            f"{result.threshold.value:.4g} is a fake decision (decision threshold: "
+            f"{result.threshold.source}); positive class = fake.",
             "",
         ]
     lines += [
-        "Rates in percent; intervals are 95% bootstrap intervals over videos. `violated`: faces "
+        "Rates in percent; intervals are 95% Wilson score intervals on the effective number of "
+        "faces (faces of one video count as fewer), shown for groups of at least "
+        f"{MIN_INTERVAL_UNITS} videos. `violated`: faces "
         "on which the relation does not hold; `worse/better`: faces whose decision turned wrong "
         "/ right against the source; McNemar p: exact test of no accuracy change.",
     ]
@@ -346,6 +391,9 @@ def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None 
         cells = [[name, *(col[i] for col in columns)] for i, name in enumerate(names)]
         header = [case_id, *(str(r["group"]) for r in case_rows)]
         lines += [markdown_text(header, cells, lambda i, j, v: v).rstrip("\n"), ""]
+        notes = [f"{r['group']}: {r['notes']}" for r in case_rows if r["notes"]]
+        if notes:
+            lines += [f"Notes: {'; '.join(notes)}.", ""]
         lines.append(_bias_line(first, groups))
     return "\n".join(lines) + "\n"
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from fairforensics.configs.loader import join_problems
 from fairforensics.preprocessing.datasets.base import (
     DERIVED,
     DatasetLayoutError,
@@ -84,33 +85,35 @@ def _splits_folder(root: Path, opts: FFOptions) -> tuple[Path, str]:
     return OFFICIAL_SPLITS, "official (the FaceForensics++ split files shipped with fairforensics)"
 
 
-def _method_folders(root: Path, opts: FFOptions) -> list[tuple[str, Path]]:
-    """``(method, videos folder)`` of every method; a partial download is one error naming
-    ``dataset.options.methods`` and the methods that are there."""
+def _method_folders(root: Path, opts: FFOptions) -> tuple[list[tuple[str, Path]], list[str]]:
+    """``(method, videos folder)`` of every method whose folder is there, and the problem of a
+    partial download (naming ``dataset.options.methods`` and the methods that are there)."""
     folders = [
         (m, root / "manipulated_sequences" / m / opts.compression / "videos") for m in opts.methods
     ]
+    present = [(m, vdir) for m, vdir in folders if vdir.is_dir()]
     missing = [m for m, vdir in folders if not vdir.is_dir()]
-    if missing:
-        present = [m for m, vdir in folders if vdir.is_dir()]
-        raise DatasetLayoutError(
-            f"{root / 'manipulated_sequences'}: no {opts.compression} videos folder "
-            f"(<method>/{opts.compression}/videos) for {', '.join(missing)}; to preprocess only "
-            "the methods downloaded, set dataset.options.methods, e.g. "
-            f'--set "dataset.options.methods=[{", ".join(present)}]"'
-        )
-    return folders
+    if not missing:
+        return present, []
+    return present, [
+        f"{root / 'manipulated_sequences'}: no {opts.compression} videos folder "
+        f"(<method>/{opts.compression}/videos) for {', '.join(missing)}; to preprocess only "
+        "the methods downloaded, set dataset.options.methods, e.g. "
+        f'--set "dataset.options.methods=[{", ".join(m for m, _ in present)}]"'
+    ]
 
 
-def _masks_folders(listing: Listing, root: Path, opts: FFOptions) -> dict[str, Path | None]:
-    """The masks folder of every method (``masks: true``); none at all is an error, a method
-    without one is a warning recorded in the listing's problems."""
+def _masks_folders(
+    listing: Listing, root: Path, opts: FFOptions, methods: list[str]
+) -> tuple[dict[str, Path | None], list[str]]:
+    """The masks folder of each of ``methods`` (``masks: true``), and the problem when none has
+    one; a method without one while others have theirs is a warning in the listing's problems."""
     if not opts.masks:
-        return dict.fromkeys(opts.methods)
-    folders = {m: root / "manipulated_sequences" / m / "masks" / "videos" for m in opts.methods}
+        return dict.fromkeys(methods), []
+    folders = {m: root / "manipulated_sequences" / m / "masks" / "videos" for m in methods}
     absent = [m for m, mdir in folders.items() if not mdir.is_dir()]
     if absent and len(absent) == len(folders):
-        raise DatasetLayoutError(_masks_missing(root / "manipulated_sequences", absent))
+        return dict.fromkeys(methods), [_masks_missing(root / "manipulated_sequences", absent)]
     for method in absent:
         listing.problem(
             folders[method],
@@ -118,7 +121,7 @@ def _masks_folders(listing: Listing, root: Path, opts: FFOptions) -> dict[str, P
             "them with the FaceForensics++ script's -t masks, or set dataset.options.masks: false)",
         )
         folders[method] = None
-    return folders
+    return folders, []
 
 
 def _masks_missing(base: Path, methods: list[str]) -> str:
@@ -146,10 +149,18 @@ def list_faceforensics(root: Path, opts: FFOptions) -> Listing:
     listing = Listing(task="deepfake", items=[], methods=["real", *opts.methods])
     listing.split_info = dict.fromkeys(SPLITS, how)
     real_dir = root / "original_sequences" / opts.real_source / opts.compression / "videos"
+    problems = []  # every problem of the layout at once, each with its fix
     if not real_dir.is_dir():
-        raise DatasetLayoutError(f"{real_dir}: FaceForensics++ real videos folder not found")
-    videos = _method_folders(root, opts)
-    masks = _masks_folders(listing, root, opts)
+        problems.append(
+            f"{real_dir}: FaceForensics++ real videos folder not found; check dataset.root, "
+            f"dataset.options.compression ({opts.compression}) and dataset.options.real_source "
+            f"({opts.real_source})"
+        )
+    videos, missing = _method_folders(root, opts)
+    masks, no_masks = _masks_folders(listing, root, opts, [m for m, _ in videos])
+    problems += missing + no_masks
+    if problems:
+        raise DatasetLayoutError(join_problems(problems))
     folders = [("real", 0, real_dir, None), *((m, 1, v, masks[m]) for m, v in videos)]
     for method, label, vdir, mdir in folders:
         for path in files_under(vdir, VIDEO_SUFFIXES):
@@ -198,13 +209,11 @@ def list_dfd(root: Path, opts: DFDOptions) -> Listing:
     real_dir = root / "original_sequences" / "actors" / opts.compression / "videos"
     fake_base = root / "manipulated_sequences" / "DeepFakeDetection"
     fake_dir = fake_base / opts.compression / "videos"
-    for d in (real_dir, fake_dir):
-        if not d.is_dir():
-            raise DatasetLayoutError(f"{d}: DFD videos folder not found")
+    problems = [f"{d}: DFD videos folder not found" for d in (real_dir, fake_dir) if not d.is_dir()]
     if opts.masks and not (fake_base / "masks" / "videos").is_dir():
-        raise DatasetLayoutError(
-            _masks_missing(root / "manipulated_sequences", ["DeepFakeDetection"])
-        )
+        problems.append(_masks_missing(root / "manipulated_sequences", ["DeepFakeDetection"]))
+    if problems:
+        raise DatasetLayoutError(join_problems(problems))
     how = ", ".join(f"{k} {v:g}" for k, v in opts.ratios.items())
     listing = Listing(task="deepfake", items=[], methods=["real", "DeepFakeDetection"])
     listing.split_info = {

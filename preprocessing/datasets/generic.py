@@ -5,14 +5,22 @@ Folders (the split folders are optional; without them the split is derived)::
     <root>/[<split>/]real/**.mp4|jpg...         label 0 ("bonafide" also accepted)
     <root>/[<split>/]fake/[<method>/]**         label 1 ("attack" also accepted)
 
-CSV (``options.csv``): columns ``path`` (relative to the root), ``label`` (0/1, real/fake,
-bonafide/attack) and optionally ``split``, ``method``, ``identity``, ``id``; every other column
-becomes an attribute.
+CSV (``dataset.options.csv``, relative to the root or absolute): columns ``path`` (relative to
+the root; an absolute path or one with ``..`` is a logged problem and the row is left out),
+``label`` (0/1, real/fake, bonafide/attack) and optionally ``split``, ``method``, ``identity``,
+``id``; every other column becomes an attribute.
+
+Derived splits are identity-disjoint when identities are known (the CSV's ``identity``), else each
+file is its own group: a fake whose file name contains a real video's name (FF++'s
+``004_982`` and ``004``) may then land in another split than that real video, which is a warning
+(:func:`warn_split_names`).
 """
 
 from __future__ import annotations
 
 import csv
+import logging
+import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -29,9 +37,12 @@ from fairforensics.preprocessing.datasets.base import (
 )
 from fairforensics.preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
 
+log = logging.getLogger(__name__)
 LABEL_NAMES = {"0": 0, "real": 0, "bonafide": 0, "bona_fide": 0, "1": 1, "fake": 1, "attack": 1}
 SPLITS = ("train", "val", "test")
 _RESERVED = {"path", "label", "split", "method", "identity", "id"}
+#: what separates the parts of a file name (``004_982``, ``id0-id1``)
+_NAME_PARTS = re.compile(r"[_\-]+")
 
 
 @dataclass
@@ -103,7 +114,9 @@ def _from_folders(root: Path, opts: GenericOptions, listing: Listing) -> None:
                         rel=rel,
                     )
                 )
+    by_file = [item for item in listing.items if item.split == DERIVED]
     derive_splits(listing.items, opts.ratios, opts.seed, group=lambda item: item.rel)
+    warn_split_names(by_file)
 
 
 def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
@@ -155,7 +168,35 @@ def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
                     attributes=attrs,
                 )
             )
+    by_file = [item for item in listing.items if item.split == DERIVED and not item.identity]
     derive_splits(listing.items, opts.ratios, opts.seed, group=lambda it: it.identity or it.rel)
+    warn_split_names(by_file)
     listing.split_info = dict.fromkeys(
         SPLITS, _derived(opts) + " for rows without a split" if derived else "csv"
     )
+
+
+def warn_split_names(items: list[SourceItem]) -> int:
+    """Warn when ``items`` (split derived per file, no identity known) put a fake in another split
+    than a real video whose name is one of the parts of the fake's name (``fake/004_982.mp4`` and
+    ``real/004.mp4``): if they show one person, the splits share identities. Returns how many
+    such fakes there are."""
+    reals = {PurePosixPath(item.rel).name: item for item in items if item.label == 0}
+    crossed = []
+    for fake in (item for item in items if item.label == 1):
+        for part in _NAME_PARTS.split(PurePosixPath(fake.rel).name):
+            real = reals.get(part)
+            if real is not None and real.split != fake.split:
+                crossed.append((real, fake))
+                break
+    if crossed:
+        real, fake = crossed[0]
+        log.warning(
+            "generic dataset: splits are derived per file (no identity is known), and %d fake(s) "
+            "are in another split than a real video whose name is part of theirs, e.g. %s (%s) "
+            "and %s (%s); if such a pair shows one person, the splits share identities: give "
+            "each row an identity in a CSV (dataset.options.csv, column identity) or put the "
+            "files in train/, val/ and test/ folders",
+            len(crossed), real.path, real.split, fake.path, fake.split,
+        )  # fmt: skip
+    return len(crossed)

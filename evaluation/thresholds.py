@@ -1,0 +1,248 @@
+"""The decision threshold behind every "fake"/"real" decision, and where it came from.
+
+A score at or above the threshold is a fake (attack) decision. Every command that turns scores
+into decisions resolves its threshold here (:func:`decision_threshold`), in this order:
+
+1. ``threshold``: a number the user gave (``--threshold``);
+2. ``threshold_from``: an ``eval.json`` of ``scripts/test.py`` (the threshold it decided with)
+   or a run directory (its validation threshold);
+3. ``run``: the validation threshold the training run recorded (below);
+4. ``predictions``: the ``eval.json`` of the evaluation folder a predictions file
+   ``<eval>/predictions/<set>.csv`` of ``scripts/test.py`` lies in;
+5. ``default`` (0.5), saying why nothing better was found.
+
+The run's validation threshold: after every evaluation the trainer chooses a threshold on its
+validation sets (pooled) with the EER rule, at the level it selects checkpoints on
+(``train.selection_level``), by :func:`predictions_threshold` (the function
+``scripts/test.py --val-data`` uses), and records the one of the evaluation each checkpoint was
+saved at in ``<run>/validation_threshold.json`` (:data:`RUN_THRESHOLDS`)::
+
+    {"rule": "eer", "level": "frame", "reduce": "mean", "val_data": ["demo"],
+     "checkpoints": {"best": {"threshold": 0.71, "step": 120, "epoch": 14},
+                     "last": {"threshold": 0.70, "step": 160, "epoch": 19}}}
+
+A checkpoint saved at a step that was not evaluated (``last`` after ``eval_every_steps``) has
+no entry; an evaluation whose validation data hold one class records ``threshold: null`` and
+the ``reason``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fairforensics.configs import ConfigError
+from fairforensics.evaluation.metrics import choose_threshold, factorize, video_scores
+from fairforensics.evaluation.predictions import Predictions
+from fairforensics.preprocessing.files import write_json
+
+log = logging.getLogger(__name__)
+
+#: The file of a run directory that records its validation thresholds.
+RUN_THRESHOLDS = "validation_threshold.json"
+#: The threshold when neither the user nor a run gives one.
+DEFAULT_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class DecisionThreshold:
+    """A decision threshold and, for the reader, where it came from."""
+
+    value: float
+    source: str
+
+    def __str__(self) -> str:
+        """``0.71 (validation threshold of run ...)``; a default's source already starts
+        with its value."""
+        value = f"{self.value:g}"
+        return self.source if self.source.startswith(value) else f"{value} ({self.source})"
+
+
+def predictions_threshold(
+    preds: Sequence[Predictions], level: str = "frame", reduce: str = "mean", rule: str = "eer"
+) -> float:
+    """The threshold ``rule`` (``eer`` or ``youden``) chooses on ``preds`` pooled, scored at
+    ``level`` (``video``: each video's frame scores reduced with ``reduce``, videos keyed by
+    dataset/method/id). Raises :class:`~evaluation.metrics.SingleClassError` on one class."""
+    labels, scores = [], []
+    for pred in preds:
+        y, s = pred.label, pred.score
+        if level == "video":
+            y, s, _ = video_scores(y, s, factorize(pred.video_key)[0], reduce=reduce)
+        labels.append(np.asarray(y))
+        scores.append(np.asarray(s, dtype=np.float64))
+    if not labels:
+        raise ValueError("no predictions to choose a threshold on")
+    return choose_threshold(np.concatenate(labels), np.concatenate(scores), rule)
+
+
+def validation_record(
+    preds: Sequence[Predictions], level: str, step: int, epoch: int
+) -> dict[str, Any]:
+    """One evaluation's entry of :data:`RUN_THRESHOLDS` (EER rule, mean-reduced videos)."""
+    try:
+        value: float | None = predictions_threshold(preds, level, "mean", "eer")
+    except ValueError as exc:  # one class (SingleClassError), or no rows
+        return {"threshold": None, "step": step, "epoch": epoch, "reason": str(exc)}
+    return {"threshold": value, "step": step, "epoch": epoch}
+
+
+def write_run_thresholds(
+    run_dir: str | Path, level: str, val_data: Sequence[str], checkpoints: dict[str, Any]
+) -> Path:
+    """Write ``<run_dir>/validation_threshold.json`` (atomically); ``checkpoints`` maps
+    ``best``/``last`` to a :func:`validation_record` (or ``None``: not evaluated)."""
+    path = Path(run_dir) / RUN_THRESHOLDS
+    write_json(
+        path,
+        {
+            "rule": "eer",
+            "level": level,
+            "reduce": "mean",
+            "val_data": list(val_data),
+            "checkpoints": {k: v for k, v in checkpoints.items() if v is not None},
+        },
+        indent=2,
+    )
+    return path
+
+
+def read_run_thresholds(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's :data:`RUN_THRESHOLDS`, or ``None`` when it has none (an older run, no
+    validation data); an unreadable file is a :class:`~configs.ConfigError` naming it."""
+    path = Path(run_dir) / RUN_THRESHOLDS
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data.get("checkpoints"), dict):
+            raise ValueError("no 'checkpoints' mapping")
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{path}: not a validation threshold record ({exc})") from None
+    return data
+
+
+def run_threshold(
+    run_dir: str | Path, weights: str = "best"
+) -> tuple[DecisionThreshold | None, str]:
+    """The validation threshold a run recorded for its ``weights`` checkpoint, or ``None`` and
+    why there is none."""
+    if str(weights) not in ("best", "last"):
+        return None, f"run {run_dir} records validation thresholds of best and last only"
+    data = read_run_thresholds(run_dir)
+    if data is None:
+        return None, f"run {run_dir} records no validation threshold"
+    entry = data["checkpoints"].get(str(weights))
+    if not isinstance(entry, dict):
+        return None, f"run {run_dir} records no validation threshold of its {weights} checkpoint"
+    value = entry.get("threshold")
+    if value is None or not math.isfinite(float(value)):
+        why = entry.get("reason", "undefined")
+        return None, f"run {run_dir}'s validation threshold of {weights} is undefined: {why}"
+    sets = "+".join(data.get("val_data") or []) or "its validation data"
+    source = (
+        f"validation threshold of run {run_dir} ({weights} checkpoint, step {entry.get('step')}; "
+        f"{str(data.get('rule', 'eer')).upper()} rule, {data.get('level', 'frame')} level, "
+        f"on {sets}/val)"
+    )
+    return DecisionThreshold(float(value), source), ""
+
+
+def eval_json_threshold(path: str | Path) -> DecisionThreshold:
+    """The threshold an ``eval.json`` of ``scripts/test.py`` decided with."""
+    try:
+        info = json.loads(Path(path).read_text(encoding="utf-8"))
+        value = float(info["settings"]["threshold"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"{path}: no decision threshold in it ({exc})") from None
+    how = info.get("threshold_from") if isinstance(info, dict) else None
+    return DecisionThreshold(value, f"eval.json of {path}" + (f": {how}" if how else ""))
+
+
+def _checked(value: float, what: str) -> float:
+    value = float(value)
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ConfigError(f"{what}: a threshold on probabilities must be in [0, 1], got {value:g}")
+    return value
+
+
+def decision_threshold(
+    *,
+    run: Path | None = None,
+    threshold: float | None = None,
+    threshold_from: Path | None = None,
+    default: float = DEFAULT_THRESHOLD,
+    weights: str = "best",
+    predictions: Path | None = None,
+) -> DecisionThreshold:
+    """The decision threshold, in the order of the module docstring. ``threshold_from`` is an
+    ``eval.json`` (a file) or a run directory (its ``best`` validation threshold; an error when
+    it has none); ``weights`` picks the checkpoint of ``run`` (``best`` or ``last``)."""
+    if threshold is not None and threshold_from is not None:
+        raise ConfigError("give --threshold or --threshold-from, not both")
+    if threshold is not None:
+        value = _checked(threshold, "--threshold")
+        return DecisionThreshold(value, f"--threshold {value:g}")
+    if threshold_from is not None:
+        path = Path(threshold_from)
+        if path.is_dir():
+            found, why = run_threshold(path, "best")
+            if found is None:
+                raise ConfigError(f"--threshold-from {path}: {why}")
+            return found
+        if not path.is_file():
+            raise ConfigError(f"--threshold-from {path}: no such eval.json or run directory")
+        return eval_json_threshold(path)
+    why = ""
+    if run is not None:
+        found, why = run_threshold(run, weights)
+        if found is not None:
+            return found
+    beside = eval_json_beside(predictions) if predictions is not None else None
+    if beside is not None:
+        return eval_json_threshold(beside)
+    return DecisionThreshold(
+        float(default), f"{default:g} (default" + (f": {why})" if why else ")")
+    )
+
+
+def eval_json_beside(predictions: str | Path) -> Path | None:
+    """``<eval>/eval.json`` when ``predictions`` is ``<eval>/predictions/<set>.csv`` of an
+    evaluation folder of ``scripts/test.py``; else ``None``."""
+    folder = Path(predictions).parent
+    if folder.name != "predictions":  # e.g. "." inside the folder: name it absolutely
+        folder = folder.resolve()
+    found = folder.parent / "eval.json"
+    return found if folder.name == "predictions" and found.is_file() else None
+
+
+def warn_if_one_class(y_score: Any, threshold: DecisionThreshold, what: str) -> bool:
+    """Log a warning when every score of ``what`` falls on one side of ``threshold`` (every
+    decision is "fake", or every one "real"); True if so."""
+    scores = np.asarray(y_score, dtype=np.float64).reshape(-1)
+    if scores.size == 0:
+        return False
+    fake = scores >= threshold.value
+    if fake.all() == fake.any():  # not mixed: all True or all False
+        side = "at or above" if fake.all() else "below"
+        log.warning(
+            "%s: all %d decisions are %s: every score (%.4g to %.4g) is %s the decision "
+            "threshold %s; give a threshold chosen on validation data (--threshold-from, "
+            "--threshold)",
+            what,
+            scores.size,
+            "fake" if fake.all() else "real",
+            scores.min(),
+            scores.max(),
+            side,
+            threshold,
+        )
+        return True
+    return False

@@ -1,0 +1,97 @@
+"""Start-up (issue 31, item 4): ``--help``, argument errors and preprocessing import no torch.
+
+Structural, not timed: each check runs in a fresh interpreter and asserts that ``torch`` is not
+in ``sys.modules`` afterwards (importing torch is most of a command's start-up time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairforensics.cli import VERBS
+from fairforensics.cli.errors import LIBRARY_USER_ERRORS, run_cli, user_errors
+from tests.testdata import DATA
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _python(code: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    env.pop("FF_TRACEBACK", None)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_help_and_argument_errors_import_no_torch() -> None:
+    """``fairforensics --help``, every verb's ``--help`` and an argument error of each."""
+    code = (
+        "import sys\n"
+        "from fairforensics.cli import VERBS, main\n"
+        "codes = []\n"
+        "for argv in (['--help'], *([v, '--help'] for v in VERBS), "
+        "*([v, '--no-such-option'] for v in VERBS)):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as stop:\n"
+        "        codes.append(stop.code)\n"
+        "print(codes, 'torch' in sys.modules, file=sys.__stderr__)\n"
+    )
+    done = _python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    codes, torch_loaded = done.stderr.strip().splitlines()[-1].rsplit("] ", 1)
+    n = len(VERBS)
+    assert codes == "[" + ", ".join(["0"] * (n + 1) + ["2"] * n), done.stderr[-2000:]
+    assert torch_loaded == "False", "a command imported torch for --help or an argument error"
+
+
+def test_preprocessing_imports_no_torch(tmp_path: Path) -> None:
+    """The preprocessing command, run in process (one worker: the worker's own code path), and
+    the module the pool's fork server preloads into every worker, with dlib's HOG detector."""
+    photo = DATA / "faces" / "face_recognition" / "obama-240p.jpg"
+    for split in ("train", "test"):
+        for label in ("real", "fake"):
+            (tmp_path / "raw" / split / label).mkdir(parents=True)
+            shutil.copy(photo, tmp_path / "raw" / split / label / f"{split}_{label}.jpg")
+    argv = ["--config", "generic", "--workers", "1", "--no-progress"]
+    argv += ["--set", f"dataset.root={tmp_path / 'raw'}", "--set", f"output.root={tmp_path}"]
+    argv += ["--set", "align.size=32", "--set", "dataset.name=tiny"]
+    code = (
+        "import sys\n"
+        "import fairforensics.preprocessing.pool_preload\n"
+        "from fairforensics.cli.preprocess import main\n"
+        f"code = main({argv!r})\n"
+        "print(code, 'torch' in sys.modules, file=sys.__stderr__)\n"
+    )
+    done = _python(code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == "0 False", done.stderr[-2000:]
+    index = json.loads((tmp_path / "tiny.json").read_text())
+    assert len(index["videos"]) == 4  # the faces were found: the worker really ran
+
+
+@pytest.mark.parametrize(("module", "name"), LIBRARY_USER_ERRORS)
+def test_library_user_errors_exist_and_exit_2(module: str, name: str, capsys) -> None:
+    """Each (module, class) of the table names an exception, and once its module is imported
+    the handler shows it as one ``error:`` line with exit code 2."""
+    import importlib
+
+    error = getattr(importlib.import_module(module), name)
+    assert issubclass(error, Exception) and error in user_errors()
+
+    def fail(argv):
+        exc = error.__new__(error)  # whatever its __init__ takes, the message is its args
+        exc.args = ("the input is wrong",)
+        raise exc
+
+    with pytest.raises(SystemExit) as stop:
+        run_cli(fail, [])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == "error: the input is wrong\n"
