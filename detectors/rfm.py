@@ -22,9 +22,13 @@ Variants (``model.variant``), which differ in the FAM's target only:
   DeepfakeBench's RFM results were trained with, hence the default.
 - ``paper``: the logit margin ``z_fake - z_real`` (the RFM paper, Sec. 3.2).
 
-DeepfakeBench erases whenever ``forward`` is called with ``inference=False``, in eval mode too;
-its own test loop passes ``inference=True``, so this only matters to other callers. Here erasing
-happens in training mode only (an evaluation must see the faces as they are).
+DeepfakeBench erases whenever ``forward`` is called with ``inference=False``, in eval mode too,
+and then switches the backbone to training mode for the rest of that call and after it (so the
+scores come from erased faces through batch-statistics BatchNorm, and the running statistics
+move). Its own test loop passes ``inference=True``, so its evaluations never see this; any other
+caller that forgets the flag does. Here erasing happens in training mode only (an evaluation must
+see the faces as they are); ``erase_in_eval: true`` gives DeepfakeBench's behaviour (erasing, then
+the network left in training mode), only to reproduce such a caller.
 
 At evaluation nothing is erased, so RFM's inference is Xception's: DeepfakeBench RFM checkpoints
 load like xception ones (``last_linear`` as the head; the unused ``adjust_channel`` dropped). The
@@ -51,10 +55,11 @@ REFERENCE_SIZE = 256
 @dataclass
 class RFMConfig(XceptionConfig):
     """``erase_points``: blocks erased per image; ``erase_max``: largest block side in pixels of a
-    256 x 256 input (scaled with the input size); ``variant``: the FAM's target (module
-    docstring)."""
+    256 x 256 input (scaled with the input size); ``variant``: the FAM's target;
+    ``erase_in_eval``: DeepfakeBench's erasing in eval mode too (module docstring)."""
 
     variant: Literal["deepfakebench", "paper"] = "deepfakebench"
+    erase_in_eval: bool = False
     erase_points: int = 3
     erase_max: int = 120
 
@@ -143,7 +148,8 @@ class RFM(Xception):
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         image = batch["image"]
-        if self.training:
+        if self.training or self.cfg.erase_in_eval:
             image = self.erase(image)
+            self.train()  # DeepfakeBench's erasing leaves the network in training mode
         feat = self.backbone(image)
         return self.outputs(self.head(self.drop(feat)), feat)

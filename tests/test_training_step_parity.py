@@ -141,6 +141,17 @@ CASES: dict[str, OurSide] = {
         },
         {"real_encoder_depth": 18},
     ),
+    # DeepfakeBench's real_loss/fake_loss diagnostics are ours ce_real/ce_fake
+    "effort": OurSide(
+        "effort",
+        {"overall": "total", "real_loss": "ce_real", "fake_loss": "ce_fake"},
+        {"layers": 1, "mlp_dim": 64, "input_size": 28},
+    ),
+    "iid": OurSide(
+        "iid",
+        {"overall": "total", "loss_bce": "ce", "loss_iie": "iie", "loss_eic": "eic"},
+        {"input_size": 64, "extractor_depth": 18},
+    ),
 }
 
 

@@ -107,6 +107,13 @@ def test_rfm_erases_only_in_training() -> None:
     with torch.no_grad():
         a, b = model({"image": x})["prob"], model({"image": x})["prob"]
     torch.testing.assert_close(a, b)
+    # DeepfakeBench's behaviour, as an option: erase in eval mode too, then train mode
+    model.cfg.erase_in_eval = True
+    calls = []
+    model.erase = lambda image: calls.append(image) or image
+    with torch.no_grad():
+        model({"image": x})
+    assert len(calls) == 1 and model.training
 
 
 # ----------------------------------------------------------------------------- PCL-I2G
