@@ -30,7 +30,8 @@ class OurSide:
     after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
     false); ``prepare(model, batch)``: state set before the step (a training phase, injected
     statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``);
-    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``)."""
+    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``); ``constants``: values of
+    DeepfakeBench's constant tensors (the reference's ``fixed`` keys) that our model loads too."""
 
     name: str
     losses: dict[str, str]
@@ -39,6 +40,7 @@ class OurSide:
     frozen: Callable[[torch.nn.Module], set[str]] | None = None
     slow: bool = False
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
+    constants: dict[str, float] = field(default_factory=dict)
 
 
 def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
@@ -129,7 +131,8 @@ CASES: dict[str, OurSide] = {
         {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
         {"input_size": 64},
     ),
-    "rfm": OurSide("rfm", {"overall": "total"}),
+    # DeepfakeBench's hard-coded 256 px (RFM's erasing, LSDA's 8x8 maps) set to 64 in its source
+    "rfm": OurSide("rfm", {"overall": "total"}, {"input_size": 64}),
     "lsda": OurSide(
         "lsda",
         {
@@ -139,7 +142,7 @@ CASES: dict[str, OurSide] = {
             "distillation": "distillation",
             "real_loss": "real",
         },
-        {"real_encoder_depth": 18},
+        {"real_encoder_depth": 18, "input_size": 64},
     ),
     # DeepfakeBench's real_loss/fake_loss diagnostics are ours ce_real/ce_fake
     "effort": OurSide(
@@ -151,6 +154,7 @@ CASES: dict[str, OurSide] = {
         "iid",
         {"overall": "total", "loss_bce": "ce", "loss_iie": "iie", "loss_eic": "eic"},
         {"input_size": 64, "extractor_depth": 18},
+        constants={"explicit_extractor.features.weight": 1.0},  # insightface's fixed BN scale
     ),
 }
 
@@ -168,6 +172,8 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     """One training step of our detector on the reference's weights and batch, fingerprinted
     under DeepfakeBench's names."""
     state = tp.rule_state_dict(reference)
+    shapes = {k: shape for k, shape, _ in reference["state_dict"]}
+    state.update({k: torch.full(shapes[k], v) for k, v in side.constants.items()})
     model = build_detector(side.name, {"pretrained": False, **side.config})
     load_deepfakebench_state_dict(model, state, source=reference["detector"])
     names = tp.parameter_names_by_identity(model.map_deepfakebench_state_dict(state), state)
@@ -197,7 +203,11 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
         grads=tp.grad_fingerprints(grads),
         buffers=tp.grad_fingerprints({k: buffers[o] for k, o in names.items() if o in buffers}),
         trained=set(grads),
-        frozen={k for k, o in names.items() if o in params and o in frozen},
+        frozen={
+            k
+            for k, o in names.items()
+            if o in params and o in frozen and k not in reference["fixed"]
+        },
     )
 
 
