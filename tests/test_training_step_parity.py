@@ -132,7 +132,8 @@ CASES: dict[str, OurSide] = {
         {"input_size": 64},
     ),
     # DeepfakeBench's hard-coded 256 px (RFM's erasing, LSDA's 8x8 maps) set to 64 in its source
-    "rfm": OurSide("rfm", {"overall": "total"}, {"input_size": 64}),
+    # rfm, lsda, iid: 130-170 s of CPU each for our float64 step (load average 20-40): slow
+    "rfm": OurSide("rfm", {"overall": "total"}, {"input_size": 64}, slow=True),
     "lsda": OurSide(
         "lsda",
         {
@@ -143,6 +144,7 @@ CASES: dict[str, OurSide] = {
             "real_loss": "real",
         },
         {"real_encoder_depth": 18, "input_size": 64},
+        slow=True,
     ),
     # DeepfakeBench's real_loss/fake_loss diagnostics are ours ce_real/ce_fake
     "effort": OurSide(
@@ -155,6 +157,7 @@ CASES: dict[str, OurSide] = {
         {"overall": "total", "loss_bce": "ce", "loss_iie": "iie", "loss_eic": "eic"},
         {"input_size": 64, "extractor_depth": 18},
         constants={"explicit_extractor.features.weight": 1.0},  # insightface's fixed BN scale
+        slow=True,
     ),
 }
 
