@@ -132,7 +132,7 @@ CASES: dict[str, OurSide] = {
         {"input_size": 64},
     ),
     # DeepfakeBench's hard-coded 256 px (RFM's erasing, LSDA's 8x8 maps) set to 64 in its source
-    # rfm, iid: 130-170 s of CPU each for our float64 step (load average 20-40); lsda larger: slow
+    # rfm, lsda, iid: 130-175 s of CPU each for our float64 step (load average 20-40): slow
     "rfm": OurSide("rfm", {"overall": "total"}, {"input_size": 64}, slow=True),
     "lsda": OurSide(
         "lsda",
