@@ -32,7 +32,9 @@ class OurSide:
     statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``);
     ``slow``: the step takes more than ~30 s of CPU (marked ``slow``); ``status``: a difference
     from DeepfakeBench's step that stays, and its cause (its comparisons are expected to fail,
-    marked ``xfail``; the table of docs/detectors.md shows it instead of "equal")."""
+    marked ``xfail``; the table of docs/detectors.md shows it instead of "equal"); ``constants``:
+    values of DeepfakeBench's constant tensors (the reference's ``fixed`` keys) that our model
+    loads too."""
 
     name: str
     losses: dict[str, str]
@@ -42,6 +44,7 @@ class OurSide:
     slow: bool = False
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
     status: str = ""
+    constants: dict[str, float] = field(default_factory=dict)
 
 
 def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
@@ -152,6 +155,34 @@ CASES: dict[str, OurSide] = {
     "spsl": OurSide("spsl", {"overall": "total"}, {"input_size": 32}),
     "f3net": OurSide("f3net", {"overall": "total"}, {"input_size": 32}),
     "capsule_net": OurSide("capsule", {"overall": "total"}, {"input_size": 64}),
+    # DeepfakeBench's hard-coded 256 px (RFM's erasing, LSDA's 8x8 maps) set to 64 in its source
+    # rfm, lsda, iid: 130-175 s of CPU each for our float64 step (load average 20-40): slow
+    "rfm": OurSide("rfm", {"overall": "total"}, {"input_size": 64}, slow=True),
+    "lsda": OurSide(
+        "lsda",
+        {
+            "overall": "total",
+            "domain": "domain",
+            "deepfake": "deepfake",
+            "distillation": "distillation",
+            "real_loss": "real",
+        },
+        {"real_encoder_depth": 18, "input_size": 64},
+        slow=True,
+    ),
+    # DeepfakeBench's real_loss/fake_loss diagnostics are ours ce_real/ce_fake
+    "effort": OurSide(
+        "effort",
+        {"overall": "total", "real_loss": "ce_real", "fake_loss": "ce_fake"},
+        {"layers": 1, "mlp_dim": 64, "input_size": 28},
+    ),
+    "iid": OurSide(
+        "iid",
+        {"overall": "total", "loss_bce": "ce", "loss_iie": "iie", "loss_eic": "eic"},
+        {"input_size": 64, "extractor_depth": 18},
+        constants={"explicit_extractor.features.weight": 1.0},  # insightface's fixed BN scale
+        slow=True,
+    ),
 }
 
 
@@ -168,6 +199,8 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     """One training step of our detector on the reference's weights and batch, fingerprinted
     under DeepfakeBench's names."""
     state = tp.rule_state_dict(reference)
+    shapes = {k: shape for k, shape, _ in reference["state_dict"]}
+    state.update({k: torch.full(shapes[k], v) for k, v in side.constants.items()})
     model = build_detector(side.name, {"pretrained": False, **side.config})
     load_deepfakebench_state_dict(model, state, source=reference["detector"])
     names = tp.parameter_names_by_identity(model.map_deepfakebench_state_dict(state), state)
@@ -197,7 +230,11 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
         grads=tp.grad_fingerprints(grads),
         buffers=tp.grad_fingerprints({k: buffers[o] for k, o in names.items() if o in buffers}),
         trained=set(grads),
-        frozen={k for k, o in names.items() if o in params and o in frozen},
+        frozen={
+            k
+            for k, o in names.items()
+            if o in params and o in frozen and k not in reference["fixed"]
+        },
     )
 
 
