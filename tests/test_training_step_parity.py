@@ -30,7 +30,9 @@ class OurSide:
     after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
     false); ``prepare(model, batch)``: state set before the step (a training phase, injected
     statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``);
-    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``)."""
+    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``); ``reduce(model)``: a
+    depth reduction applied after building, before the weights load, as the reference's case
+    reduced DeepfakeBench's model (its ``notes``)."""
 
     name: str
     losses: dict[str, str]
@@ -39,6 +41,7 @@ class OurSide:
     frozen: Callable[[torch.nn.Module], set[str]] | None = None
     slow: bool = False
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
+    reduce: Callable[[torch.nn.Module], None] | None = None
 
 
 def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
@@ -49,6 +52,24 @@ def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
     for cls in ("real", "fake"):
         getattr(model, f"{cls}_mean").copy_(batch[f"{cls}_mean"])
         getattr(model, f"{cls}_precision").copy_(torch.diag(batch[f"{cls}_precision"]))
+
+
+def _dropout_off(model: torch.nn.Module, batch: dict[str, Any]) -> None:
+    """Every dropout at p=0, as the reference's case set DeepfakeBench's (its ``aligned``)."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+
+
+def _hrnet_one_block(model: torch.nn.Module) -> None:
+    """Face X-ray's HRNet cut to the first module of each stage and the first block of each
+    branch and of ``layer1``, as the reference's case cut DeepfakeBench's."""
+    net = model.backbone
+    del net.layer1[1:]
+    for stage in (net.stage2, net.stage3, net.stage4):
+        del stage[1:]
+        for branch in stage[0].branches:
+            del branch[1:]
 
 
 CASES: dict[str, OurSide] = {
@@ -129,6 +150,30 @@ CASES: dict[str, OurSide] = {
         {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
         {"input_size": 64},
     ),
+    # v1 detectors (i30f)
+    "ucf": OurSide(
+        "ucf",
+        {
+            "overall": "total",
+            "common": "ce",
+            "specific": "specific",
+            "reconstruction": "reconstruction",
+            "contrastive": "contrastive",
+        },
+        {"input_size": 64},
+        batch=lambda b: {**b, "pair_index": torch.tensor([2, 3, 0, 1])},
+        prepare=_dropout_off,
+    ),
+    "core": OurSide("core", {"overall": "total"}, {"input_size": 64}),
+    "recce": OurSide("recce", {"overall": "total"}, {"input_size": 64}),
+    "ffd": OurSide("ffd", {"overall": "total", "cls": "ce"}, {"input_size": 64}),
+    "fwa": OurSide("fwa", {"overall": "total"}, {"input_size": 64}),
+    "facexray": OurSide(
+        "xray",
+        {"overall": "total", "cls": "ce", "mask": "xray"},
+        {"xray_weight": 1000.0, "input_size": 64},
+        reduce=_hrnet_one_block,
+    ),
 }
 
 
@@ -146,6 +191,8 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     under DeepfakeBench's names."""
     state = tp.rule_state_dict(reference)
     model = build_detector(side.name, {"pretrained": False, **side.config})
+    if side.reduce is not None:
+        side.reduce(model)
     load_deepfakebench_state_dict(model, state, source=reference["detector"])
     names = tp.parameter_names_by_identity(model.map_deepfakebench_state_dict(state), state)
     dtype = getattr(torch, reference["dtype"])
