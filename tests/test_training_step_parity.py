@@ -164,10 +164,10 @@ CASES: dict[str, OurSide] = {
         batch=lambda b: {**b, "pair_index": torch.tensor([2, 3, 0, 1])},
         prepare=_dropout_off,
     ),
-    "core": OurSide("core", {"overall": "total"}, {"input_size": 64}),
-    "recce": OurSide("recce", {"overall": "total"}, {"input_size": 64}),
+    "core": OurSide("core", {"overall": "total"}, {"input_size": 32}),
+    "recce": OurSide("recce", {"overall": "total"}, {"input_size": 32}),
     "ffd": OurSide("ffd", {"overall": "total", "cls": "ce"}, {"input_size": 64}),
-    "fwa": OurSide("fwa", {"overall": "total"}, {"input_size": 64}),
+    "fwa": OurSide("fwa", {"overall": "total"}, {"input_size": 32}),
     "facexray": OurSide(
         "xray",
         {"overall": "total", "cls": "ce", "mask": "xray"},
