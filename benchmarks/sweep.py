@@ -7,6 +7,8 @@ plain Python otherwise), all in ``<out>/<detector>/``:
 
 * ``run/``: the training run directory (``output_dir=<out>/<detector>``, ``run_name=run``);
 * ``eval/``: the evaluation folder of ``scripts/test.py`` (predictions, metrics, tables);
+* ``eval/robustness/``: with ``robustness``, the folder of ``fairforensics robustness`` on the
+  same test sets (DeeperForensics-1.0's perturbations; the leaderboard's ``robust AUC``);
 * ``done.json``: the completion record, written atomically after testing.
 
 A detector with a completion record is skipped; one without it (a sweep killed while it ran) is
@@ -79,6 +81,9 @@ class Sweep:
     within: list[str] | None = None
     clip_data_root: str | None = None  # video detectors' indexes (sampling.mode: clips)
     imports: list[str] = field(default_factory=list)  # --import MODULE for every run
+    robustness: bool = False  # after testing: ``fairforensics robustness`` on the test sets
+    source_root: str | None = None  # robustness: where the indexes' source videos lie
+    robustness_args: list[str] = field(default_factory=list)  # e.g. ["--types", "GB,VC"]
 
     def data_root_of(self, detector: str) -> str | None:
         """Where ``detector`` reads its indexes: ``clip_data_root`` for a video detector."""
@@ -163,6 +168,18 @@ def eval_command(sweep: Sweep, detector: str) -> list[str]:
     return [*cmd, "--out", str(sweep.out / detector / "eval"), *sweep.extra_args()]
 
 
+def robustness_command(sweep: Sweep, detector: str) -> list[str]:
+    """``fairforensics robustness`` of the tested detector into ``eval/robustness`` (where the
+    leaderboard finds its ``robust AUC``)."""
+    test = eval_command(sweep, detector)
+    out = test.index("--out")
+    cmd = [sys.executable, "-m", "fairforensics.cli", "robustness", *test[4:out]]
+    if sweep.source_root:
+        cmd += ["--source-root", sweep.source_root]
+    cmd += [*sweep.robustness_args, "--no-progress"]
+    return [*cmd, "--out", str(sweep.out / detector / "eval" / "robustness"), *sweep.extra_args()]
+
+
 def _subprocess_runner(cmd: list[str]) -> None:
     log.info("running %s", " ".join(cmd))
     # this code's own package first, also when the sweep runs from a checkout that is not installed
@@ -184,6 +201,8 @@ def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) ->
     folder.mkdir(parents=True)
     commands = [] if sweep.weights_dir is not None else [train_command(sweep, detector)]
     commands.append(eval_command(sweep, detector))
+    if sweep.robustness:
+        commands.append(robustness_command(sweep, detector))
     started = time.time()
     for cmd in commands:
         try:

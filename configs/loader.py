@@ -214,6 +214,9 @@ def _convert(tp: Any, value: Any, key: str, source: str) -> Any:
     if origin in (Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        sections = [a for a in args if dataclasses.is_dataclass(a)]
+        if len(sections) == 1 and isinstance(value, Mapping):  # a section: name its bad key
+            return _convert(sections[0], value, key, source)
         for arg in args:
             if arg is type(None):
                 continue

@@ -156,7 +156,8 @@ class CapsuleForensics(Detector):
         noise = self.cfg.routing_noise if self.training else 0.0
         dropout = self.cfg.routing_dropout if self.training else 0.0
         z = self.routing(primary, noise=noise, dropout=dropout)  # [B, 4, 2]
-        classes = torch.softmax(z.float(), dim=-1)
+        # at least float32 (under autocast z may be half); float64 stays float64
+        classes = torch.softmax(z.to(torch.promote_types(z.dtype, torch.float32)), dim=-1)
         mean = classes.mean(dim=1)
         if self.cfg.variant == "deepfakebench":
             return self.outputs(mean, primary.flatten(1), classes=classes)

@@ -29,6 +29,10 @@ averaged over the decomposed layers as the official Effort code computes them:
   the current weight kept at the original one's.
 
 ``configs/detectors/paper/effort.yaml`` sets both weights to 1 (the official code's ``lambda_reg``).
+
+Diagnostics, as DeepfakeBench's ``get_losses`` returns (and its trainer logs) them: ``ce_real`` and
+``ce_fake`` (its ``real_loss``/``fake_loss``), the cross-entropy over the batch's real and over its
+fake images alone (0 when the batch has none of the class); logged, not trained on.
 """
 
 from __future__ import annotations
@@ -159,6 +163,20 @@ class SVDResidualLinear(nn.Module):
         return (self.weight().square().sum() - original).abs()
 
 
+def class_losses(logits: torch.Tensor, label: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``ce_real``/``ce_fake``: the cross-entropy over the real (label 0) and over the fake
+    (label 1) images alone, 0 for a class the batch lacks (DeepfakeBench's diagnostics)."""
+    terms = {}
+    for name, cls in (("ce_real", 0), ("ce_fake", 1)):
+        chosen = label == cls
+        terms[name] = (
+            F.cross_entropy(logits[chosen], label[chosen])
+            if bool(chosen.any())
+            else logits.new_zeros(())
+        )
+    return terms
+
+
 def decompose_attention(tower: nn.Module, rank: int, svd: bool) -> int:
     """Replace every ``nn.Linear`` inside the tower's ``self_attn`` modules by an
     :class:`SVDResidualLinear` (DeepfakeBench's ``apply_svd_residual_to_self_attn``); freeze every
@@ -213,10 +231,12 @@ class Effort(Detector):
         return self.outputs(self.head(feat), feat)
 
     def loss(self, batch: dict[str, Any], out: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """Cross-entropy (+ the weighted constraints averaged over the decomposed layers)."""
+        """Cross-entropy (+ the weighted constraints averaged over the decomposed layers), and
+        the per-class diagnostics ``ce_real``/``ce_fake``."""
         cfg: EffortConfig = self.cfg
-        ce = F.cross_entropy(out["logits"], batch["label"])
-        terms = {"total": ce, "ce": ce}
+        logits, label = out["logits"], batch["label"]
+        ce = F.cross_entropy(logits, label)
+        terms = {"total": ce, "ce": ce, **class_losses(logits.detach(), label)}
         layers = self.svd_layers()
         if cfg.orthogonal_weight:
             orth = torch.stack([m.orthogonal_loss(cfg.orthogonal_form) for m in layers]).mean()

@@ -76,7 +76,7 @@ class FAD(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(x.device.type, enabled=False):  # DCTs in float32, also under AMP
-            freq = dct2d(x.float(), self.dct)
+            freq = dct2d(x.to(torch.promote_types(x.dtype, self.dct.dtype)), self.dct)
             return torch.cat([idct2d(freq * f(), self.dct) for f in self.filters], dim=1)
 
 

@@ -27,7 +27,7 @@ def phase_spectrum(image: torch.Tensor, gray: bool = True) -> torch.Tensor:
         raise ValueError(f"phase_spectrum expects [..., C, H, W], got shape {tuple(image.shape)}")
     if not image.is_floating_point():
         raise TypeError(f"phase_spectrum expects a float tensor, got {image.dtype}")
-    x = image.float()
+    x = image.to(torch.promote_types(image.dtype, torch.float32))  # no half FFTs; float64 stays
     if gray:
         x = x.mean(dim=-3, keepdim=True)
     spectrum = torch.fft.fft2(x, dim=(-2, -1))

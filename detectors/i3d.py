@@ -141,7 +141,9 @@ class I3DBase(Detector):
         if head is not None and head.shape[0] != 1:
             # recognised=0: not laid out as a DeepfakeBench detector; the backbone loader takes it
             raise UnmappedKeys(
-                [f"resnet.head.projection.weight ({head.shape[0]} outputs, not 1: a Kinetics file)"],
+                [
+                    f"resnet.head.projection.weight ({head.shape[0]} outputs, not 1: a Kinetics file)"
+                ],
                 recognised=0,
             )
         rules = [("resnet.head.projection.", "head."), *slowfast_rules("resnet.", "backbone.")]

@@ -90,7 +90,8 @@ class HighPassIDCT(nn.Module):
         """[B, H, W] grey levels of the uint8 image behind ``image``, as OpenCV 4 computes them
         (``COLOR_RGB2GRAY``: 14-bit fixed-point weights; DeepfakeBench pins opencv-python 4.6;
         OpenCV 5 uses 15-bit weights, one level apart on about 0.03 % of pixels)."""
-        rgb = torch.round((image.float() * self.std + self.mean) * 255).clamp(0, 255)
+        std, mean = self.std.float(), self.mean.float()  # float32 in a float64 model too
+        rgb = torch.round((image.float() * std + mean) * 255).clamp(0, 255)
         weights = torch.tensor(_GRAY_WEIGHTS, device=image.device, dtype=torch.float32)
         gray = torch.einsum("bchw,c->bhw", rgb, weights) + 2 ** (_GRAY_SHIFT - 1)
         return torch.floor(gray / 2**_GRAY_SHIFT)  # exact: every value is an integer < 2**24

@@ -27,16 +27,24 @@ NeuralTextures; ``method_label`` 0..K). Around the student:
   encoder: ``sum(1 - cos)`` between the real face and each reenactment fake, minus that for each
   identity-swap fake; cosines along channels at every position).
 
+As DeepfakeBench, the real encoder and each teacher run domain by domain (the real faces of every
+group, then each method's fakes), so train-mode BatchNorm normalises each domain with its own
+statistics, and the random draws (drop-connect, the transforms, mixup) come in DeepfakeBench's
+order from the same generators: the transforms from Python's ``random`` (seeded by the trainer),
+drop-connect, noise and mixup from torch's. The same seeds give DeepfakeBench's step exactly
+(``tests/test_training_step_parity.py``).
+
 Reenactment methods (``reenactment_methods``, default Face2Face and NeuralTextures) keep the
 identity; every other training method counts as an identity swap. DeepfakeBench hard-codes FF++'s
 four methods; here ``methods`` follows the training data (``configure_from_data``), one teacher
 each. DeepfakeBench builds the real encoder at random (``iresnet100(pretrained=False)``);
 ``real_encoder: /path`` loads a local insightface IResNet-100 ``backbone.pth`` instead (its ``fc``
-and ``features`` are not used). The random transforms use torch's generator.
+and ``features`` are not used).
 """
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -122,8 +130,50 @@ def _mlp_head(cin: int, hidden: int, cout: int) -> nn.Sequential:
     )
 
 
-def augment_domains(feats: torch.Tensor) -> torch.Tensor:
-    """DeepfakeBench's latent augmentation of fake features [G, K, C, h, w] (module docstring)."""
+#: DeepfakeBench's four latent transforms, in its list order (``random.choice`` picks one).
+INTERPOLATE, EXTRAPOLATE, NOISE, DIFFERENCE = range(4)
+
+
+@dataclass
+class LatentDraws:
+    """The random draws of one latent augmentation of fake features [G, K, C, h, w]: the
+    transform of each group and method (``choice[g][k]``), each channel's coefficient ``lam``
+    [G, K, C, 1, 1] and the noise transform's ``sigma * N(0, 1)`` maps ``noise`` [G, K, C, h, w]
+    (zero elsewhere)."""
+
+    choice: list[list[int]]
+    lam: torch.Tensor
+    noise: torch.Tensor
+
+
+def draw_latent_augmentation(feats: torch.Tensor) -> LatentDraws:
+    """DeepfakeBench's draws for ``feats``, in its order (``lsda_detector.augment_domains``): per
+    group and method ``random.choice`` of the transforms (Python's ``random``), then per channel
+    ``random.random()`` for the coefficient, or for the noise transform ``random.random()`` for
+    sigma, then for the coefficient, and a ``torch.randn`` map of the channel. With the same
+    seeds this gives DeepfakeBench's augmentation exactly."""
+    g, k, c, h, w = feats.shape
+    opts = {"dtype": feats.dtype, "device": feats.device}
+    lam = torch.zeros(g, k, c, 1, 1, **opts)
+    noise = torch.zeros(g, k, c, h, w, **opts)
+    choice = [[0] * k for _ in range(g)]
+    for gi in range(g):
+        for ki in range(k):
+            choice[gi][ki] = random.randrange(4)  # = random.choice of a 4-list
+            if choice[gi][ki] != NOISE:
+                lam[gi, ki, :, 0, 0] = torch.tensor([random.random() for _ in range(c)], **opts)
+                continue
+            for ci in range(c):
+                sigma = random.random()
+                lam[gi, ki, ci] = random.random()
+                noise[gi, ki, ci] = torch.randn(h, w, **opts) * sigma
+    return LatentDraws(choice, lam, noise)
+
+
+def augment_domains(feats: torch.Tensor, draws: LatentDraws) -> torch.Tensor:
+    """DeepfakeBench's latent augmentation of fake features [G, K, C, h, w] (module docstring):
+    each channel map ``z`` of group g and method k moved by the transform ``draws.choice[g][k]``
+    with its coefficient ``lam``."""
     g, k, c = feats.shape[:3]
     maps = feats.transpose(0, 1).reshape(
         k, g * c, *feats.shape[3:]
@@ -132,29 +182,30 @@ def augment_domains(feats: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
         far = (maps - means[:, None]).flatten(2).norm(dim=2).argmax(dim=1)
     rows = torch.arange(k, device=feats.device)
-    hard = maps[rows, far]  # [K, h, w]
-    lam = torch.rand(g, k, c, 1, 1, device=feats.device, dtype=feats.dtype)
-    sigma = torch.rand(g, k, c, 1, 1, device=feats.device, dtype=feats.dtype)
+    hard = maps[rows, far]  # [K, h, w]: the channel map farthest from the method's mean
+    lam = draws.lam
     candidates = torch.stack(
         [
             feats + lam * (hard[None, :, None] - feats),
             feats + lam * (feats - means[None, :, None]),
-            feats + lam * torch.randn_like(feats) * sigma,
+            feats + lam * draws.noise,
             feats + lam * (feats[:, :, 0:1] - feats[:, :, 1:2]),
         ]
     )
-    choice = torch.randint(4, (g, k), device=feats.device)
+    choice = torch.tensor(draws.choice, device=feats.device)
     groups = torch.arange(g, device=feats.device)[:, None]
     return candidates[choice, groups, rows[None, :]]
 
 
 def mixup_domains(feats: torch.Tensor) -> torch.Tensor:
-    """Per group, ``lam * f + (1 - lam) * f[permuted methods]`` with lam ~ Beta(a, a), a in [0.5, 2]."""
+    """Per group, ``lam * f + (1 - lam) * f[permuted methods]`` with lam ~ Beta(a, a), a in
+    [0.5, 2]: DeepfakeBench's draws (a CPU ``randperm``, a float32 ``rand`` and Beta sample) and
+    arithmetic (``1 - lam`` in float32)."""
     mixed = []
     for group in feats:
-        perm = torch.randperm(group.shape[0], device=feats.device)
-        alpha = float(torch.rand(()) * 1.5 + 0.5)
-        lam = float(torch.distributions.Beta(alpha, alpha).sample())
+        perm = torch.randperm(group.shape[0]).to(feats.device)
+        alpha = torch.rand(1) * 1.5 + 0.5
+        lam = torch.distributions.Beta(alpha, alpha).sample().to(feats.device)
         mixed.append(lam * group + (1 - lam) * group[perm])
     return torch.stack(mixed)
 
@@ -223,13 +274,13 @@ class LSDA(Detector):
 
     def forward(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         image = batch["image"]
-        logits, feat = self.classify(image)
-        pooled = F.adaptive_avg_pool2d(feat, 1).flatten(1)
         if not self.training or "method_label" not in batch:
-            return self.outputs(logits, pooled)
-        return self.outputs(
-            logits, pooled, student_feat=feat, **self._teach(image, batch["method_label"])
-        )
+            logits, feat = self.classify(image)
+            return self.outputs(logits, F.adaptive_avg_pool2d(feat, 1).flatten(1))
+        teach = self._teach(image, batch["method_label"])  # before the student: DeepfakeBench's
+        logits, feat = self.classify(image)  # order of random draws (drop-connect, augmentation)
+        pooled = F.adaptive_avg_pool2d(feat, 1).flatten(1)
+        return self.outputs(logits, pooled, student_feat=feat, **teach)
 
     def _groups(self, label: torch.Tensor) -> int:
         size = len(self.cfg.methods) + 1
@@ -242,15 +293,22 @@ class LSDA(Detector):
         return label.numel() // size
 
     def _teach(self, image: torch.Tensor, label: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The teachers' and the real encoder's features and what the losses compare."""
+        """The teachers' and the real encoder's features and what the losses compare.
+
+        As DeepfakeBench (``real_fake_feature_extract``), domain by domain: the real encoder on
+        that domain's images of every group (so its train-mode BatchNorm statistics are each
+        domain's own), then that method's teacher on them."""
         n_groups = self._groups(label)
-        grouped = image.view(n_groups, -1, *image.shape[1:])
-        real_feat = self.encoder_c(image)
-        real_feat = real_feat.view(n_groups, -1, *real_feat.shape[1:])  # [G, K+1, C, h, w]
-        fake_feat = torch.stack(
-            [enc(grouped[:, d + 1]) for d, enc in enumerate(self.encoders_f)], dim=1
-        )  # [G, K, C, h, w]
-        fused = torch.cat([augment_domains(fake_feat), mixup_domains(fake_feat)], dim=2)
+        grouped = image.view(n_groups, -1, *image.shape[1:])  # [G, K+1, 3, H, W]
+        real_feat, fake_feat = [], []
+        for d in range(grouped.shape[1]):
+            real_feat.append(self.encoder_c(grouped[:, d]))
+            if d > 0:
+                fake_feat.append(self.encoders_f[d - 1](grouped[:, d]))
+        real_feat = torch.stack(real_feat, dim=1)  # [G, K+1, C, h, w]
+        fake_feat = torch.stack(fake_feat, dim=1)  # [G, K, C, h, w]
+        augmented = augment_domains(fake_feat, draw_latent_augmentation(fake_feat))
+        fused = torch.cat([augmented, mixup_domains(fake_feat)], dim=2)
         target = self.fc_weights(fused.flatten(0, 1)).view_as(fake_feat)
         domains = torch.cat([real_feat[:, :1], fake_feat], dim=1).flatten(0, 1)
         return {"real_feat": real_feat, "fake_target": target, "domain_logits": self.mlp(domains)}

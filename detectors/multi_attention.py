@@ -23,7 +23,9 @@ Training, as DeepfakeBench does it (its code follows the authors'):
   term is a logged constant that does not move the weights.
 - **Attention-guided data augmentation (AGDA).** In training, one attention map per image (drawn
   with weights ``sqrt(sum + 1)``) soft-masks a blurred (11x11, sigma 7), noised (0.1), half-scale
-  copy of the image into it, with a random threshold (0.4-0.6) and steepness (3-5).
+  copy of the image into it, with a random threshold (0.4-0.6) and steepness (3-5), drawn as
+  DeepfakeBench draws them (the map by torch, threshold and steepness by Python's ``random``), so
+  a seeded step makes DeepfakeBench's images.
 
 DeepfakeBench differs from this only where its code has side effects: its phase counter also counts
 evaluation batches and starts again from 0 when a model is loaded, so a freshly loaded
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -273,14 +276,13 @@ class MultiAttention(Detector):
         """Attention-guided data augmentation: soft-drop one attention region per image."""
         cfg, (h, w) = self.cfg, image.shape[-2:]
         weight = torch.sqrt(attention.sum(dim=(2, 3)) + 1)
-        index = torch.multinomial(weight.float(), 1)  # one map per image, p ~ weight
+        # one map per image, p ~ weight: torch.distributions.Categorical(weight).sample()'s call
+        index = torch.multinomial(weight / weight.sum(dim=1, keepdim=True), 1, True)
         maps = F.interpolate(attention, (h, w), mode="bilinear", align_corners=True)
         amap = torch.gather(maps, 1, index.view(-1, 1, 1, 1).expand(-1, 1, h, w))
         amap = amap / (amap.flatten(1).max(dim=1)[0] + 1e-8).view(-1, 1, 1, 1)
-        lo, hi = cfg.agda_threshold
-        threshold = lo + (hi - lo) * float(torch.rand(()))
-        lo, hi = cfg.agda_zoom
-        zoom = lo + (hi - lo) * float(torch.rand(()))
+        threshold = random.uniform(*cfg.agda_threshold)  # Python's generator, as DeepfakeBench
+        zoom = random.uniform(*cfg.agda_zoom)
         bottom = 1 / (1 + math.exp(threshold * zoom))  # sigmoid((0 - threshold) * zoom)
         amap = (torch.sigmoid((amap - threshold) * zoom) - bottom) / (1 - bottom)
         small = F.interpolate(

@@ -27,6 +27,7 @@ from fairforensics.configs import (
     load_yaml,
     resolve_config,
 )
+from fairforensics.configs.crop import expected_crop
 from fairforensics.configs.loader import deep_merge
 from fairforensics.detectors.base import Detector, DetectorConfig
 
@@ -177,7 +178,9 @@ def detector_config_path(name: str, variant: str | None = None) -> Path:
 def load_detector_yaml(
     name: str, path: str | Path | None = None, variant: str | None = None
 ) -> dict[str, Any]:
-    """The raw detector YAML (sections ``detector``, ``model``, ``train``); {} when absent.
+    """The raw detector YAML (sections ``detector``, ``model``, ``train``, ``crop``); {} when
+    absent. ``crop`` (the face crop the detector's weights were trained on) is validated here:
+    read it with :func:`configs.crop.expected_crop`.
 
     ``variant="paper"`` reads ``configs/detectors/paper/<name>.yaml`` (an error when the
     detector has none); an explicit ``path`` wins over ``variant``.
@@ -196,11 +199,12 @@ def load_detector_yaml(
             )
         raise ConfigError(f"{path}: detector config not found")
     data = load_yaml(path)
-    unknown = sorted(set(data) - {"detector", "model", "train"})
+    unknown = sorted(set(data) - {"detector", "model", "train", "crop"})
     if unknown:
         raise ConfigError(
-            f"{path}: unknown key '{unknown[0]}'; allowed keys here: detector, model, train"
+            f"{path}: unknown key '{unknown[0]}'; allowed keys here: crop, detector, model, train"
         )
+    expected_crop(data, f"{path} (crop)")  # a bad crop section fails here, naming the file
     if data.get("detector", name) != name:
         raise ConfigError(
             f"{path}: key 'detector' is {data['detector']!r} but {name!r} was asked for"

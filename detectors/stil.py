@@ -28,7 +28,7 @@ from fairforensics.detectors.backbones import (
     strip_module_prefix,
 )
 from fairforensics.detectors.backbones.coverage import fitting_tensors
-from fairforensics.detectors.backbones.scnet import STIL_ONLY, STILNet
+from fairforensics.detectors.backbones.scnet import DEPTHS, STIL_ONLY, STILNet
 from fairforensics.detectors.base import ClipDetectorConfig, Detector
 from fairforensics.detectors.dfb_keys import remap
 from fairforensics.detectors.registry import register_detector
@@ -42,13 +42,17 @@ _SCNET_ONLY = (".scconv.k2.", "fc.")
 @dataclass
 class STILConfig(ClipDetectorConfig):
     """``width``: SCNet's base width (64; smaller only for quick tests, a multiple of 16 from 32,
-    so that TIM's reduction by 16 and the shift's eighths stay whole)."""
+    so that TIM's reduction by 16 and the shift's eighths stay whole); ``depths``: the bottlenecks
+    of its four layers (SCNet-50's; fewer only for quick tests)."""
 
     clip_size: int = 8
     input_size: int = 224
     width: int = 64
+    depths: tuple[int, int, int, int] = DEPTHS
 
     def __post_init__(self) -> None:
+        if len(self.depths) != 4 or min(self.depths) < 1:
+            raise ValueError(f"depths must be 4 counts of at least 1, got {self.depths}")
         if self.width < 32 or self.width % 16:
             raise ValueError(f"width must be a multiple of 16 from 32, got {self.width}")
         if self.clip_size < 2:
@@ -74,7 +78,7 @@ class STIL(Detector):
 
     def __init__(self, cfg: STILConfig) -> None:
         super().__init__(cfg)
-        self.base = STILNet(cfg.clip_size, cfg.width)
+        self.base = STILNet(cfg.clip_size, cfg.width, tuple(cfg.depths))
         self.fc = nn.Linear(self.base.num_features, 2)
         if cfg.pretrained not in (False, None, "", "false", "none"):
             self.load_imagenet(cfg.pretrained)

@@ -104,6 +104,23 @@ def _load_keras_file(name: str, path: Path, model_cfg: dict[str, Any] | None) ->
     return detector
 
 
+def weights_config(
+    name: str,
+    weights_file: str | Path,
+    model_config: str | Path | None = None,
+    variant: str | None = None,
+) -> dict[str, Any]:
+    """The detector YAML that describes ``weights_file`` as ``--detector/--weights`` give it:
+    ``model_config`` or ``variant``'s if given, else the paper YAML for a Keras file (the
+    authors' weights), else ``configs/detectors/<name>.yaml``. Its ``crop`` section is the crop
+    the weights were trained on (:func:`configs.crop.expected_crop`)."""
+    path = Path(weights_file).expanduser()
+    keras = path.is_file() and path.stat().st_size and file_kind(path) == "hdf5"
+    if model_config is None and variant is None and keras:
+        variant = "paper"
+    return load_detector_yaml(name, model_config, variant)
+
+
 def load_named_detector(
     name: str,
     weights_file: str | Path,

@@ -339,6 +339,45 @@ def weighted_ranking_metrics(
     return {"auc": np.asarray(aucs, dtype=np.float64), "eer": np.asarray(eers, dtype=np.float64)}
 
 
+def weighted_ranking_matrix(
+    y_true: np.ndarray, y_score: np.ndarray, weights: np.ndarray, block: int = 256
+) -> dict[str, np.ndarray]:
+    """:func:`weighted_ranking_metrics` for a ``[reps, n]`` array of weightings, vectorised
+    (equal up to rounding): AUC by the trapezoid rule and EER interpolated as
+    :func:`evaluation.metrics.eer`, per row; NaN where a row leaves one class."""
+    y = np.asarray(y_true, dtype=np.int64)
+    s = np.asarray(y_score, dtype=np.float64)
+    w_all = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+    order = np.argsort(s)[::-1]
+    sorted_s = s[order]
+    last = np.r_[np.flatnonzero(sorted_s[1:] != sorted_s[:-1]), len(s) - 1]
+    pos = y[order].astype(np.float64)
+    aucs, eers = [], []
+    for start in range(0, len(w_all), block):
+        w = w_all[start : start + block][:, order]
+        tps = np.cumsum(w * pos, axis=1)[:, last]
+        fps = np.cumsum(w * (1.0 - pos), axis=1)[:, last]
+        p_tot, n_tot = tps[:, -1:], fps[:, -1:]
+        ok = (p_tot[:, 0] > 0) & (n_tot[:, 0] > 0)
+        zero = np.zeros((len(w), 1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            fpr = np.hstack([zero, fps]) / n_tot
+            tpr = np.hstack([zero, tps]) / p_tot
+        auc = np.sum(np.diff(fpr, axis=1) * (tpr[:, 1:] + tpr[:, :-1]) / 2.0, axis=1)
+        diff = (1.0 - tpr) - fpr
+        i = np.argmax(diff <= 0, axis=1)
+        rows = np.arange(len(w))
+        d1, f1 = diff[rows, i], fpr[rows, i]
+        prev = np.maximum(i - 1, 0)
+        d0, f0 = diff[rows, prev], fpr[rows, prev]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            interp = f0 + d0 / (d0 - d1) * (f1 - f0)
+        eer = np.where((d1 == 0) | (i == 0), f1, interp)
+        aucs.append(np.where(ok, auc, np.nan))
+        eers.append(np.where(ok, eer, np.nan))
+    return {"auc": np.concatenate(aucs), "eer": np.concatenate(eers)}
+
+
 #: A bootstrap interval is undefined when more than this share of its replicates is.
 MAX_UNDEFINED_SHARE = 0.5
 

@@ -1,4 +1,6 @@
-"""The cross-domain leaderboard and cross-manipulation heat maps of several evaluation folders."""
+"""The cross-domain leaderboard and cross-manipulation heat maps of several evaluation folders;
+the AUC leaderboard gains a ``robust AUC`` column (the mean AUC over DeeperForensics-1.0's
+perturbation cases) for folders that hold a robustness run in ``<eval>/robustness/``."""
 
 from __future__ import annotations
 
@@ -10,9 +12,9 @@ from pathlib import Path
 from fairforensics.evaluation import plots
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.evaluation.report import Section, write_report
-from fairforensics.evaluation.results import slug
+from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
-from fairforensics.evaluation.tables import Result, cross_manipulation, leaderboard
+from fairforensics.evaluation.tables import Result, Table, cross_manipulation, leaderboard
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,7 @@ def _results_by_level(
         if not info_path.is_file():
             raise FileNotFoundError(f"{info_path}: not an evaluation folder (no eval.json)")
         info = json.loads(info_path.read_text(encoding="utf-8"))
+        labels = set_labels(info.get("test_data", []), info)  # a partial set keeps its label
         for name in info.get("test_data", []):
             path = d / "predictions" / f"{slug(name)}.csv"
             if not path.is_file():
@@ -50,12 +53,38 @@ def _results_by_level(
                     Result(
                         info["detector"],
                         info.get("train_data", ""),
-                        name,
+                        labels[name],
                         res["metrics"],
                         res["unit"],
                     )
                 )
     return results
+
+
+def collect_robust_auc(eval_dirs: Sequence[str | Path], level: str = "frame") -> dict[str, float]:
+    """``{detector: robust AUC}`` of the evaluation folders that hold a robustness run
+    (``<eval>/robustness/robustness.json`` of ``fairforensics robustness``): the mean AUC over
+    its perturbed cases at ``level`` (video when the run has no such level)."""
+    out: dict[str, float] = {}
+    for d in map(Path, eval_dirs):
+        path = d / "robustness" / "robustness.json"
+        if not path.is_file():
+            continue
+        info = json.loads(path.read_text(encoding="utf-8"))
+        values = info.get("robust_auc") or {}
+        value = values.get(level, values.get("video"))
+        if value is not None:
+            out[str(info["detector"])] = float(value)
+    return out
+
+
+def add_robust_column(table: Table, robust: dict[str, float]) -> Table:
+    """The ``robust AUC`` column after the others (``None`` for a detector without a run)."""
+    table.columns.append("robust AUC")
+    detector = table.columns.index("Detector")
+    for row in table.rows:
+        row.append(robust.get(row[detector]))
+    return table
 
 
 def build_leaderboard(
@@ -85,8 +114,11 @@ def build_leaderboard(
     sections = []
     for level, results in by_level.items():
         label = level_label(level, [r.unit for r in results])  # frame/clip: image + video
+        robust = collect_robust_auc(eval_dirs, level)
         for metric in metrics:
             table = leaderboard(results, metric, within=within, train_data=train_data)
+            if metric == "auc" and robust:
+                add_robust_column(table, robust)
             table.write(out / f"leaderboard_{level}_{slug(metric)}")
             sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
     level, results = levels[0], by_level[levels[0]]

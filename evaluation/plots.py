@@ -1,5 +1,6 @@
 """Matplotlib figures of paper 002 (Sec. 3.2, Figure 2, A.3): ROC and precision-recall curves,
-score histograms, radar chart, cross-manipulation heat maps and metric-vs-step curves.
+score histograms, radar chart, cross-manipulation heat maps and metric-vs-step curves; and a
+metric against the perturbation level (robustness).
 
 Figures use the object-oriented API (:class:`matplotlib.figure.Figure`, Agg canvas), so no global
 pyplot state or display is needed; each is saved as PNG and PDF, atomically.
@@ -133,6 +134,41 @@ def radar_chart(
         ax.set_ylim(*limits)
     ax.legend(fontsize=7, loc="upper right", bbox_to_anchor=(1.3, 1.1))
     ax.set_title(title)
+    return save_figure(fig, stem)
+
+
+def by_level(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[float, float, float, float]]]],
+    stem: str | Path,
+    ylabel: str,
+    title: str = "",
+    reference: float | None = None,
+) -> list[Path]:
+    """One panel per key of ``panels``, one line per series with its interval as a band:
+    ``{panel: {series: [(level, value, low, high), ...]}}`` (robustness: AUC or a fairness gap
+    against the perturbation level). ``reference``: a dashed horizontal line (0 for gaps)."""
+    names = list(panels)
+    if not names:
+        raise ValueError("by_level: nothing to draw")
+    fig = Figure(figsize=(5.5 * len(names), 4.2))
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    for ax, name in zip(axes, names, strict=True):
+        for series, points in panels[name].items():
+            pts = np.array(sorted(points), dtype=np.float64).reshape(-1, 4)
+            (line,) = ax.plot(pts[:, 0], pts[:, 1], marker="o", ms=3, label=series)
+            band = np.isfinite(pts[:, 2]) & np.isfinite(pts[:, 3])
+            if band.any():
+                ax.fill_between(
+                    pts[band, 0], pts[band, 2], pts[band, 3], color=line.get_color(), alpha=0.12
+                )
+        if reference is not None:
+            ax.axhline(reference, color="k", lw=0.8, ls="--")
+        ax.set(xlabel="perturbation level (0: clean)", ylabel=ylabel, title=name)
+        ax.grid(alpha=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7, ncol=2)
+    if title:
+        fig.suptitle(title)
     return save_figure(fig, stem)
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,20 @@ from fairforensics.evaluation.scoring import evaluate_levels, level_label, video
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
 from fairforensics.preprocessing.files import jsonable, write_json
+from fairforensics.preprocessing.index import dataset_label
 
 log = logging.getLogger(__name__)
 
 
 def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+
+def set_labels(names: Iterable[str], info: Mapping[str, Any] | None) -> dict[str, str]:
+    """The name each test set has in tables: ``"FF-c23"``, or ``"FF-c23 (partial: 42 of 6,000
+    listed videos)"`` when ``info["partial"]`` (``eval.json``) says its index is partial."""
+    partial = (info or {}).get("partial") or {}
+    return {name: dataset_label(name, partial.get(name)) for name in names}
 
 
 def _summary_table(
@@ -123,6 +131,7 @@ def evaluate_prediction_files(
     skipped = list(skipped)
     per_set: dict[str, dict[str, Any]] = {}
     preds = {}
+    labels = set_labels(pred_files, meta)
     for name, path in pred_files.items():
         own = out / "predictions" / f"{slug(name)}.csv"
         if scores != "prob" and Path(path).resolve() == own.resolve():
@@ -150,9 +159,10 @@ def evaluate_prediction_files(
         if Path(path).resolve() != own.resolve():  # the folder keeps its inputs, for leaderboards
             own.parent.mkdir(parents=True, exist_ok=True)
             write_predictions(own, pred)
+        partial = {"partial": labels[name]} if labels[name] != name else {}
         write_json(
             out / "metrics" / f"{slug(name)}.json",
-            {"test_data": name, "detector": detector, **per_set[name]},
+            {"test_data": name, **partial, "detector": detector, **per_set[name]},
             indent=2,
         )
     info = {
@@ -169,16 +179,20 @@ def evaluate_prediction_files(
     write_json(out / "eval.json", info, indent=2)
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if not per_set:
-        raise ValueError("no test set could be evaluated; see manifest.json")
+        why = "; ".join(f"{s['test_data']}: {s['reason']}" for s in skipped)
+        raise ValueError(
+            f"no test set could be evaluated ({why or 'none given'}); see manifest.json"
+        )
     _log_interval_notes(per_set, cfg.metrics)
     sections: list[Section] = []
     for level in cfg.levels:
         results = [
-            Result(detector, train_data, name, levels[level]["metrics"])
+            Result(detector, train_data, labels[name], levels[level]["metrics"])
             for name, levels in per_set.items()
         ]
         label = level_label(level, [p.row_unit for p in preds.values()])  # frame, clip, video
-        summary = _summary_table(per_set, level, cfg.metrics, label)
+        shown = {labels[name]: levels for name, levels in per_set.items()}
+        summary = _summary_table(shown, level, cfg.metrics, label)
         summary.write(out / "tables" / f"{level}_summary")
         items: list[Table | Path] = [summary]
         for metric in cfg.metrics:

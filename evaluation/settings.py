@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fairforensics.configs import CONFIG_DIR, ConfigError, load_config
+from fairforensics.preprocessing.index import SPLIT_CHOICES
 
 DEFAULT_CONFIG = CONFIG_DIR / "test" / "default.yaml"
 
@@ -29,7 +30,7 @@ class TestConfig:
 
     data_root: str | None = None
     test_data: list[str] = field(default_factory=list)
-    split: str = "test"
+    split: Literal[SPLIT_CHOICES] = "test"  # train, val, test or all (every video of the index)
     frame_num: int | None = None
     batch_size: int = 32
     num_workers: int = 0

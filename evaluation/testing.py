@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from fairforensics.configs import ConfigError
-from fairforensics.detectors.weights import ACCEPTED, load_named_detector
+from fairforensics.configs.crop import crop_from_mapping, expected_crop
+from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
 from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.provenance import (
@@ -24,12 +25,29 @@ from fairforensics.evaluation.results import evaluate_prediction_files, slug
 from fairforensics.evaluation.runs import load_run
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.thresholds import predictions_threshold
+from fairforensics.preprocessing.crops import check_crop
 from fairforensics.preprocessing.device import resolve_device
 from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 from fairforensics.preprocessing.rundir import RunDir
 
 log = logging.getLogger(__name__)
+
+
+class TestSetsSkipped(Exception):
+    """Requested test sets were skipped (an empty split, a failed prediction); the others are
+    evaluated and written. The command exits 1 (:attr:`exit_code`) naming them."""
+
+    __test__ = False  # not a pytest test class
+    exit_code = 1
+
+    def __init__(self, out_dir: Path, skipped: list[dict[str, str]]) -> None:
+        self.out_dir, self.skipped = out_dir, skipped
+        sets = "; ".join(f"{s['test_data']} ({s['reason']})" for s in skipped)
+        super().__init__(
+            f"{len(skipped)} requested test set(s) skipped: {sets}; the others are evaluated "
+            f"in {out_dir}"
+        )
 
 
 def run_test(
@@ -53,6 +71,10 @@ def run_test(
     stopped) only if ``overwrite`` is false and its provenance (:mod:`evaluation.provenance`:
     ``detector_name``, ``meta``'s ``weights_file``/``weights_sha256``/``model``, the index hash
     and the prediction settings) is unchanged; otherwise the set is predicted again.
+
+    A set skipped for any other reason than a missing index under ``allow_missing`` (an empty
+    split, a prediction that fails) raises :class:`TestSetsSkipped` once everything else is
+    written.
     """
     if not cfg.test_data:
         raise ConfigError("no test sets: pass --test-data NAME ... or set test_data")
@@ -72,11 +94,23 @@ def run_test(
         "detector": detector_name,
         **{k: (meta or {}).get(k) for k in ("weights_file", "weights_sha256", "model")},
     }
+    partial: dict[str, str] = {}
+    expected = crop_from_mapping((meta or {}).get("expected_crop"), "expected_crop")
+    crops: dict[str, str] = {}
+    crop_notes: dict[str, str] = {}
     for name in cfg.test_data:
         target = out / "predictions" / f"{slug(name)}.csv"
         index_path = root / f"{name}.json"
         try:
             index_path = resolve_index_path(name, root)
+            index = resolve_index(name, root)
+            if index.partial:
+                partial[name] = index.partial
+                log.warning("%s is partial: %s (named so in every table)", name, index.partial)
+            crops[name] = index.crop.describe() if index.crop else "unknown"
+            note = check_crop(index, expected)
+            if note:
+                crop_notes[name] = note
             provenance = prediction_provenance(producer, index_path, cfg)
             if target.is_file() and not overwrite:
                 changed = changed_keys(target, provenance)
@@ -88,7 +122,7 @@ def run_test(
             provenance_path(target).unlink(missing_ok=True)
             pred = predict_index(
                 detector,
-                resolve_index(name, root),
+                index,
                 cfg.split,
                 frame_num=cfg.frame_num,
                 batch_size=cfg.batch_size,
@@ -112,6 +146,12 @@ def run_test(
         write_provenance(target, provenance)
         files[name] = target
     info = {"device": device, "split": cfg.split, **(meta or {})}
+    if partial:  # the tables name these sets "<name> (partial: ...)"
+        info["partial"] = partial
+    if crops:
+        info["crops"] = crops
+    if crop_notes:  # an index cropped otherwise than the detector's weights were trained on
+        info["crop_notes"] = crop_notes
     sections = list(extra_sections)
     a = cfg.analysis
     if files and (a.gradcam or a.tsne or a.spectra) and clip_size_of(detector) is not None:
@@ -134,9 +174,17 @@ def run_test(
             batch_size=cfg.batch_size,
         )
         sections.insert(0, Section(f"Analysis on {first}", figures))
-    evaluate_prediction_files(
+    evaluated = evaluate_prediction_files(
         files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
     )
+    failed = [s for s in skipped if s["test_data"] not in missing]
+    failed += [
+        {"test_data": n, "reason": "its predictions could not be evaluated (see manifest.json)"}
+        for n in files
+        if n not in evaluated
+    ]
+    if failed:
+        raise TestSetsSkipped(out, failed)
     return out
 
 
@@ -212,9 +260,14 @@ def load_for_test(
     With a run, unset ``cfg.data_root`` / ``cfg.frame_num`` take the run's ``data.data_root`` and
     ``train.test_frame_num``. ``variant`` (``paper`` or ``deepfakebench``) picks the detector
     YAML for ``detector`` when neither ``model_config`` nor the checkpoint names a model config.
+
+    ``meta["expected_crop"]`` is the crop the weights were trained on: a run's training data's
+    (its config's ``crop``), else the ``crop`` of the detector YAML that describes the file
+    (:func:`detectors.weights.weights_config`); :func:`run_test` checks each index against it.
     """
     if run is not None:
         model, run_cfg = load_run(run, weights=weights)
+        crop = expected_crop(run_cfg, f"{run} config (crop)")  # its training data's crop
         name = str(run_cfg.get("detector", type(model).name))
         data = run_cfg.get("data") or {}
         train = data.get("train_data") or []
@@ -233,6 +286,7 @@ def load_for_test(
         if detector is None or weights in ("best", "last"):
             raise ConfigError(f"--detector needs --weights FILE: {ACCEPTED}")
         model, model_cfg = load_named_detector(detector, weights, model_config, variant)
+        crop = expected_crop(weights_config(detector, weights, model_config, variant))
         name, train_data = detector, ""
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
         weights_file = Path(weights)
@@ -242,4 +296,6 @@ def load_for_test(
     meta["weights_file"] = relative_to(weights_file, out_dir)
     meta["weights_sha256"] = file_sha256(weights_file)
     meta["model"] = model_cfg
+    if crop is not None:
+        meta["expected_crop"] = crop.to_json()
     return model, name, train_data, meta, out_dir

@@ -10,10 +10,12 @@ predictions and attributes replaces its section; other attributes get a section 
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 from typing import Any
 
 from fairforensics.evaluation.report import Section, add_sections, parts_path, relative_to
+from fairforensics.evaluation.results import slug
 from fairforensics.fairness.report import report_sections
 
 
@@ -27,6 +29,32 @@ def evaluation_report_of(predictions: str | Path) -> Path | None:
     report = folder.parent / "report.html"
     needed = (report, parts_path(report), folder.parent / "eval.json")
     return report if all(p.is_file() for p in needed) else None
+
+
+def evaluation_notes(predictions: str | Path) -> list[str]:
+    """What ``scripts/test.py`` recorded about the test set of ``predictions`` (a file of an
+    evaluation folder) that its fairness numbers inherit: the set is partial (``partial`` in
+    ``eval.json``), or its faces are cropped otherwise than the detector's weights were trained
+    on (``crop_notes``). Empty for any other file."""
+    path = Path(predictions).resolve()
+    info_path = path.parent.parent / "eval.json"
+    if path.parent.name != "predictions" or not info_path.is_file():
+        return []
+    try:
+        info = json.loads(info_path.read_text(encoding="utf-8"))
+    except ValueError:
+        return []
+    names = [n for n in info.get("test_data") or [] if slug(n) == path.stem]
+    if not names:
+        return []
+    name, notes = names[0], []
+    partial = (info.get("partial") or {}).get(name)
+    if partial:
+        notes.append(f"{name} is partial ({partial}): these are the numbers of that subset")
+    crop = (info.get("crop_notes") or {}).get(name)
+    if crop:
+        notes.append(crop)
+    return notes
 
 
 def add_fairness_section(

@@ -43,6 +43,7 @@ import cv2
 import numpy as np
 
 from fairforensics.configs.filemode import atomic_path
+from fairforensics.preprocessing.albu_seed import seed_pipeline
 from fairforensics.preprocessing.index import read_index
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ def self_blend(
     """
     pts = _check_inputs(image, landmarks)
     transform = _sbi_source_transform()
-    transform.set_random_seed(int(rng.integers(2**31 - 1)))
+    seed_pipeline(transform, int(rng.integers(2**31 - 1)))
     source = transform(image=image)["image"]
     source = _sbi_resize_translate(source, rng)
     mask = random_blend_mask(image.shape[:2], pts, rng) * float(rng.choice(SBI_BLEND_RATIOS))

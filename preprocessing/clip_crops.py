@@ -3,8 +3,8 @@
 Video detectors such as FTCN and AltFreezing see a clip through one fixed crop, so the face does
 not jitter between frames. Every frame of a clip keeps its own 68 landmarks (frames where the
 detector found no face get them interpolated from the nearest frames that have one), and the
-whole clip is warped with the similarity alignment of the clip's mean landmarks
-(:func:`preprocessing.align.alignment_matrix`, the same template and margin as single frames).
+whole clip is warped with the crop of the clip's mean landmarks
+(:func:`preprocessing.align.crop_matrix`, the same crop as single frames).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
-from fairforensics.preprocessing.align import alignment_matrix
+from fairforensics.configs.crop import CropSpec
+from fairforensics.preprocessing.align import crop_matrix
 
 Found = tuple[int, int, np.ndarray]  # (frame number, face rank, 68 landmarks)
 
@@ -55,17 +56,16 @@ def fill_landmarks(numbers: list[int], detected: dict[int, np.ndarray]) -> dict[
     return out
 
 
-def clip_matrix(landmarks: list[np.ndarray], size: int, scale: float) -> np.ndarray:
-    """The 2x3 alignment of the clip's mean landmarks, shared by all its frames."""
-    return alignment_matrix(np.mean(np.stack(landmarks), axis=0), size, scale)
+def clip_matrix(landmarks: list[np.ndarray], crop: CropSpec) -> np.ndarray:
+    """The 2x3 crop matrix of the clip's mean landmarks, shared by all its frames."""
+    return crop_matrix(np.mean(np.stack(landmarks), axis=0), crop)
 
 
 def crop_clips(
     clips: list[list[int]],
     decoded: set[int],
     found: list[Found],
-    size: int,
-    scale: float,
+    crop: CropSpec,
     smooth_window: int,
     log: _Log,
 ) -> tuple[list[Found], dict[int, np.ndarray], dict[int, int]]:
@@ -87,7 +87,7 @@ def crop_clips(
             filled = fill_landmarks(numbers, have)
             lms = smooth_landmarks([filled[i] for i in numbers], smooth_window)
             try:
-                matrix = clip_matrix(lms, size, scale)
+                matrix = clip_matrix(lms, crop)
             except ValueError as exc:
                 reason = f"alignment of its clip failed: {exc}"
         if reason is not None:

@@ -1,5 +1,7 @@
 """Combine several dataset indexes into one (e.g. CAAD-PAD from its six PAD datasets, paper 001
-Sec. III-A), so that one training reads them all.
+Sec. III-A), so that one training reads them all. Their counts of listed and found videos add
+up (unknown when one index has none), so a combination with a partial part is partial; its crop
+is theirs when they share one, else unknown.
 
 Every video keeps its label, method (attack species), split, frames, landmarks, masks,
 attributes, source and frame numbers; its ``id`` and ``identity`` are prefixed with its
@@ -15,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from fairforensics.preprocessing.crops import common_crop
 from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError, rebase_index
 
 log = logging.getLogger(__name__)
@@ -60,6 +63,7 @@ def combine_indexes(
         for split, how in ix.split_info.items():
             split_info.setdefault(split, []).append(f"{ix.dataset}: {how}")
     methods = (["real"] if "real" in methods else []) + [m for m in methods if m != "real"]
+    counted = all(ix.videos_listed is not None for ix in indexes)  # else the total is unknown
     settings = [ix.preprocess for ix in indexes]
     same = all(s == settings[0] for s in settings) and settings[0] is not None
     if not same and any(s is not None for s in settings):
@@ -72,6 +76,9 @@ def combine_indexes(
         root=root,
         methods=methods,
         split_info={k: "; ".join(v) for k, v in split_info.items()},
+        videos_listed=sum(ix.videos_listed or 0 for ix in indexes) if counted else None,
+        videos_found=sum(ix.videos_found or 0 for ix in indexes) if counted else None,
+        crop=common_crop(indexes),
         preprocess=settings[0] if same else None,
     )
 

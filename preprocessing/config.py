@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from fairforensics.configs.crop import CropSpec
 from fairforensics.configs.loader import build_config, config_to_dict, load_config, resolve_config
 
 
@@ -113,13 +114,27 @@ class FaceConfig:
 
 @dataclass
 class AlignConfig:
+    """The face crop (:class:`configs.crop.CropSpec`): ``method`` ``template`` is DeepfakeBench's
+    five-point alignment with the margin ``scale``; ``mesonet`` the MesoNet authors' crop of side
+    ``scale`` x max(eye distance, eye-to-mouth distance) (2.86: ``--config crop/mesonet``)."""
+
     size: int = 256
     scale: float = 1.3  # the margin of DeepfakeBench
     smooth_window: int = 0  # temporal moving average of landmarks over sampled frames; 0: off
+    method: Literal["template", "mesonet"] = "template"
 
     def __post_init__(self) -> None:
         if self.size < 16 or self.scale < 1.0 or self.smooth_window < 0:
             raise ValueError("align.size must be >= 16, align.scale >= 1, smooth_window >= 0")
+
+    @property
+    def crop(self) -> CropSpec:
+        """The crop these settings make (recorded in the index)."""
+        return CropSpec(self.method, self.scale, self.size)
+
+    def cropping(self, crop: CropSpec) -> AlignConfig:
+        """These settings with the crop ``crop`` (its method, scale and size)."""
+        return replace(self, method=crop.method, scale=crop.scale, size=crop.size)
 
 
 @dataclass
@@ -197,6 +212,8 @@ class PreprocessConfig:
         if self.sampling.mode != "clips":  # results made before clips existed stay valid
             for key in ("clip_size", "num_clips"):
                 del parts["sampling"][key]
+        if self.align.method == "template":  # results made before crop methods stay valid
+            del parts["align"]["method"]
         parts["output"] = {k: v for k, v in config_to_dict(self.output).items() if k != "root"}
         text = json.dumps(parts, sort_keys=True)
         return hashlib.sha1(text.encode()).hexdigest()[:16]

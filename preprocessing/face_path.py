@@ -12,8 +12,8 @@ drift. Something may go between the steps: robustness evaluation perturbs the de
 crops them with the clean frames' faces (``faces: clean``), or finds the faces again on the
 perturbed frames (``faces: detect``), e.g. ``find_faces(replace(decoded, frames=perturbed))``.
 
-Every step takes a ``log`` (anything with ``notes`` and ``skipped_frames`` lists, such as
-:class:`FaceLog` or the worker's ``VideoResult``) and an optional ``timing`` dict that it adds
+Every step takes a ``log`` (anything with ``notes``, ``warnings`` and ``skipped_frames`` lists,
+such as :class:`FaceLog` or the worker's ``VideoResult``) and an optional ``timing`` dict that it adds
 its CPU seconds to under the names of :data:`STAGES`. Nothing here imports torch unless
 ``face.detector`` is ``mtcnn``.
 """
@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import cv2
 import numpy as np
 
-from fairforensics.preprocessing.align import align_face, warp_face
+from fairforensics.preprocessing.align import crop_face, warp_face
 from fairforensics.preprocessing.clip_crops import Found, crop_clips, smooth_landmarks
 from fairforensics.preprocessing.config import (
     AlignConfig,
@@ -62,14 +62,17 @@ class NoFaceError(MediaReadError):
 
 class Log(Protocol):
     notes: list[str]
+    warnings: list[str]
     skipped_frames: list[dict[str, Any]]
 
 
 @dataclass
 class FaceLog:
-    """What the steps note about one file: remarks and frames lost, each with its reason."""
+    """What the steps note about one file: remarks, what makes it less than asked (fewer
+    frames than sampling wants: ``warnings``) and frames lost, each with its reason."""
 
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -185,7 +188,8 @@ def decode_sampled(
     """Decode the frames of ``path`` that ``settings.sampling`` keeps (an image: its one frame).
 
     A missing, unreadable or empty file raises :class:`MediaReadError`; a video shorter than
-    asked is noted in ``log.notes``, frames past its real end in ``log.skipped_frames``.
+    asked, or truncated (frames past its real end, each in ``log.skipped_frames``), is a warning
+    logged and kept in ``log.warnings``.
     """
     path = Path(path)
     log = log if log is not None else FaceLog()
@@ -208,14 +212,24 @@ def decode_sampled(
         raise MediaReadError(f"{path}: no decodable frame")
     note = None if is_image(path) else short_video_note(settings.sampling, total, clips)
     if note:
-        logger.info("%s: %s", path, note)
-        log.notes.append(note)
+        _warn(log, path, note)
     missing = [i for i in keep if i not in frames]
     for i in missing:
         log.skipped_frames.append({"frame": i, "reason": "past the real end of the video"})
     if missing:
-        logger.info("%s: %d frames past the real end of the video", path, len(missing))
+        _warn(
+            log,
+            path,
+            f"truncated: {len(missing)} of the {len(keep)} sampled frames lie past the real end "
+            f"of the video (its header says {total} frames); {len(keep) - len(missing)} kept",
+        )
     return DecodedFrames(path, frames, total, keep, clips)
+
+
+def _warn(log: Log, path: Path, warning: str) -> None:
+    """Log a warning about ``path`` and keep it in ``log.warnings`` (the manifest's)."""
+    logger.warning("%s: %s", path, warning)
+    log.warnings.append(warning)
 
 
 # ---------------------------------------------------------------- step 2: faces
@@ -269,7 +283,7 @@ def find_faces(
     if clips is not None:
         a = settings.align
         found, matrices, clip_of = crop_clips(
-            clips, set(frames), found, a.size, a.scale, a.smooth_window, log
+            clips, set(frames), found, a.crop, a.smooth_window, log
         )
         if not found:
             raise MediaReadError(f"{decoded.path}: no clip could be aligned")
@@ -355,8 +369,9 @@ def crop_faces(
 ) -> list[FaceCrop]:
     """The aligned crop of every face of ``faces`` in ``frames`` (which may be other frames of
     the same size than those the faces were found on, e.g. perturbed ones). A face whose
-    landmarks cannot be aligned loses its frame (appended to ``skipped``), not the file."""
-    size, scale = align.size, align.scale
+    landmarks cannot be aligned loses its frame (appended to ``skipped``), not the file. Each
+    face is cropped as ``align.crop`` says (:class:`configs.crop.CropSpec`)."""
+    size, spec = align.size, align.crop
     crops: list[FaceCrop] = []
     for (i, k, lm), box, track in zip(faces.found, faces.boxes, faces.tracks, strict=True):
         t0 = time.process_time()
@@ -364,7 +379,7 @@ def crop_faces(
             image, matrix, crop_lm = warp_face(frames[i], lm, faces.matrices[i], size)
         else:
             try:
-                image, matrix, crop_lm = align_face(frames[i], lm, size, scale)
+                image, matrix, crop_lm = crop_face(frames[i], lm, spec)
             except ValueError as exc:  # degenerate landmarks: lose the frame, not the video
                 if skipped is not None:
                     skipped.append({"frame": i, "reason": f"alignment failed: {exc}"})

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from fairforensics.preprocessing.albu_seed import seed_pipeline
 from fairforensics.preprocessing.blending import (
     BlendingError,
     NearestLandmarks,
@@ -588,7 +589,7 @@ def apply_augment(
     """Augment one frame with a fixed ``seed``; returns (image, landmarks, mask)."""
     if pipeline is None:
         return image, landmarks, mask
-    pipeline.set_random_seed(seed)
+    seed_pipeline(pipeline, seed)
     kwargs: dict[str, Any] = {"image": image}
     if landmarks is not None:
         if "keypoints" not in pipeline.processors:
@@ -614,7 +615,7 @@ def apply_augment_clip(
     frame, so the clip's motion is kept. Returns the frames in the same layout."""
     if pipeline is None:
         return frames
-    pipeline.set_random_seed(seed)
+    seed_pipeline(pipeline, seed)
     images = np.stack([f[0] for f in frames])
     kwargs: dict[str, Any] = {"images": images}
     points = [f[1] for f in frames]

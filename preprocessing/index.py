@@ -1,13 +1,19 @@
 """The dataset index: one JSON file per dataset that every later stage reads.
 
-Schema version 2 (all paths are POSIX paths relative to the directory of the index file)::
+Schema version 3 (all paths are POSIX paths relative to the directory of the index file)::
 
     {
-      "schema_version": 2,                 # 1: the same without "clips"
+      "schema_version": 3,                 # 2: without the counts and crop; 1: nor "clips"
       "dataset": "FF-c23",                 # name used by --train-data / --test-data
       "task": "deepfake" | "pad",
       "methods": ["real", "Deepfakes", ...],   # optional; derived from videos when absent
       "split_info": {"val": "official"},   # optional: how each split was made (derived splits)
+      "videos_listed": 6000,               # optional (version 3): videos the dataset's own lists
+                                           # (split files, metadata) name
+      "videos_found": 42,                  # optional (version 3): of those, present on disk; the
+                                           # index is partial when fewer than listed
+      "crop": {"method": "template", "scale": 1.3, "size": 256},   # optional (version 3): how
+                                           # the faces were cropped (configs.crop.CropSpec)
       "preprocess": {"sampling": {...}, "face": {...}, "align": {...}, ...},   # optional: the
                                            # face-crop settings that made it (FaceSettings)
       "videos": [
@@ -30,9 +36,10 @@ Schema version 2 (all paths are POSIX paths relative to the directory of the ind
     }
 
 ``clips`` is written by ``sampling.mode: clips`` (one crop per clip, for video detectors); the
-clips are sorted, do not overlap and lie inside ``frames``. Version 1 indexes (no ``clips``)
-are still read, and an index without clips is written as version 1, so tools that know only
-version 1 keep reading it. Use :func:`read_index` / :func:`write_index` (atomic) and
+clips are sorted, do not overlap and lie inside ``frames``. Older versions are still read
+(their crop and completeness are unknown), and an index is written with the lowest version
+that holds what it records, so tools that know only version 1 keep reading indexes without
+clips, counts or crop. Use :func:`read_index` / :func:`write_index` (atomic) and
 :func:`validate_index`.
 """
 
@@ -44,11 +51,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from fairforensics.configs.crop import CropSpec, crop_from_mapping
+from fairforensics.configs.loader import ConfigError
 from fairforensics.preprocessing.files import write_json
 
-SCHEMA_VERSION = 2
-SCHEMA_VERSIONS = (1, 2)  # what the reader accepts; version 2 adds "clips"
+SCHEMA_VERSION = 3
+SCHEMA_VERSIONS = (1, 2, 3)  # what the reader accepts; 2 adds "clips", 3 the counts and crop
 SPLITS = ("train", "val", "test")
+ALL_SPLITS = "all"  # a split argument that means every video of the index
+SPLIT_CHOICES = (*SPLITS, ALL_SPLITS)  # what a command's --split accepts
 TASKS = ("deepfake", "pad")
 
 
@@ -96,11 +107,37 @@ class DatasetIndex:
     root: Path = Path(".")
     methods: list[str] | None = None
     split_info: dict[str, str] = field(default_factory=dict)
+    videos_listed: int | None = None  # videos the dataset's lists name (None: unknown)
+    videos_found: int | None = None  # of those, present on disk when it was preprocessed
+    crop: CropSpec | None = None  # how its faces were cropped (None: unknown)
     #: the face-crop settings that made the index (``FaceSettings.to_json()``), when known
     preprocess: dict[str, Any] | None = None
 
+    @property
+    def partial(self) -> str | None:
+        """``"42 of 6,000 listed videos"`` when videos the dataset lists were missing, else None."""
+        if self.videos_listed is None or self.videos_found is None:
+            return None
+        if self.videos_found >= self.videos_listed:
+            return None
+        return f"{self.videos_found:,} of {self.videos_listed:,} listed videos"
+
+    @property
+    def label(self) -> str:
+        """The name tables and reports show: ``"FF-c23"``, or ``"FF-c23 (partial: 42 of 6,000
+        listed videos)"``."""
+        return dataset_label(self.dataset, self.partial)
+
     def split(self, *names: str) -> list[VideoEntry]:
-        """The videos of the given splits, in index order."""
+        """The videos of the given splits (``"all"``: every video), in index order; a name not
+        in :data:`SPLIT_CHOICES` is a ``ValueError`` that lists them."""
+        unknown = [n for n in names if n not in SPLIT_CHOICES]
+        if unknown:
+            raise ValueError(
+                f"unknown split {unknown[0]!r}; valid splits: {', '.join(SPLIT_CHOICES)}"
+            )
+        if ALL_SPLITS in names:
+            return list(self.videos)
         return [v for v in self.videos if v.split in names]
 
     def resolve(self, relative: str) -> Path:
@@ -121,9 +158,14 @@ class DatasetIndex:
         return sorted({k for v in self.videos for k in v.attributes})
 
     def to_json(self) -> dict[str, Any]:
-        clips = any(v.clips is not None for v in self.videos)
+        counts = {"videos_listed": self.videos_listed, "videos_found": self.videos_found}
+        counts = {k: v for k, v in counts.items() if v is not None}
+        if counts or self.crop is not None:
+            version = 3
+        else:
+            version = 2 if any(v.clips is not None for v in self.videos) else 1
         data: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION if clips else 1,
+            "schema_version": version,
             "dataset": self.dataset,
             "task": self.task,
         }
@@ -131,10 +173,18 @@ class DatasetIndex:
             data["methods"] = list(self.methods)
         if self.split_info:
             data["split_info"] = dict(self.split_info)
+        data.update(counts)
+        if self.crop is not None:
+            data["crop"] = self.crop.to_json()
         if self.preprocess is not None:
             data["preprocess"] = self.preprocess
         data["videos"] = [v.to_json() for v in self.videos]
         return data
+
+
+def dataset_label(name: str, partial: str | None) -> str:
+    """``name``, with ``(partial: ...)`` when ``partial`` says how much of it is there."""
+    return f"{name} (partial: {partial})" if partial else name
 
 
 def _check_rel_path(value: Any, where: str, errors: list[str]) -> None:
@@ -186,8 +236,10 @@ def validate_index(
         "preprocess",
         "videos",
     }
+    known_top |= set(_VERSION_3)
     for key in sorted(set(data) - known_top):
         errors.append(f"{source}: unknown top-level key {key!r}; allowed: {sorted(known_top)}")
+    errors.extend(_version_3_errors(data, version, source))
     if data.get("preprocess") is not None and not isinstance(data["preprocess"], dict):
         errors.append(f"{source}: 'preprocess' must be an object (the face-crop settings)")
     videos = data.get("videos")
@@ -253,6 +305,31 @@ def validate_index(
     return errors
 
 
+_VERSION_3 = ("videos_listed", "videos_found", "crop")
+
+
+def _version_3_errors(data: dict[str, Any], version: Any, source: str) -> list[str]:
+    """Problems of the top-level keys that schema version 3 adds."""
+    present = [k for k in _VERSION_3 if k in data]
+    if present and version in (1, 2):
+        return [f"{source}: {', '.join(repr(k) for k in present)} needs schema_version 3"]
+    errors = []
+    for key in ("videos_listed", "videos_found"):
+        value = data.get(key)
+        if key in data and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            errors.append(f"{source}: {key!r} must be an integer >= 0, got {value!r}")
+    if not errors and ("videos_listed" in data) != ("videos_found" in data):
+        errors.append(f"{source}: 'videos_listed' and 'videos_found' go together")
+    elif not errors and data.get("videos_found", 0) > data.get("videos_listed", 0):
+        errors.append(f"{source}: 'videos_found' is more than 'videos_listed'")
+    if "crop" in data:
+        try:
+            crop_from_mapping(data["crop"], f"{source}: crop")
+        except ConfigError as exc:
+            errors.append(str(exc))
+    return errors
+
+
 def _clip_errors(clips: Any, n_frames: int) -> list[str]:
     """Problems of a video's ``clips``: sorted, non-overlapping [start, length] inside frames."""
     shape = "'clips' must be a list of [first position, length] pairs of integers"
@@ -289,6 +366,9 @@ def index_from_json(data: dict[str, Any], root: Path, source: str = "<index>") -
         root=root,
         methods=data.get("methods"),
         split_info=dict(data.get("split_info") or {}),
+        videos_listed=data.get("videos_listed"),
+        videos_found=data.get("videos_found"),
+        crop=crop_from_mapping(data.get("crop"), f"{source}: crop"),
         preprocess=data.get("preprocess"),
     )
 

@@ -43,7 +43,12 @@ from tqdm import tqdm
 from fairforensics.preprocessing.attributes import join_attributes
 from fairforensics.preprocessing.config import PreprocessConfig
 from fairforensics.preprocessing.datasets import build_listing
-from fairforensics.preprocessing.datasets.base import Listing, SourceItem, stable_fraction
+from fairforensics.preprocessing.datasets.base import (
+    DatasetLayoutError,
+    Listing,
+    SourceItem,
+    stable_fraction,
+)
 from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry, write_index
 from fairforensics.preprocessing.worker import (
@@ -104,6 +109,9 @@ class RunSummary:
 
     index_path: Path
     manifest_path: Path
+    videos_listed: int = 0  # videos the dataset's lists name (the whole dataset, every shard)
+    videos_found: int = 0  # of those, present on disk
+    allow_partial: bool = False  # dataset.options.allow_partial: the missing ones are intended
     videos_total: int = 0
     videos_done: int = 0
     videos_cached: int = 0
@@ -113,6 +121,7 @@ class RunSummary:
     faces: int = 0  # faces found by this run (cached videos not included)
     face_crops: int = 0  # aligned face crops in the index (cached videos included)
     skipped_reasons: dict[str, int] = field(default_factory=dict)  # why videos were skipped
+    warnings: int = 0  # videos with a warning in the manifest (e.g. fewer frames than asked)
     seconds: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the workers on the processed videos
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -190,6 +199,12 @@ def run_preprocess(
     with stop_on_signals():  # Ctrl-C / SIGTERM: see the module docstring
         try:
             listing = list_items(cfg)
+            summary.videos_listed, summary.videos_found = (
+                listing.videos_listed,
+                listing.videos_found,
+            )
+            summary.allow_partial = listing.allow_partial
+            check_missing(listing, name, cfg.max_failed_share)
             items = [it for it in listing.items if in_shard(it, num_shards, shard_index)]
             summary.videos_total = len(items)
             logger.info("%s: %d videos (shard %d of %d)", name, len(items), shard_index, num_shards)
@@ -250,8 +265,13 @@ def run_preprocess(
                 root=out,
                 methods=listing.methods,
                 split_info=_split_info(listing, items, entries),
+                videos_listed=listing.videos_listed,
+                videos_found=listing.videos_found,
+                crop=cfg.align.crop,
                 preprocess=cfg.face_settings().to_json(),
             )
+            if index.partial:
+                logger.warning("%s is partial: %s are on disk", name, index.partial)
             write_index(index, summary.index_path)
             summary.seconds = time.perf_counter() - start
             _write_manifest(
@@ -481,6 +501,12 @@ def _write_manifest(
         for sf in record.get("skipped_frames") or []:
             skipped_frames.append({"method": key[0], "id": key[1], **sf})
     notes = [{"method": r.key[0], "id": r.key[1], "note": n} for r in results for n in r.notes]
+    warnings = [
+        {"method": key[0], "id": key[1], "warning": w}
+        for key, record in sorted(records.items())
+        for w in record.get("warnings") or []
+    ]
+    summary.warnings = len({(w["method"], w["id"]) for w in warnings})
     data = {
         "summary": summary.to_json(),
         "skipped_reasons": summary.skipped_reasons,
@@ -488,6 +514,7 @@ def _write_manifest(
         "layout_problems": listing.problems,
         "skipped_videos": skipped_videos,
         "skipped_frames": skipped_frames,
+        "warnings": warnings,
         "notes": notes,
         "interrupted": interrupted,
         "pending": [{"method": it.method, "id": it.id} for it in pending],
@@ -500,6 +527,26 @@ def _reason(text: str) -> str:
     return text.split(":")[-1].strip()
 
 
+class PartialDataset(DatasetLayoutError):
+    """More than ``max_failed_share`` of the videos a dataset lists are not on disk, and
+    ``dataset.options.allow_partial`` does not say that the subset is intended."""
+
+
+def check_missing(listing: Listing, name: str, max_share: float) -> None:
+    """Raise :class:`PartialDataset`, before anything is processed, when more than ``max_share``
+    of the videos the dataset lists are missing, unless ``allow_partial``."""
+    listed, missing = listing.videos_listed, listing.missing
+    if listing.allow_partial or not listed or missing / listed <= max_share:
+        return
+    raise PartialDataset(
+        f"{name}: {missing:,} of the {listed:,} videos the dataset lists are not on disk "
+        f"({missing / listed:.0%}, more than max_failed_share {max_share:g}; only "
+        f"{listing.videos_found:,} found). Complete the download, or, if this subset is "
+        "intended, set dataset.options.allow_partial: true (--set "
+        "dataset.options.allow_partial=true): tables and reports then name the set as partial"
+    )
+
+
 class TooManyFailures(Exception):
     """More than ``max_failed_share`` of the listed videos failed (index and manifest written)."""
 
@@ -508,16 +555,26 @@ class TooManyFailures(Exception):
 
 def check_failures(summary: RunSummary, max_share: float) -> None:
     """Raise :class:`TooManyFailures` with a summary when more than ``max_share`` of the listed
-    videos of ``summary`` were skipped; the message names the index and the manifest."""
-    total, failed = summary.videos_total, summary.videos_skipped
+    videos failed; the message names the index and the manifest.
+
+    Videos the dataset lists but that are not on disk count as failures unless
+    ``allow_partial`` (then the share is of the videos found). With shards, the missing videos
+    count in the whole dataset's share only (``videos_total`` is the shard's)."""
+    missing = 0 if summary.allow_partial else summary.videos_listed - summary.videos_found
+    whole = summary.videos_total == summary.videos_found  # one shard: the whole listing
+    total = summary.videos_total + (missing if whole else 0)
+    failed = summary.videos_skipped + (missing if whole else 0)
     if not total or failed / total <= max_share:
         return
-    reasons = ", ".join(
-        f"{n} {why}" for why, n in sorted(summary.skipped_reasons.items(), key=lambda kv: -kv[1])
+    reasons = dict(summary.skipped_reasons)
+    if whole and missing:
+        reasons["listed but not on disk"] = missing
+    reasons_text = ", ".join(
+        f"{n} {why}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])
     )
     raise TooManyFailures(
         f"{failed} of {total} listed videos failed ({failed / total:.0%}, more than "
-        f"max_failed_share {max_share:g}): {reasons}. The index holds the "
+        f"max_failed_share {max_share:g}): {reasons_text}. The index holds the "
         f"{summary.videos_done} others: {summary.index_path}; every failure with its reason: "
         f"{summary.manifest_path}. Fix those inputs, or accept the failures with "
         f"--set max_failed_share={math.ceil(100 * failed / total) / 100:g}"

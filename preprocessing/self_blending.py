@@ -35,6 +35,7 @@ import albumentations as A
 import cv2
 import numpy as np
 
+from fairforensics.preprocessing.albu_seed import seed_pipeline
 from fairforensics.preprocessing.blending import BlendingError, _check_inputs
 
 BLEND_RATIOS = (0.25, 0.5, 0.75, 1.0, 1.0, 1.0)
@@ -146,7 +147,7 @@ def _pair_transform() -> A.Compose:
 
 
 def _seeded(pipeline: A.Compose, rng: np.random.Generator) -> A.Compose:
-    pipeline.set_random_seed(int(rng.integers(2**31 - 1)))
+    seed_pipeline(pipeline, int(rng.integers(2**31 - 1)))
     return pipeline
 
 

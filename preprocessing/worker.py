@@ -55,6 +55,9 @@ class VideoResult:
     reason: str | None = None  # why the whole item was skipped
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # what makes the video less than asked (fewer frames than sampling wants); kept in the
+    # completion record, so the manifest lists them on a resumed run too
+    warnings: list[str] = field(default_factory=list)
     # CPU seconds per stage (the worker's threads included; robust to a busy machine)
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
     frames_sampled: int = 0
@@ -209,6 +212,7 @@ def _process(item: SourceItem, cfg: PreprocessConfig, video_dir: Path, result: V
             raise MediaReadError(f"{item.path}: no frame could be aligned")
         record["num_source_frames"] = decoded.total
         record["skipped_frames"] = result.skipped_frames
+        record["warnings"] = result.warnings
         write_json(tmp / RECORD, record, indent=None)  # the folder is renamed into place
         if video_dir.exists():  # an earlier result made with other settings, or --overwrite
             shutil.rmtree(video_dir)

@@ -86,6 +86,21 @@ def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
     assert "frames" in sw.train_command(same, "_tiny_clip")
 
 
+def test_robustness_step_writes_into_the_evaluation_folder(tmp_path: Path) -> None:
+    s = sw.Sweep(
+        ["meso4"], tmp_path, train_data=["demo"], test_data=["demo"], data_root="d",
+        robustness=True, source_root="raw", robustness_args=["--types", "GB,VC"],
+    )  # fmt: skip
+    calls: list[list[str]] = []
+    assert sw.run_one(s, "meso4", _recorder(calls)) and len(calls) == 3
+    cmd = calls[2]
+    assert cmd[:4] == [sys.executable, "-m", "fairforensics.cli", "robustness"]
+    assert cmd[cmd.index("--run") + 1] == str(tmp_path / "meso4" / "run")
+    assert cmd[cmd.index("--test-data") + 1] == "demo" and "--data-root" in cmd
+    assert cmd[cmd.index("--source-root") + 1] == "raw" and "GB,VC" in cmd
+    assert cmd[cmd.index("--out") + 1] == str(tmp_path / "meso4" / "eval" / "robustness")
+
+
 def test_the_sweep_writes_frame_and_video_leaderboards(tmp_path: Path) -> None:
     """Issue 31, item 6: the video-level leaderboard docs/evaluation.md describes."""
     from fairforensics.evaluation.predictions import write_predictions

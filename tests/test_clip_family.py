@@ -12,6 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 from sklearn.covariance import LedoitWolf
+from torch.nn import functional as F
 from transformers import CLIPVisionConfig, CLIPVisionModel
 
 from fairforensics.detectors import (
@@ -22,7 +23,7 @@ from fairforensics.detectors import (
 )
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.backbones.clip_vit import vision_config_values
-from fairforensics.detectors.effort import EffortConfig, SVDResidualLinear
+from fairforensics.detectors.effort import EffortConfig, SVDResidualLinear, class_losses
 from fairforensics.detectors.uia_vit import STATE as UIA_STATE
 from fairforensics.detectors.uia_vit import fit_gaussian, patch_consistency_loss
 from fairforensics.training.config import load_train_config
@@ -166,6 +167,15 @@ def test_effort_constraints_equal_their_direct_formulas(rank: int) -> None:
     total = m.orthogonal_loss("basis") + m.sv_loss()
     total.backward()
     assert all(torch.isfinite(p.grad).all() for p in (m.U_residual, m.V_residual, m.S_residual))
+
+
+def test_effort_class_losses_are_each_class_cross_entropy() -> None:
+    """DeepfakeBench's real_loss/fake_loss diagnostics: CE over each class alone, 0 if absent."""
+    logits, label = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 3.0]]), torch.tensor([0, 0, 1])
+    terms = class_losses(logits, label)
+    torch.testing.assert_close(terms["ce_real"], F.cross_entropy(logits[:2], label[:2]))
+    torch.testing.assert_close(terms["ce_fake"], F.cross_entropy(logits[2:], label[2:]))
+    assert float(class_losses(logits[:2], label[:2])["ce_fake"]) == 0.0
 
 
 def test_effort_trains_its_residuals_and_head(clip_folder: Path) -> None:

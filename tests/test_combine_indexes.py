@@ -63,6 +63,19 @@ def test_combine_prefixes_keys_carries_attributes_and_rebases_paths(tmp_path):
     assert back.split_info == {"test": "CASIA: official; HKBU: official"}
 
 
+def test_combined_counts_add_up_and_stay_partial(tmp_path):
+    """Issue 29 item 5: a combination with a partial part is partial; one uncounted part makes
+    the total unknown."""
+    a = read_index(_index(tmp_path / "a", "CASIA"))
+    b = read_index(_index(tmp_path / "b", "HKBU"))
+    a.videos_listed, a.videos_found = 100, 3
+    b.videos_listed, b.videos_found = 3, 3
+    combined = combine_indexes([a, b], "CAAD-PAD", tmp_path)
+    assert combined.label == "CAAD-PAD (partial: 6 of 103 listed videos)"
+    b.videos_listed = b.videos_found = None
+    assert combine_indexes([a, b], "CAAD-PAD", tmp_path).videos_listed is None
+
+
 def test_combine_errors(tmp_path):
     a = read_index(_index(tmp_path / "a", "X"))
     with pytest.raises(DatasetIndexError, match="dataset names repeat"):

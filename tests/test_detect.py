@@ -316,3 +316,61 @@ def test_inputs_folders_lists_and_problems(tmp_path):
         ("missing.mp4", "video", "file not found"),
     ]
     assert "unsupported file type '.md'" in names[2][2]
+
+
+def test_a_detector_without_a_run_crops_as_its_config_says(tmp_path):
+    """``--detector NAME`` without a run: the faces are cropped as the detector config's
+    ``crop:`` section says (here the MesoNet authors' crop at 64 px), not with DeepfakeBench's
+    default crop, and the crop scored is the face path's crop with those settings."""
+    import yaml
+
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.detectors import build_detector, save_checkpoint
+    from fairforensics.preprocessing.align import crop_face
+    from fairforensics.preprocessing.config import FaceSettings
+    from fairforensics.preprocessing.face_path import face_crops
+
+    model = {"variant": "deepfakebench", "pretrained": False, "input_size": 64}
+    spec = CropSpec("mesonet", 2.86, 64)
+    yaml_path = tmp_path / "meso4_mesonet_crop.yaml"
+    yaml_path.write_text(
+        yaml.safe_dump({"detector": "meso4", "model": model, "crop": spec.to_json()})
+    )
+    weights = tmp_path / "meso4.pt"
+    save_checkpoint(weights, {"model": build_detector("meso4", model).state_dict(), "meta": {}})
+    photo = CELEBRITIES / "img1.jpg"
+    result = fairforensics.detect(
+        photo, detector="meso4", weights=weights, model_config=yaml_path, device="cpu",
+        keep_crops=True,
+    )  # fmt: skip
+    (f,) = result.files
+    assert f.status == "scored" and len(f.faces) == 1, f.reason
+    settings = FaceSettings.from_json(result.face_settings)
+    assert settings.align.crop == spec, result.face_settings["align"]
+    assert "meso4's config" in result.face_settings_source
+    assert spec.describe() in result.face_settings_source
+    got = face_crops(photo, settings)
+    assert f.faces[0].crop.shape == (64, 64, 3)
+    assert np.array_equal(f.faces[0].crop, got.crops[0].image)
+    (frame,) = got.decoded.frames.values()
+    template, _, _ = crop_face(frame, got.faces.found[0][2], CropSpec(size=64))
+    assert not np.array_equal(f.faces[0].crop, template)  # DeepfakeBench's crop differs
+
+
+def test_a_run_without_recorded_settings_crops_as_its_config_says(tmp_path, caplog):
+    """A run whose training data records no face-crop settings: the crop its config records
+    (its training data's) is used, with DeepfakeBench's other defaults, and said so."""
+    import yaml
+
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.evaluation.detection.source import run_face_settings
+
+    (tmp_path / "run").mkdir()
+    cfg = {"detector": "meso4", "data": {"data_root": str(tmp_path), "train_data": ["gone"]}}
+    (tmp_path / "run" / "config.yaml").write_text(yaml.safe_dump(cfg))
+    spec = CropSpec("mesonet", 2.86, 128)
+    settings, source = run_face_settings(tmp_path / "run", spec)
+    assert settings.align.crop == spec and "records no settings" in source
+    assert spec.describe() in source and "records no face-crop settings" in caplog.text
+    settings, _ = run_face_settings(tmp_path / "run")
+    assert settings.align.crop == CropSpec()

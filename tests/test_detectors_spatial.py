@@ -122,6 +122,15 @@ def test_capsule_prediction_is_mean_of_capsule_softmaxes_and_loss_is_authors():
     torch.testing.assert_close(out_dfb["prob"], torch.softmax(classes.mean(dim=1), 1)[:, 1])
 
 
+def test_capsule_keeps_float64_capsule_probabilities():
+    # the class softmax ran in float32 whatever the model's dtype (training-step parity, issue 30)
+    model = build_detector("capsule", pretrained=False, input_size=32).double().eval()
+    batch = {"image": torch.rand(2, 3, 32, 32, dtype=torch.float64)}
+    with torch.no_grad():
+        out = model(batch)
+    assert out["classes"].dtype == torch.float64
+
+
 # ----------------------------------------------------------------------------- FWA / iFWA
 
 

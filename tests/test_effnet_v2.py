@@ -98,6 +98,10 @@ def test_idct_matches_opencv_on_real_faces() -> None:
     assert float(ref.abs().max()) > 0.1  # the faces do have high frequencies
     torch.testing.assert_close(transform.from_gray(torch.from_numpy(grays)), ref, rtol=0, atol=2e-4)
     assert transform((image - 0.5) / 0.5).shape == (3, 1, 256, 256)
+    # a model cast to float64 (the training-step parity test) computes the same idct
+    torch.testing.assert_close(
+        transform.double()((image.double() - 0.5) / 0.5), transform((image - 0.5) / 0.5)
+    )
 
 
 # ----------------------------------------------------------------------------- losses by hand

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import cv2
@@ -295,3 +296,102 @@ def test_missing_test_set_is_an_error_unless_allowed(setup, tmp_path) -> None:
     assert "absent" in (out / "report.html").read_text()
     manifest = json.loads((out / "manifest.json").read_text())
     assert [s["test_data"] for s in manifest["skipped"]] == ["absent"]
+
+
+def _copy_index(data: Path, name: str, val_videos: int) -> None:
+    """``tiny`` under another name with its first ``val_videos`` videos in the val split."""
+    index = json.loads((data / "tiny.json").read_text())
+    index["dataset"] = name
+    for n, video in enumerate(index["videos"]):
+        video["split"] = "val" if n < val_videos else "test"
+    (data / f"{name}.json").write_text(json.dumps(index))
+
+
+def test_empty_split_is_named_and_exits_1_after_the_others(setup, tmp_path, capsys) -> None:
+    """Issue 29 item 6: a requested set with an empty split is skipped, the others evaluated,
+    and the command exits 1 naming it."""
+    _, data, run, _ = setup
+    _copy_index(data, "tinyval", val_videos=2)
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tiny", "tinyval", "--split", "val"]
+    rc = script().main([*args, "--out", str(out), "--set", "n_boot=0", "--set", "plots=false"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "error:" in err and "tiny (" in err and "has no videos" in err and "tinyval" not in err
+    assert read_predictions(out / "predictions" / "tinyval.csv").video_id.tolist().count("000") == 2
+    assert not (out / "predictions" / "tiny.csv").exists()
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["settings"]["split"] == "val" and ev["skipped"][0].startswith("tiny:")
+
+
+def test_split_all_and_the_valid_names(setup, tmp_path, capsys) -> None:
+    """``--split all`` scores every video; a bad name lists the valid ones."""
+    _, data, run, _ = setup
+    _copy_index(data, "tinyhalf", val_videos=3)
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tinyhalf", "--out", str(out)]
+    args += ["--set", "n_boot=0", "--set", "plots=false"]
+    assert script().main([*args, "--split", "all"]) == 0
+    assert len(read_predictions(out / "predictions" / "tinyhalf.csv")) == 12
+    with pytest.raises(SystemExit) as exc:
+        script().main([*args, "--split", "testing"])
+    assert exc.value.code == 2
+    assert "choose from 'train', 'val', 'test', 'all'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        script().main(["--help"])
+    assert "train, val, test, all" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_partial_test_set_is_named_partial_in_every_table(setup, tmp_path) -> None:
+    """Issue 29 item 5: tables and reports read the index's counts and name a partial set."""
+    _, data, run, _ = setup
+    index = json.loads((data / "tiny.json").read_text())
+    index.update(schema_version=3, dataset="tinypart", videos_listed=1000, videos_found=6)
+    (data / "tinypart.json").write_text(json.dumps(index))
+    out = tmp_path / "out"
+    args = ["--run", str(run), "--test-data", "tinypart", "tiny", "--out", str(out)]
+    assert script().main([*args, "--set", "n_boot=0", "--set", "plots=false"]) == 0
+    label = "tinypart (partial: 6 of 1,000 listed videos)"
+    summary = (out / "tables" / "frame_summary.md").read_text()
+    assert label in summary and "| tiny |" in summary.replace("  ", " ")
+    assert label in (out / "tables" / "frame_auc.md").read_text()
+    assert label in (out / "report.html").read_text()
+    assert json.loads((out / "eval.json").read_text())["partial"] == {
+        "tinypart": "6 of 1,000 listed videos"
+    }
+    assert json.loads((out / "metrics" / "tinypart.json").read_text())["partial"] == label
+    board = tmp_path / "board"
+    assert script().main(["--leaderboard", str(out), "--out", str(board)]) == 0
+    assert label in (board / "leaderboard_frame_auc.md").read_text()
+
+
+def test_an_index_cropped_otherwise_than_the_weights_is_warned_once_and_recorded(
+    setup, tmp_path, caplog
+) -> None:
+    """Issue 29 item 3: a run whose training data had the MesoNet authors' crop, tested on a set
+    cropped DeepfakeBench's way and on one whose crop is unknown: one warning, eval.json says
+    which crop each set has, and a fairness report of those predictions repeats the note."""
+    _, data, run, _ = setup
+    mine = tmp_path / "run"
+    shutil.copytree(run, mine)
+    cfg = yaml.safe_load((mine / "config.yaml").read_text())
+    cfg["crop"] = {"method": "mesonet", "scale": 2.86, "size": 256}
+    (mine / "config.yaml").write_text(yaml.safe_dump(cfg))
+    index = json.loads((data / "tiny.json").read_text())
+    index.update(schema_version=3, dataset="tinywide")
+    index["crop"] = {"method": "template", "scale": 1.3, "size": 256}
+    (data / "tinywide.json").write_text(json.dumps(index))
+    out = tmp_path / "out"
+    args = ["--run", str(mine), "--test-data", "tinywide", "tiny", "--out", str(out)]
+    with caplog.at_level("INFO"):
+        assert script().main([*args, "--set", "n_boot=0", "--set", "plots=false"]) == 0
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert sum("tinywide was cropped with" in m for m in warned) == 1
+    assert "crop of tiny is unknown" in caplog.text
+    ev = json.loads((out / "eval.json").read_text())
+    assert ev["expected_crop"] == cfg["crop"] and ev["crops"]["tiny"] == "unknown"
+    assert "margin 1.3" in ev["crops"]["tinywide"] and "tinywide" in ev["crop_notes"]
+    from fairforensics.fairness.evaluation_section import evaluation_notes
+
+    assert evaluation_notes(out / "predictions" / "tinywide.csv") == [ev["crop_notes"]["tinywide"]]
+    assert evaluation_notes(out / "predictions" / "nothing.csv") == []

@@ -66,7 +66,12 @@ def test_missing_frame_is_named(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=3), "schema_version must be 1 or 2"),
+        (lambda d: d.update(schema_version=4), "schema_version must be 1 or 2 or 3"),
+        (lambda d: d.update(videos_listed=3, videos_found=2), "needs schema_version 3"),
+        (lambda d: d.update(schema_version=3, videos_listed=2), "go together"),
+        (lambda d: d.update(schema_version=3, videos_listed=2, videos_found=3), "more than"),
+        (lambda d: d.update(schema_version=3, videos_listed=-1, videos_found=0), "integer >= 0"),
+        (lambda d: d.update(schema_version=3, crop={"method": "tight"}), "crop: key 'method'"),
         (lambda d: d["videos"][0].update(clips=[[0, 2]]), "'clips' needs schema_version 2"),
         (lambda d: d["videos"][0].update(label=2), "'label' must be 0"),
         (lambda d: d["videos"][0].update(split="training"), "'split' must be one of"),
@@ -137,3 +142,25 @@ def test_clips_round_trip_as_version_2_and_plain_indexes_stay_version_1(tmp_path
     assert data["schema_version"] == 2 and "clips" not in data["videos"][0]
     back = read_index(tmp_path / "clips.json")
     assert back.videos[0].clips is None and back.videos[1].clips == [[0, 2], [2, 2]]
+
+
+def test_counts_and_crop_round_trip_as_version_3_and_name_a_partial_set(tmp_path) -> None:
+    """Issue 29 items 3 and 5: an index records how many listed videos were found and its crop;
+    a partial one is labelled as such; older indexes read with both unknown."""
+    from fairforensics.configs.crop import CropSpec
+
+    crop = CropSpec("mesonet", 2.86, 256)
+    index = DatasetIndex("FF-c23", "deepfake", [video()], videos_listed=6000, videos_found=42)
+    index.crop = crop
+    write_index(index, tmp_path / "ff.json")
+    data = json.loads((tmp_path / "ff.json").read_text())
+    assert data["schema_version"] == 3 and data["videos_listed"] == 6000
+    back = read_index(tmp_path / "ff.json")
+    assert back.crop == crop and (back.videos_listed, back.videos_found) == (6000, 42)
+    assert back.label == "FF-c23 (partial: 42 of 6,000 listed videos)"
+    whole = DatasetIndex("FF-c23", "deepfake", [video()], videos_listed=7, videos_found=7)
+    assert whole.partial is None and whole.label == "FF-c23"
+    old = DatasetIndex("FF-c23", "deepfake", [video()])
+    write_index(old, tmp_path / "old.json")
+    back = read_index(tmp_path / "old.json")
+    assert back.crop is None and back.partial is None and back.videos_listed is None

@@ -55,7 +55,7 @@ def test_a_run_of_consecutive_frames_is_decoded_in_one_pass() -> None:
 
 def test_index_records_clips_of_consecutive_frames(clip_run) -> None:
     _, _, out, summary = clip_run
-    assert json.loads((out / "demo.json").read_text())["schema_version"] == 2
+    assert json.loads((out / "demo.json").read_text())["schema_version"] == 3  # clips, counts
     index = read_index(out / "demo.json", check_files=True)
     assert summary.videos_done == 8
     by_key = {(v.method, v.id): v for v in index.videos}
@@ -66,8 +66,8 @@ def test_index_records_clips_of_consecutive_frames(clip_run) -> None:
     assert short.clips == [[0, 2]] and short.frame_indices == [0, 1]
     manifest = json.loads((out / "demo.manifest.json").read_text())
     assert any(
-        n["id"] == "002_003" and "1 clip(s) of 2 frames instead of 2 of 3" in n["note"]
-        for n in manifest["notes"]
+        w["id"] == "002_003" and "1 clip(s) of 2 frames instead of 2 of 3" in w["warning"]
+        for w in manifest["warnings"]
     )
 
 

@@ -99,6 +99,7 @@ def test_dfdc_and_dfdcp(tmp_path):
     assert labels["a"][1] == labels["b"][1] == labels["c"][1]  # grouped by source video
     reasons = " ".join(p["reason"] for p in listing.problems)
     assert "not found" in reasons and "REAL/FAKE" in reasons
+    assert (listing.videos_found, listing.videos_listed) == (6, 7)  # gone.mp4 is missing
 
     root = tmp_path / "dfdcp"
     meta = {"method_A/1/x.mp4": {"label": "fake", "set": "train", "target_id": 1},
@@ -574,3 +575,21 @@ def test_read_json_file_names_the_file_and_its_role(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")
     with pytest.raises(DatasetLayoutError, match=r"bad\.json: not valid JSON"):
         read_json_file(tmp_path / "bad.json", "FaceForensics++ split file")
+
+
+def test_dfdc_with_half_its_listed_videos_missing_is_an_error_unless_allowed(tmp_path):
+    """Issue 29 item 5: DFDC with half its listed videos missing used to exit 0 with a warning."""
+    from fairforensics.preprocessing.pipeline import PartialDataset, check_missing
+
+    part = tmp_path / "dfdc_train_part_0"
+    names = [f"v{n}.mp4" for n in range(8)]
+    for name in names[:4]:
+        video(part / name)
+    (part / "metadata.json").write_text(json.dumps({n: {"label": "REAL"} for n in names}))
+    listing = build_listing("dfdc", tmp_path, {"test_dir": None})
+    assert (listing.videos_found, listing.videos_listed, listing.missing) == (4, 8, 4)
+    with pytest.raises(PartialDataset, match="DFDC: 4 of the 8 videos .*allow_partial"):
+        check_missing(listing, "DFDC", 0.05)
+    check_missing(listing, "DFDC", 0.5)  # within the share the config accepts
+    listing = build_listing("dfdc", tmp_path, {"test_dir": None, "allow_partial": True})
+    check_missing(listing, "DFDC", 0.05)  # the subset is intended

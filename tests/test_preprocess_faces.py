@@ -137,6 +137,35 @@ def test_margin_and_size_options(obama):
     assert lm13.max() < 128
 
 
+@pytest.mark.parametrize("name", ["obama.jpg", "biden.jpg"])
+def test_mesonet_crop_is_the_authors_geometry(name):
+    """Issue 29 item 3: ``crop_face`` with the MesoNet preset makes the authors' crop: upright,
+    the middle of the nose at the centre, side 2.86 x max(eye distance, eye-to-mouth distance)
+    as dlib measures it again on the crop; DeepfakeBench's margin 1.3 is wider."""
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.preprocessing.align import crop_face, eye_mouth_points, face_span
+
+    rgb = load_rgb(FACES / name)
+    lm = FaceAnalyzer().analyze(rgb)[0][1]
+    again = FaceAnalyzer(upsample=1, detect_max_side=None)
+    ratios = {}
+    for spec in (CropSpec("mesonet", 2.86, 256), CropSpec("template", 1.3, 256)):
+        crop, matrix, crop_lm = crop_face(rgb, lm, spec)
+        assert crop.shape == (256, 256, 3)
+        np.testing.assert_allclose(crop_lm, transform_points(lm, matrix), atol=1e-3)
+        found = again.analyze(crop)[0][1]  # measured on the crop, as on the authors' crops
+        ratios[spec.method] = 256 / face_span(found)
+        if spec.method == "mesonet":
+            left, right, mouth = eye_mouth_points(crop_lm)
+            axis = mouth - (left + right) / 2
+            assert abs(axis[0]) < 1e-3 * np.linalg.norm(axis)  # eyes-to-mouth made vertical
+            nose = crop_lm[31:36].mean(axis=0) / 2 + crop_lm[27:31].mean(axis=0) / 2
+            np.testing.assert_allclose(nose, (128, 128), atol=1e-3)
+            assert 256 / face_span(crop_lm) == pytest.approx(2.86, rel=1e-6)
+    assert ratios["mesonet"] == pytest.approx(2.86, abs=0.08)
+    assert ratios["template"] > 3.3
+
+
 def test_template_matches_insightface_at_112():
     np.testing.assert_allclose(template(112, 1.0)[0], (38.2946, 51.6963))
 

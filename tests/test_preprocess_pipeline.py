@@ -86,10 +86,13 @@ def config(raw: Path, out: Path, **over: object) -> PreprocessConfig:
         f"dataset.attributes.csv={raw / 'attributes.csv'}",
         "sampling.num_frames=4",
         "align.size=64",
+        "dataset.options.methods=[Deepfakes]",
+        "dataset.options.masks=true",
+        "dataset.options.allow_partial=true",  # the fakes of 004 and 005 are not made
     ] + [f"{k}={v}" for k, v in over.items()]
     return load_preprocess_config(
         Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml",
-        overrides=overrides + ["dataset.options.methods=[Deepfakes]", "dataset.options.masks=true"],
+        overrides=overrides,
     )
 
 
@@ -170,7 +173,9 @@ def test_manifest_lists_every_skip(first_run):
     reasons = {v["id"]: v["reason"] for v in manifest["skipped_videos"]}
     assert "no face" in reasons["004"]
     assert "cannot open video" in reasons["005"] or "no decodable frame" in reasons["005"]
-    assert any(n["id"] == "002_003" and "only 2 frames" in n["note"] for n in manifest["notes"])
+    assert any(
+        w["id"] == "002_003" and "only 2 frames" in w["warning"] for w in manifest["warnings"]
+    )
     assert any(n["id"] == "003_002" and "mask unreadable" in n["note"] for n in manifest["notes"])
     problems = " ".join(p["reason"] for p in manifest["layout_problems"])
     assert "no row in" in problems  # 004/005 have no attributes row
@@ -520,3 +525,88 @@ def test_pool_preload_loads_the_models_and_never_fails(models, loaded):
         [sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == [str(loaded)]
+
+
+def test_a_partial_dataset_is_an_error_unless_allowed(ff_raw, tmp_path, capsys):
+    """Issue 29 item 5: listed videos that are not on disk are counted; above max_failed_share
+    it is an error before anything is processed, unless allow_partial says the subset is
+    intended; then the index and manifest record the counts and the set is named partial."""
+    from fairforensics.cli.errors import run_cli
+    from fairforensics.cli.preprocess import main
+    from fairforensics.preprocessing.pipeline import PartialDataset
+
+    cfg = config(ff_raw, tmp_path / "out", **{"dataset.options.allow_partial": "false"})
+    with pytest.raises(PartialDataset, match=r"2 of the 12 videos .*allow_partial: true"):
+        run_preprocess(cfg, workers=1, progress=False)
+    assert not (tmp_path / "out" / "demo.json").exists()  # failed before processing anything
+    demo = Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml"
+    sets = [f"dataset.root={ff_raw}", f"output.root={tmp_path / 'out'}"]
+    sets += ["dataset.attributes=null", "dataset.options.methods=[Deepfakes]"]
+    with pytest.raises(SystemExit) as stop:  # the command: one line, exit 2
+        run_cli(main, ["--config", str(demo), *(a for s in sets for a in ("--set", s))])
+    assert stop.value.code == 2 and "allow_partial" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="allow_partial' expects true or false"):
+        config(ff_raw, tmp_path / "x", **{"dataset.options.allow_partial": "sometimes"})
+
+
+def test_a_partial_dataset_allowed_is_counted_and_named(first_run):
+    _, out, summary = first_run
+    index = read_index(out / "demo.json")
+    assert (index.videos_listed, index.videos_found) == (12, 10)
+    assert index.label == "demo (partial: 10 of 12 listed videos)"
+    manifest = json.loads((out / "demo.manifest.json").read_text())
+    assert manifest["summary"]["videos_listed"] == 12 and manifest["summary"]["videos_found"] == 10
+    assert any("2 of 12 videos" in p["reason"] for p in manifest["layout_problems"])
+
+
+def test_a_truncated_video_is_a_warning_in_the_manifest(tmp_path, caplog):
+    """A video whose header promises more frames than it holds keeps what it has, and the
+    manifest records a warning (not only an INFO line in the log)."""
+    import av
+
+    raw = make_ff_tree(tmp_path / "raw")
+    path = raw / "original_sequences" / "youtube" / "c23" / "videos" / "000.mp4"
+    with av.open(str(path), "w", options={"movflags": "faststart"}) as container:
+        stream = container.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 320, 240, "yuv420p"
+        for frame in face_frames(8):
+            frame = cv2.resize(frame, (320, 240))
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        container.mux(stream.encode())
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * 0.7)])  # the header (at the front) still says 8
+    cfg = config(raw, tmp_path / "out", **{"sampling.num_frames": 8})
+    with caplog.at_level("WARNING"):
+        summary = run_preprocess(cfg, workers=1, progress=False)
+    manifest = json.loads((tmp_path / "out" / "demo.manifest.json").read_text())
+    (warning,) = [w for w in manifest["warnings"] if w["id"] == "000"]
+    assert "past the real end" in warning["warning"] and "header says 8" in warning["warning"]
+    assert "past the real end" in caplog.text and summary.warnings >= 1
+    # a resumed run lists it again (kept in the video's completion record)
+    run_preprocess(cfg, workers=1, progress=False)
+    manifest = json.loads((tmp_path / "out" / "demo.manifest.json").read_text())
+    assert any(w["id"] == "000" for w in manifest["warnings"])
+
+
+def test_the_index_records_its_crop_and_the_mesonet_preset_crops_so(first_run, ff_raw, tmp_path):
+    """Issue 29 item 3: the index says how its faces were cropped; ``--config crop/mesonet``
+    (align.method mesonet) crops every frame the MesoNet authors' way."""
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.preprocessing.align import face_span
+    from fairforensics.preprocessing.pipeline import list_items
+    from fairforensics.preprocessing.worker import process_item
+
+    _, out, _ = first_run
+    assert read_index(out / "demo.json").crop == CropSpec("template", 1.3, 64)
+    demo = Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml"
+    preset = load_preprocess_config(demo, "crop/mesonet")
+    assert preset.align.crop == CropSpec("mesonet", 2.86, 256)
+    assert preset.output.root == "datasets/mesonet_crop"
+    cfg = config(ff_raw, tmp_path, **{"align.method": "mesonet", "align.scale": 2.86})
+    assert cfg.fingerprint() != config(ff_raw, tmp_path).fingerprint()
+    item = next(it for it in list_items(cfg).items if it.id == "000")
+    result = process_item(item, cfg, tmp_path / "000")
+    assert result.reason is None and result.record["frames"]
+    for rel in result.record["landmarks"]:
+        lm = np.load(tmp_path / "000" / rel)
+        assert 64 / face_span(lm) == pytest.approx(2.86, rel=1e-4)

@@ -146,7 +146,10 @@ def test_augmentation_is_seeded_and_rotation_keeps_points_on_the_face() -> None:
         moved = apply_augment(pipe, seed, img, pts)[1][0] - 23.5
         assert np.linalg.norm(moved) == pytest.approx(np.linalg.norm(pts[0] - 23.5), abs=1.0)
         angles.append(np.degrees(np.arctan2(moved[0], -moved[1])))
-    assert max(abs(x) for x in angles) <= 10.5 and np.ptp(angles) > 1.0
+    # the angle is read back from a point 11.5 px from the assumed centre (23.5): half a pixel
+    # of centre or rounding is up to 2.5 degrees there (with one seed per transform, seed 0-7
+    # draw 10.66 for a limit of 10)
+    assert max(abs(x) for x in angles) <= 12.5 and np.ptp(angles) > 1.0
 
 
 def test_disabled_augmentation_is_identity() -> None:

@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from fairforensics.configs import ConfigError
+from fairforensics.configs.crop import CropSpec
 from fairforensics.detectors import (
     Detector,
     build_detector,
@@ -170,6 +171,7 @@ def test_meso4_two_epochs_run_dir_and_reload(data_root: Path, tmp_path: Path) ->
     cfg = yaml.safe_load((run / "config.yaml").read_text())
     assert {"detector", "model", "train", "data"} <= set(cfg)
     assert cfg["model"]["input_size"] == 32 and cfg["train"]["optimizer"]["lr"] == 2e-4
+    assert cfg["crop"] is None  # the crop of its training data: "tiny" does not record one
     meta = json.loads((run / "meta.json").read_text())
     assert meta["seed"] == 1024 and meta["packages"]["torch"] and "git_commit" in meta
     for name in ("best", "last"):
@@ -452,3 +454,19 @@ def test_reference_step_trains_and_reports_batch_metrics() -> None:
         {"image": batch["image"], "label": torch.zeros(4, dtype=torch.long)}, torch.device("cpu")
     )
     assert set(one_class) == {"loss", "acc"}
+
+
+def test_a_run_records_the_crop_of_its_training_data(data_root: Path, tmp_path: Path) -> None:
+    """Issue 29 item 3: the run's config says which crop its weights expect (the training data's,
+    not the detector YAML's original one; unknown when the index does not record it, as in
+    test_meso4_two_epochs_run_dir_and_reload)."""
+    index = json.loads((data_root / "tiny.json").read_text())
+    index.update(schema_version=3, dataset="tinymeso")
+    index["crop"] = {"method": "mesonet", "scale": 2.86, "size": 32}
+    (data_root / "tinymeso.json").write_text(json.dumps(index))
+    sets = {"data.train_data": "[tinymeso]", "data.val_data": "[]", "data.test_data": "[]"}
+    cfg = _cfg(data_root, tmp_path / "a", **sets, **{"train.epochs": 1})
+    assert cfg.crop == CropSpec("template", 1.3, 256)  # meso4.yaml: DeepfakeBench's weights
+    run = Trainer(cfg).fit()
+    assert yaml.safe_load((run / "config.yaml").read_text())["crop"] == index["crop"]
+    assert load_run(run, "last")[1]["crop"] == index["crop"]

@@ -30,9 +30,12 @@ class OurSide:
     after the step, where ours freezes them otherwise (default: ours with ``requires_grad``
     false); ``prepare(model, batch)``: state set before the step (a training phase, injected
     statistics), as the reference's case set it on DeepfakeBench's model (its ``notes``);
-    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``); ``reduce(model)``: a
-    depth reduction applied after building, before the weights load, as the reference's case
-    reduced DeepfakeBench's model (its ``notes``)."""
+    ``slow``: the step takes more than ~30 s of CPU (marked ``slow``); ``status``: a difference
+    from DeepfakeBench's step that stays, and its cause (its comparisons are expected to fail,
+    marked ``xfail``; the table of docs/detectors.md shows it instead of "equal"); ``constants``:
+    values of DeepfakeBench's constant tensors (the reference's ``fixed`` keys) that our model
+    loads too; ``reduce(model)``: a depth reduction applied after building, before the weights
+    load, as the reference's case reduced DeepfakeBench's model (its ``notes``)."""
 
     name: str
     losses: dict[str, str]
@@ -41,6 +44,8 @@ class OurSide:
     frozen: Callable[[torch.nn.Module], set[str]] | None = None
     slow: bool = False
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
+    status: str = ""
+    constants: dict[str, float] = field(default_factory=dict)
     reduce: Callable[[torch.nn.Module], None] | None = None
 
 
@@ -75,7 +80,7 @@ def _hrnet_one_block(model: torch.nn.Module) -> None:
 CASES: dict[str, OurSide] = {
     "xception": OurSide("xception", {"overall": "total", "cls": "ce"}),
     "efficientnetb4": OurSide("efficientnet_b4", {"overall": "total"}),
-    "clip": OurSide("clip", {"overall": "total"}, {"layers": 2}),
+    "clip": OurSide("clip", {"overall": "total"}, {"layers": 2, "input_size": 64}),
     "sbi": OurSide("sbi", {"overall": "total"}),
     # video detectors (their references' notes say how they were reduced, the same here)
     "tall": OurSide(
@@ -99,10 +104,15 @@ CASES: dict[str, OurSide] = {
         frozen=lambda model: {f"backbone.{k}" for k in model.groups["temporal"]},
     ),
     "ftcn": OurSide("ftcn", {"overall": "total"}, {"clip_size": 2, "input_size": 32}),
-    # SCNet's smallest input, yet ~30 s of CPU: float64 grouped convolutions run group by group
-    "stil": OurSide("stil", {"overall": "total"}, {"clip_size": 2, "input_size": 128}, slow=True),
+    # SCNet's smallest input; width and depths reduced (float64 grouped convolutions run group by
+    # group: ~30 s of CPU at SCNet-50's)
+    "stil": OurSide(
+        "stil",
+        {"overall": "total"},
+        {"clip_size": 2, "input_size": 128, "width": 32, "depths": (1, 1, 2, 1)},
+    ),
     "timesformer": OurSide(
-        "timesformer", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
+        "timesformer", {"overall": "total"}, {"clip_size": 2, "input_size": 64, "layers": 2}
     ),
     "videomae": OurSide(
         "videomae", {"overall": "total"}, {"clip_size": 4, "input_size": 64, "layers": 2}
@@ -121,7 +131,7 @@ CASES: dict[str, OurSide] = {
     # v2 image detectors
     # DeepfakeBench's batch-mean SAIA normalisation (ours normalises per face by default)
     "sia": OurSide(
-        "sia", {"overall": "total"}, {"input_size": 64, "batch_coupled_attention": True}
+        "sia", {"overall": "total"}, {"input_size": 32, "batch_coupled_attention": True}
     ),
     # its second phase; DeepfakeBench leaves norm_middle trainable (it gets no gradient), ours
     # freezes it
@@ -143,12 +153,55 @@ CASES: dict[str, OurSide] = {
     "multi_attention": OurSide(
         "multi_attention",
         {"overall": "total", "ce_loss": "ce", "ril_loss": "ril"},
-        {"input_size": 64},
+        {"input_size": 48},
+    ),
+    # 128 px and a batch of 2 (two float64 EfficientNet-B4s); idct from the batch, as DFB's
+    "lrl": OurSide(
+        "lrl",
+        {"overall": "total", "ce_loss": "ce", "sim_loss": "sim", "seg_loss": "seg"},
+        {"input_size": 128},
+        slow=True,
     ),
     "pcl_xception": OurSide(
         "pcl_xception",
         {"overall": "total", "det_loss": "ce", "pcl_loss": "pcl"},
-        {"input_size": 64},
+        {"input_size": 32},
+    ),
+    # v1 detectors (i30e)
+    "meso4": OurSide("meso4", {"overall": "total"}),
+    "meso4Inception": OurSide("meso_inception4", {"overall": "total"}),
+    "resnet34": OurSide("cnn_aug", {"overall": "total"}, {"input_size": 64}),
+    "srm": OurSide("srm", {"overall": "total"}, {"input_size": 32}),
+    "spsl": OurSide("spsl", {"overall": "total"}, {"input_size": 32}),
+    "f3net": OurSide("f3net", {"overall": "total"}, {"input_size": 32}),
+    "capsule_net": OurSide("capsule", {"overall": "total"}, {"input_size": 64}),
+    # DeepfakeBench's hard-coded 256 px (RFM's erasing, LSDA's 8x8 maps) set to 64 in its source
+    # rfm, lsda, iid: 130-175 s of CPU each for our float64 step (load average 20-40): slow
+    "rfm": OurSide("rfm", {"overall": "total"}, {"input_size": 64}, slow=True),
+    "lsda": OurSide(
+        "lsda",
+        {
+            "overall": "total",
+            "domain": "domain",
+            "deepfake": "deepfake",
+            "distillation": "distillation",
+            "real_loss": "real",
+        },
+        {"real_encoder_depth": 18, "input_size": 64},
+        slow=True,
+    ),
+    # DeepfakeBench's real_loss/fake_loss diagnostics are ours ce_real/ce_fake
+    "effort": OurSide(
+        "effort",
+        {"overall": "total", "real_loss": "ce_real", "fake_loss": "ce_fake"},
+        {"layers": 1, "mlp_dim": 64, "input_size": 28},
+    ),
+    "iid": OurSide(
+        "iid",
+        {"overall": "total", "loss_bce": "ce", "loss_iie": "iie", "loss_eic": "eic"},
+        {"input_size": 64, "extractor_depth": 18},
+        constants={"explicit_extractor.features.weight": 1.0},  # insightface's fixed BN scale
+        slow=True,
     ),
     # v1 detectors (i30f)
     "ucf": OurSide(
@@ -190,6 +243,8 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     """One training step of our detector on the reference's weights and batch, fingerprinted
     under DeepfakeBench's names."""
     state = tp.rule_state_dict(reference)
+    shapes = {k: shape for k, shape, _ in reference["state_dict"]}
+    state.update({k: torch.full(shapes[k], v) for k, v in side.constants.items()})
     model = build_detector(side.name, {"pretrained": False, **side.config})
     if side.reduce is not None:
         side.reduce(model)
@@ -221,17 +276,24 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
         grads=tp.grad_fingerprints(grads),
         buffers=tp.grad_fingerprints({k: buffers[o] for k, o in names.items() if o in buffers}),
         trained=set(grads),
-        frozen={k for k, o in names.items() if o in params and o in frozen},
+        frozen={
+            k
+            for k, o in names.items()
+            if o in params and o in frozen and k not in reference["fixed"]
+        },
     )
+
+
+def _marks(side: OurSide) -> list[pytest.MarkDecorator]:
+    marks = [pytest.mark.slow] if side.slow else []
+    if side.status:
+        marks.append(pytest.mark.xfail(reason=side.status, strict=False))
+    return marks
 
 
 @pytest.fixture(
     scope="module",
-    params=[
-        pytest.param(n, marks=[pytest.mark.slow] if CASES[n].slow else [])
-        for n in tp.fixture_names()
-        if n in CASES
-    ],
+    params=[pytest.param(n, marks=_marks(CASES[n])) for n in tp.fixture_names() if n in CASES],
 )
 def step(request) -> tuple[dict[str, Any], StepResult]:
     reference = tp.load_reference(request.param)

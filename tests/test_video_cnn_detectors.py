@@ -366,6 +366,10 @@ def test_bad_clip_settings_are_refused() -> None:
     clips = torch.zeros(1, 3, 3, 128, 128)
     with pytest.raises(ValueError, match="stil expects clips of 2 frames"):
         model({"image": clips, "label": torch.zeros(1, dtype=torch.long)})
+    with pytest.raises(ValueError, match="depths must be 4 counts of at least 1"):
+        build_detector("stil", pretrained=False, depths=(1, 1, 0, 1))
+    small = build_detector("stil", pretrained=False, width=32, depths=(1, 1, 2, 1))
+    assert [len(getattr(small.base, f"layer{i}")) for i in range(1, 5)] == [1, 1, 2, 1]
 
 
 def _deepfakebench_i3d(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,15 @@ from torch.nn import functional as F
 from fairforensics.configs import ConfigError
 from fairforensics.detectors import build_detector
 from fairforensics.detectors.iid import arcface_loss, identity_contrast, sigmoid_margin_ce
-from fairforensics.detectors.lsda import LSDA, augment_domains, cosine_distance, mixup_domains
+from fairforensics.detectors.lsda import (
+    LSDA,
+    NOISE,
+    LatentDraws,
+    augment_domains,
+    cosine_distance,
+    draw_latent_augmentation,
+    mixup_domains,
+)
 from fairforensics.detectors.pcl_xception import (
     ConsistencyVolume,
     consistency_bce,
@@ -44,18 +53,33 @@ SMALL = {  # small widths of the extra networks (the parity tests cover the real
 # ----------------------------------------------------------------------------- RFM
 
 
-def test_rfm_attention_is_the_input_gradient_of_the_logit_margin() -> None:
+def test_rfm_attention_is_the_input_gradient_of_its_target() -> None:
     weight = torch.randn(3, 5, 5)
     module = nn.Module().train()
 
-    def classify(x: torch.Tensor) -> torch.Tensor:
+    def target(x: torch.Tensor) -> torch.Tensor:
         assert not module.training  # the FAM is taken in eval mode
-        score = (x * weight).sum(dim=(1, 2, 3))
-        return torch.stack([torch.zeros_like(score), score], dim=1)
+        return (x * weight).sum(dim=(1, 2, 3))
 
-    fam = forgery_attention(module, classify, torch.randn(2, 3, 5, 5))
+    fam = forgery_attention(module, target, torch.randn(2, 3, 5, 5))
     torch.testing.assert_close(fam, weight.abs().amax(0).expand(2, 5, 5))
     assert module.training
+
+
+def test_rfm_fam_target_by_variant() -> None:
+    """DeepfakeBench's target is feature channel 1 minus channel 0 of the final (post-ReLU) map,
+    summed over positions (its cal_fam unpacks (logits, features) as (_, output)); the paper's is
+    the logit margin."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 64, 64)
+    dfb = build_detector("rfm", pretrained=False).eval()
+    feat = dfb.backbone.forward_features(x)
+    assert float(feat.min()) >= 0  # after the ReLU
+    torch.testing.assert_close(dfb.fam_target(x), (feat[:, 1] - feat[:, 0]).sum((1, 2)))
+    paper = build_detector("rfm", pretrained=False, variant="paper").eval()
+    paper.load_state_dict(dfb.state_dict())
+    logits = paper({"image": x})["logits"]
+    torch.testing.assert_close(paper.fam_target(x), logits[:, 1] - logits[:, 0])
 
 
 def test_rfm_erases_blocks_at_the_most_sensitive_unvisited_points() -> None:
@@ -65,7 +89,7 @@ def test_rfm_erases_blocks_at_the_most_sensitive_unvisited_points() -> None:
     keep = erase_mask(fam, points=3, max_h=1, max_w=1)
     erased = {tuple(p) for p in torch.nonzero(keep[0, 0] == 0).tolist()}
     assert erased == {(3, 3), (5, 1)}
-    torch.manual_seed(0)
+    random.seed(0)
     keep = erase_mask(fam, points=1, max_h=3, max_w=3)
     rows, cols = torch.nonzero(keep[0, 0] == 0).unbind(1)
     assert 1 <= int(rows.min()) <= 3 and int(rows.max()) <= 5 and 1 <= int(cols.min()) <= 3
@@ -83,6 +107,13 @@ def test_rfm_erases_only_in_training() -> None:
     with torch.no_grad():
         a, b = model({"image": x})["prob"], model({"image": x})["prob"]
     torch.testing.assert_close(a, b)
+    # DeepfakeBench's behaviour, as an option: erase in eval mode too, then train mode
+    model.cfg.erase_in_eval = True
+    calls = []
+    model.erase = lambda image: calls.append(image) or image
+    with torch.no_grad():
+        model({"image": x})
+    assert len(calls) == 1 and model.training
 
 
 # ----------------------------------------------------------------------------- PCL-I2G
@@ -280,26 +311,46 @@ def test_sladd_total_is_the_detector_loss_and_the_synthesiser_gets_its_own_gradi
 # ----------------------------------------------------------------------------- LSDA
 
 
-def test_lsda_latent_augmentations_by_formula(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lsda_latent_augmentations_by_formula() -> None:
     torch.manual_seed(0)
     feats = torch.randn(2, 3, 4, 2, 2)  # [groups, methods, channels, h, w]
     maps = feats.transpose(0, 1).reshape(3, 8, 2, 2)
     mean = maps.mean(1)
     far = (maps - mean[:, None]).flatten(2).norm(dim=2).argmax(1)
     hard = maps[torch.arange(3), far]
-    monkeypatch.setattr(torch, "rand", lambda *s, **kw: torch.full(s, 0.5, dtype=kw.get("dtype")))
+    lam, noise = torch.full((2, 3, 4, 1, 1), 0.5), torch.randn(2, 3, 4, 2, 2)
     for choice, expected in (
         (0, feats + 0.5 * (hard[None, :, None] - feats)),
         (1, feats + 0.5 * (feats - mean[None, :, None])),
+        (2, feats + 0.5 * noise),
         (3, feats + 0.5 * (feats[:, :, :1] - feats[:, :, 1:2])),
     ):
-        monkeypatch.setattr(
-            torch, "randint", lambda high, size, c=choice, **kw: torch.full(size, c)
-        )
-        torch.testing.assert_close(augment_domains(feats), expected)
-    monkeypatch.undo()
+        draws = LatentDraws([[choice] * 3] * 2, lam, noise)
+        torch.testing.assert_close(augment_domains(feats, draws), expected)
     mixed = mixup_domains(torch.stack([torch.zeros(2, 1), torch.ones(2, 1)])[None])
     assert mixed.shape == (1, 2, 2, 1) and float(mixed.min()) >= 0 and float(mixed.max()) <= 1
+
+
+def test_lsda_draws_follow_deepfakebench_order() -> None:
+    """Per group and method one random.choice of 4, then per channel random.random() (the noise
+    transform: sigma, then the coefficient, and a torch.randn map)."""
+    feats = torch.zeros(2, 3, 4, 2, 2)
+    random.seed(5)
+    torch.manual_seed(5)
+    draws = draw_latent_augmentation(feats)
+    random.seed(5)
+    torch.manual_seed(5)
+    for g in range(2):
+        for k in range(3):
+            assert draws.choice[g][k] == random.choice(range(4))
+            for c in range(4):
+                if draws.choice[g][k] == NOISE:
+                    sigma = random.random()
+                    assert float(draws.lam[g, k, c]) == pytest.approx(random.random())
+                    torch.testing.assert_close(draws.noise[g, k, c], torch.randn(2, 2) * sigma)
+                else:
+                    assert float(draws.lam[g, k, c]) == pytest.approx(random.random())
+                    assert float(draws.noise[g, k, c].abs().max()) == 0
 
 
 def test_lsda_identity_constraint_and_group_layout() -> None:

@@ -3,7 +3,9 @@
 The pipeline and its defaults are DeepfakeBench's: horizontal flip p 0.5, rotation +-10 deg
 p 0.5, Gaussian blur (kernel 3-7) p 0.5, isotropic resize with a random interpolation, one of
 brightness/contrast (+-0.1), FancyPCA, hue-saturation-value with p 0.5, and JPEG compression
-quality 40-100 p 0.5. Landmarks (68 ``xy`` keypoints) and masks are transformed with the image.
+quality 40-100 p 0.5. Off by default and used by LSDA's recipe (DeepfakeBench's
+``augmentation_methods2``): down-scaling by 2 or 4 (:class:`RandomDownScale`) and sharpening, each
+with its own ``p``; ``color.kinds`` narrows the one-of colour transform. Landmarks (68 ``xy`` keypoints) and masks are transformed with the image.
 Every call is seeded, so a sample's augmentation depends only on (seed, epoch, index); all frames
 of a clip get the same seed and therefore the same augmentation.
 """
@@ -40,6 +42,26 @@ class FancyPCA(A.FancyPCA):
         return cv2.add(img, (*(255.0 * shift).tolist(), 0.0))  # saturating uint8 add
 
 
+class RandomDownScale(A.ImageOnlyTransform):
+    """Down-scale by a ratio drawn from ``ratios`` (nearest neighbour) and resize back (linear):
+    DeepfakeBench's ``RandomDownScale`` (LSDA's and SBI's augmentation)."""
+
+    def __init__(self, ratios: tuple[int, ...] = (2, 4), p: float = 0.5) -> None:
+        super().__init__(p=p)
+        self.ratios = tuple(int(r) for r in ratios)
+
+    def get_params(self) -> dict[str, Any]:
+        return {"ratio": self.py_random.choice(self.ratios)}
+
+    def apply(self, img: np.ndarray, ratio: int = 2, **params: Any) -> np.ndarray:
+        h, w = img.shape[:2]
+        small = cv2.resize(img, (int(w / ratio), int(h / ratio)), interpolation=cv2.INTER_NEAREST)
+        return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
+
+    def get_transform_init_args_names(self) -> tuple[str, ...]:
+        return ("ratios",)
+
+
 def build_augment(cfg: AugmentConfig, resolution: int, keypoints: bool = False) -> A.Compose | None:
     """The albumentations pipeline for ``cfg``; ``None`` when augmentation is disabled.
 
@@ -54,6 +76,15 @@ def build_augment(cfg: AugmentConfig, resolution: int, keypoints: bool = False) 
         for interp in (cv2.INTER_CUBIC, cv2.INTER_LINEAR, cv2.INTER_AREA)
     ]
     color = cfg.color
+    colors = {
+        "brightness_contrast": A.RandomBrightnessContrast(
+            color.brightness_limit, color.contrast_limit
+        ),
+        "fancy_pca": FancyPCA(alpha=color.fancy_pca_alpha),
+        "hsv": A.HueSaturationValue(
+            color.hue_shift_limit, color.sat_shift_limit, color.val_shift_limit
+        ),
+    }
     transforms = [
         A.HorizontalFlip(p=cfg.hflip.p),
         A.Rotate(
@@ -64,18 +95,14 @@ def build_augment(cfg: AugmentConfig, resolution: int, keypoints: bool = False) 
         A.GaussianBlur(blur_limit=cfg.blur.blur_limit, p=cfg.blur.p),
         A.OneOf(iso, p=cfg.isotropic_resize.p),
         A.PadIfNeeded(resolution, resolution, border_mode=cv2.BORDER_CONSTANT),
-        A.OneOf(
-            [
-                A.RandomBrightnessContrast(color.brightness_limit, color.contrast_limit),
-                FancyPCA(alpha=color.fancy_pca_alpha),
-                A.HueSaturationValue(
-                    color.hue_shift_limit, color.sat_shift_limit, color.val_shift_limit
-                ),
-            ],
-            p=color.p,
-        ),
-        A.ImageCompression(quality_range=cfg.jpeg.quality, p=cfg.jpeg.p),
+        A.OneOf([colors[kind] for kind in color.kinds], p=color.p),
     ]
+    # added only when on, so that the default pipeline (and its seeds) stays as it was
+    if cfg.downscale.p > 0:
+        transforms.append(RandomDownScale(cfg.downscale.ratios, p=cfg.downscale.p))
+    if cfg.sharpen.p > 0:
+        transforms.append(A.Sharpen(cfg.sharpen.alpha, cfg.sharpen.lightness, p=cfg.sharpen.p))
+    transforms.append(A.ImageCompression(quality_range=cfg.jpeg.quality, p=cfg.jpeg.p))
     return A.Compose(
         transforms,
         keypoint_params=A.KeypointParams(format="xy", remove_invisible=False)

@@ -3,7 +3,7 @@
 Defaults follow DeepfakeBench (paper 002, Sec. 4.1 and Appendix A.3): Adam, lr 2e-4,
 betas (0.9, 0.999), batch 32, 32 frames per video for training and testing, 256x256 faces, and
 the augmentations of :class:`AugmentConfig`. Layers: dataclass defaults < the detector YAML's
-``model:``/``train:`` sections < each YAML file < ``--set`` overrides.
+``model:``/``train:``/``crop:`` sections < each YAML file < ``--set`` overrides.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from fairforensics.configs import (
     parse_overrides,
     resolve_config,
 )
+from fairforensics.configs.crop import CropSpec
 from fairforensics.detectors.registry import get_detector_class, load_detector_yaml
 from fairforensics.preprocessing.rundir import RunDir
 from fairforensics.training.fair_losses import FairLossConfig
@@ -142,11 +143,15 @@ class IsotropicResizeConfig:
         check_values(self, {"p": _PROBABILITY})
 
 
+COLOR_KINDS = ("brightness_contrast", "fancy_pca", "hsv")
+
+
 @dataclass
 class ColorConfig:
-    """One of brightness/contrast, FancyPCA, hue-saturation-value, applied with ``p``."""
+    """One of ``kinds`` (brightness/contrast, FancyPCA, hue-saturation-value), applied with ``p``."""
 
     p: float = 0.5
+    kinds: tuple[str, ...] = COLOR_KINDS
     brightness_limit: tuple[float, float] = (-0.1, 0.1)
     contrast_limit: tuple[float, float] = (-0.1, 0.1)
     fancy_pca_alpha: float = 0.1
@@ -159,8 +164,37 @@ class ColorConfig:
             self,
             {"p": _PROBABILITY, "brightness_limit": _range(-1, 1), "contrast_limit": _range(-1, 1),
              "fancy_pca_alpha": _AT_LEAST_0, "hue_shift_limit": _AT_LEAST_0,
-             "sat_shift_limit": _AT_LEAST_0, "val_shift_limit": _AT_LEAST_0},
+             "sat_shift_limit": _AT_LEAST_0, "val_shift_limit": _AT_LEAST_0,
+             "kinds": (lambda v: 0 < len(v) == len(set(v)) and set(v) <= set(COLOR_KINDS),
+                       f"a non-empty list of distinct kinds of {', '.join(COLOR_KINDS)}")},
         )  # fmt: skip
+
+
+@dataclass
+class DownscaleConfig:
+    """Down-scale by a ratio drawn from ``ratios`` (nearest) and back (linear), with ``p``
+    (DeepfakeBench's ``RandomDownScale``: LSDA's augmentation)."""
+
+    p: float = 0.0
+    ratios: tuple[int, ...] = (2, 4)
+
+    def __post_init__(self) -> None:
+        check_values(
+            self,
+            {"p": _PROBABILITY, "ratios": (lambda v: len(v) > 0 and min(v) >= 1, "ratios >= 1")},
+        )
+
+
+@dataclass
+class SharpenConfig:
+    """albumentations' ``Sharpen(alpha, lightness)`` with ``p`` (LSDA's augmentation)."""
+
+    p: float = 0.0
+    alpha: tuple[float, float] = (0.2, 0.5)
+    lightness: tuple[float, float] = (0.5, 1.0)
+
+    def __post_init__(self) -> None:
+        check_values(self, {"p": _PROBABILITY, "alpha": _range(0, 1), "lightness": _range(0, 10)})
 
 
 @dataclass
@@ -182,6 +216,8 @@ class AugmentConfig:
     blur: BlurConfig = field(default_factory=BlurConfig)
     isotropic_resize: IsotropicResizeConfig = field(default_factory=IsotropicResizeConfig)
     color: ColorConfig = field(default_factory=ColorConfig)
+    downscale: DownscaleConfig = field(default_factory=DownscaleConfig)
+    sharpen: SharpenConfig = field(default_factory=SharpenConfig)
     jpeg: JpegConfig = field(default_factory=JpegConfig)
 
 
@@ -286,12 +322,17 @@ class DataSection:
 
 @dataclass
 class TrainConfig:
-    """A full training run: ``detector``, its ``model`` fields, ``train`` and ``data`` sections."""
+    """A full training run: ``detector``, its ``model`` fields, ``train`` and ``data`` sections.
+
+    ``crop`` is the face crop the weights were trained on (:class:`configs.crop.CropSpec`): the
+    detector YAML's ``crop:`` section (its original weights'); a run's saved config holds its
+    training data's crop instead (``null`` when an index does not record it or they differ)."""
 
     detector: str = "meso4"
     model: dict[str, Any] = field(default_factory=dict)
     train: TrainSection = field(default_factory=TrainSection)
     data: DataSection = field(default_factory=DataSection)
+    crop: CropSpec | None = None
     output_dir: str = "runs"
     run_name: str | None = None
     device: str = "auto"
@@ -334,6 +375,7 @@ def load_train_config(
         "detector": name,
         "model": dict(det_yaml.get("model") or {}),
         "train": dict(det_yaml.get("train") or {}),
+        "crop": det_yaml.get("crop"),
     }
     return load_config(TrainConfig, *yaml_paths, overrides=over, base=base)
 

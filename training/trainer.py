@@ -48,6 +48,7 @@ from fairforensics.evaluation.thresholds import (
     validation_record,
     write_run_thresholds,
 )
+from fairforensics.preprocessing.crops import common_crop
 from fairforensics.preprocessing.device import amp_dtype, resolve_device, to_channels_last
 from fairforensics.preprocessing.files import write_json, write_yaml
 from fairforensics.preprocessing.frames import (
@@ -235,6 +236,7 @@ class Trainer:
         self.resolution = t.resolution or int(model_cfg.get("input_size", default_size))
         model_cfg["input_size"] = self.resolution
         train_idx = resolve_datasets(cfg.data.data_root, cfg.data.train_data)
+        self.train_crop = common_crop(train_idx)  # what the trained weights will expect
         self.method_names = method_names_of(train_idx, "train")
         # the face-crop settings of each training index, for detect (None: not recorded)
         self.face_settings = {ix.dataset: ix.preprocess for ix in train_idx}
@@ -404,6 +406,8 @@ class Trainer:
             resolved = config_to_dict(cfg)
             resolved["model"] = self.model_cfg
             resolved["train"]["resolution"] = self.resolution
+            # the crop of the training data, what the run's weights expect (configs.crop)
+            resolved["crop"] = self.train_crop.to_json() if self.train_crop else None
             if self.resume_dir is None:
                 write_yaml(self.run.config, resolved)
                 write_json(

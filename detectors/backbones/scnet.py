@@ -205,9 +205,10 @@ class Bottleneck(nn.Module):
 
 class STILNet(nn.Module):
     """SCNet-50 v1d with STIL bottlenecks; ``forward`` gives pooled features [N*T, 32 * width]
-    (2048). ``width``: the planes of ``layer1`` (64; 128, 256, 512 after it), the stem half of it."""
+    (2048). ``width``: the planes of ``layer1`` (64; 128, 256, 512 after it), the stem half of it;
+    ``depths``: the bottlenecks of each layer (SCNet-50's 3, 4, 6, 3)."""
 
-    def __init__(self, segments: int, width: int = 64) -> None:
+    def __init__(self, segments: int, width: int = 64, depths: tuple[int, ...] = DEPTHS) -> None:
         super().__init__()
         stem_width = width // 2
         self.conv1 = nn.Sequential(
@@ -223,7 +224,7 @@ class STILNet(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, 2, 1)
         inplanes = stem_width * 2
-        for i, depth in enumerate(DEPTHS):
+        for i, depth in enumerate(depths):
             planes, stride = width * 2**i, 1 if i == 0 else 2
             blocks = [Bottleneck(segments, inplanes, planes, stride, avd=stride > 1)]
             inplanes = planes * EXPANSION

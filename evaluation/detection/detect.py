@@ -232,7 +232,8 @@ def _face_units(
     got = face_crops(entry.path, settings, analyzer, timing)
     result.frames_total = got.decoded.total
     result.frames_sampled = len(got.decoded.frames)
-    result.notes, result.skipped_frames = got.log.notes, got.log.skipped_frames
+    result.notes = [*got.log.warnings, *got.log.notes]  # a short video's warning first
+    result.skipped_frames = got.log.skipped_frames
     by_track: dict[int, list[FaceCrop]] = {}
     for crop in got.crops:
         by_track.setdefault(crop.track, []).append(crop)
@@ -252,7 +253,7 @@ def _crop_inputs(
     flog = FaceLog()
     decoded = decode_sampled(entry.path, settings, flog, timing)
     result.frames_total, result.frames_sampled = decoded.total, len(decoded.frames)
-    result.notes, result.skipped_frames = flog.notes, flog.skipped_frames
+    result.notes, result.skipped_frames = [*flog.warnings, *flog.notes], flog.skipped_frames
     numbers = sorted(decoded.frames)
     key = f"{n}:0"
     clips = None

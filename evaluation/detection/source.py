@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fairforensics.configs import ConfigError, load_config
+from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.detectors.base import Detector
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.settings import load_test_config
@@ -64,8 +65,9 @@ def load_scorer(
 ) -> Scorer:
     """The detector of ``run`` (``weights``: best, last or a file) or the registered
     ``detector`` with a ``weights`` file (``model_config``/``variant`` as in ``test.py``), with
-    the face-crop settings of the run's training index (else :data:`DEFAULTS`), changed by
-    ``face_overrides`` (``KEY=VALUE``, e.g. ``sampling.num_frames=8``)."""
+    the face-crop settings of the run's training index (else :data:`DEFAULTS`, cropping as the
+    run's config or the detector's YAML says: its ``crop``, :func:`configs.crop.expected_crop`),
+    changed by ``face_overrides`` (``KEY=VALUE``, e.g. ``sampling.num_frames=8``)."""
     if (run is None) == (detector is None):
         raise ConfigError("give a run directory (run=...) or a detector name (detector=...)")
     cfg = load_test_config()
@@ -78,10 +80,11 @@ def load_scorer(
         out=Path("."),
         variant=variant,
     )
+    crop = crop_from_mapping(meta.get("expected_crop"), "expected_crop")
     if run is not None:
-        settings, source = run_face_settings(Path(run))
+        settings, source = run_face_settings(Path(run), crop)
     else:
-        settings, source = FaceSettings(), DEFAULTS
+        settings, source = default_face_settings(crop, f"{name}'s config")
     clip = clip_size_of(model)
     if clip is not None and settings.sampling.mode != "clips":
         if run is None:  # a video detector sees clips of consecutive frames
@@ -112,10 +115,21 @@ def load_scorer(
     )
 
 
-def run_face_settings(run: Path) -> tuple[FaceSettings, str]:
+def default_face_settings(crop: CropSpec | None, where: str) -> tuple[FaceSettings, str]:
+    """:data:`DEFAULTS` cropping as ``crop`` says (the crop a detector's weights expect, read
+    from ``where``; ``None``: DeepfakeBench's), and where the settings come from."""
+    settings = FaceSettings()
+    if crop is None or crop.matches(settings.align.crop):
+        return settings, DEFAULTS
+    settings = replace(settings, align=settings.align.cropping(crop))
+    return settings, f"{DEFAULTS} with the crop of {where}: {crop.describe()}"
+
+
+def run_face_settings(run: Path, crop: CropSpec | None = None) -> tuple[FaceSettings, str]:
     """The face-crop settings a run's training data was made with, and where they come from:
     the run's ``meta.json`` (``preprocess``, written by training), else its training indexes
-    (their ``preprocess``), else :data:`DEFAULTS` (said so)."""
+    (their ``preprocess``), else :data:`DEFAULTS` with ``crop`` (the training data's crop the
+    run's config records; said so)."""
     rundir = RunDir(run)
     cfg = rundir.read_config()
     data = cfg.get("data") or {}
@@ -143,10 +157,11 @@ def run_face_settings(run: Path) -> tuple[FaceSettings, str]:
             "they were recorded, or imported); cropping with %s",
             run,
             ", ".join(names),
-            DEFAULTS,
+            DEFAULTS if crop is None else f"{DEFAULTS}, the crop of its config",
         )
-        return FaceSettings(), (
-            f"{DEFAULTS}: the run's training data ({', '.join(names)}) records no settings"
+        settings, source = default_face_settings(crop, f"{run}'s config")
+        return settings, (
+            f"{source}: the run's training data ({', '.join(names)}) records no settings"
         )
     first = next(iter(found))
     settings, where = found[first]

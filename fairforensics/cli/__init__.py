@@ -25,6 +25,8 @@ VERBS = {
     "demographics": "demographics",
     "combine": "combine",
     "detectors": "detectors",
+    "perturb": "perturb",
+    "robustness": "robustness",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -112,3 +114,13 @@ def combine() -> NoReturn:
 def detectors() -> NoReturn:
     """``ff-detectors``."""
     run_verb("detectors")
+
+
+def perturb() -> NoReturn:
+    """``ff-perturb``."""
+    run_verb("perturb")
+
+
+def robustness() -> NoReturn:
+    """``ff-robustness``."""
+    run_verb("robustness")

@@ -56,6 +56,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="train override for every run, e.g. train.epochs=1",
     )
+    p.add_argument(
+        "--robustness",
+        action="store_true",
+        help="after testing, run fairforensics robustness on the test sets (robust AUC column)",
+    )
+    p.add_argument("--source-root", help="robustness: where the indexes' source videos lie")
+    p.add_argument(
+        "--robustness-arg",
+        dest="robustness_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="robustness: an extra argument, repeatable (e.g. --robustness-arg=--types=GB,VC)",
+    )
     add_import_argument(p)
     args = p.parse_args(argv)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -76,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         within=args.within,
         clip_data_root=args.clip_data_root,
         imports=args.imports,
+        robustness=args.robustness,
+        source_root=args.source_root,
+        robustness_args=args.robustness_args,
     )
     import_modules(args.imports)
     out = run_sweep(sweep)

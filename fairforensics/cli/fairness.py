@@ -132,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     from fairforensics.evaluation.testing import check_writable
     from fairforensics.evaluation.thresholds import warn_if_one_class
     from fairforensics.fairness import protocols
-    from fairforensics.fairness.evaluation_section import add_fairness_section, evaluation_report_of
+    from fairforensics.fairness.evaluation_section import (
+        add_fairness_section,
+        evaluation_notes,
+        evaluation_report_of,
+    )
     from fairforensics.fairness.report import (
         fairness_report,
         format_summary,
@@ -187,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         threshold = report_threshold(cfg, args)
         cfg.threshold = threshold.value
         pred = read_predictions(args.predictions, scores=args.scores)
+        notes = evaluation_notes(args.predictions)  # a partial set, another crop (eval.json)
+        for note in notes:
+            logging.getLogger("fairness").warning("%s", note)
         warn_if_one_class(pred.score, threshold, args.predictions)
         reports = fairness_report(pred, args.attributes, cfg)
         if not reports:
@@ -197,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {describe(exc)}", file=sys.stderr)  # names, not a KeyError's repr
         return 2
     print_threshold(threshold)
-    print(format_summary(reports))
+    print("".join(f"note: {n}\n" for n in notes) + format_summary(reports))
     print(f"tables and figures: {args.out}")
     report = evaluation_report_of(args.predictions)
     if report is not None:  # the predictions of scripts/test.py: add the section to its report

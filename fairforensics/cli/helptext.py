@@ -24,6 +24,8 @@ GUIDES = {
     "demographics": "fairness.md",
     "combine": "preprocessing.md",
     "detectors": "detectors.md",
+    "perturb": "evaluation.md",
+    "robustness": "evaluation.md",
 }
 
 

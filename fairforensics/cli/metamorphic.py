@@ -74,9 +74,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     """``--detector NAME --weights FILE``: the loading of ``scripts/test.py``."""
+    from fairforensics.configs.crop import expected_crop
     from fairforensics.detectors import list_detectors
     from fairforensics.detectors.registry import plugin_failure_note
-    from fairforensics.detectors.weights import ACCEPTED, load_named_detector
+    from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
     from fairforensics.evaluation.provenance import file_sha256
     from fairforensics.evaluation.thresholds import decision_threshold
     from fairforensics.fairness.metamorphic.pipeline import evaluate_detector
@@ -92,6 +93,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     detector, model_cfg = load_named_detector(
         args.detector, args.weights, args.model_config, args.variant
     )
+    described = weights_config(args.detector, args.weights, args.model_config, args.variant)
     weights = Path(args.weights)
     meta = {
         "detector": args.detector,
@@ -109,6 +111,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
         out_dir=args.out,
         out_parent=Path("metamorphic") / f"{args.detector}_{weights.stem}",
         meta=meta,
+        expected_crop=expected_crop(described),
         threshold=threshold,
         **options,
     )

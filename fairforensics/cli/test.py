@@ -1,12 +1,15 @@
 """Evaluate a detector on test sets, or join evaluations into a leaderboard.
 
   scripts/test.py --run RUN_DIR [--weights best|last|FILE] --test-data FF-c23 CDFv2 ...
+      [--split train|val|test|all]
   scripts/test.py --detector NAME --weights FILE [--model-config YAML] --test-data ...
   scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
   scripts/test.py --compare A.csv B.csv  (DeLong's test of two detectors' AUCs, JSON)
 
 Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
+A requested test set that is skipped (an empty split, a failed prediction) is named and the
+command exits 1 once the others are evaluated.
 """
 
 from __future__ import annotations
@@ -14,11 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
 from fairforensics.configs import ConfigError, import_modules
+from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -57,6 +62,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--test-data", nargs="+", default=None, help="dataset names (<data_root>/<name>.json)"
     )
     p.add_argument("--data-root", help="folder of the dataset indexes")
+    p.add_argument(
+        "--split",
+        choices=SPLIT_CHOICES,
+        help=f"split of each test set to score: {', '.join(SPLIT_CHOICES)} (all: every video; "
+        "default: the test config's split, test)",
+    )
     p.add_argument(
         "--val-data", help="choose the decision threshold on this dataset's val split (EER rule)"
     )
@@ -114,7 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         overrides.append("test_data=[" + ",".join(args.test_data) + "]")
     if args.data_root:
         overrides.append(f"data_root={args.data_root}")
+    if args.split:
+        overrides.append(f"split={args.split}")
     cfg = settings.load_test_config(*args.config, overrides=overrides)
+    skipped: testing.TestSetsSkipped | None = None
     extra = _sections(args.section)
     if args.scores != "prob" and not (args.predictions or args.compare):
         raise UserInputError("--scores applies to --predictions and --compare files only")
@@ -174,18 +188,21 @@ def main(argv: list[str] | None = None) -> int:
             meta["threshold_from"] = (
                 f"EER rule, {cfg.levels[0]} level, on the val split of {val_index.dataset}"
             )
-        testing.run_test(
-            detector,
-            name,
-            cfg,
-            out,
-            train_data=train_data or args.train_data,
-            meta=meta,
-            overwrite=args.overwrite,
-            extra_sections=extra,
-            tensorboard_dir=args.run / "tensorboard" if args.run else None,
-            allow_missing=args.allow_missing,
-        )
+        try:
+            testing.run_test(
+                detector,
+                name,
+                cfg,
+                out,
+                train_data=train_data or args.train_data,
+                meta=meta,
+                overwrite=args.overwrite,
+                extra_sections=extra,
+                tensorboard_dir=args.run / "tensorboard" if args.run else None,
+                allow_missing=args.allow_missing,
+            )
+        except testing.TestSetsSkipped as exc:  # the others are written: show them, exit 1
+            skipped = exc
     for level in cfg.levels:
         summary = out / "tables" / f"{level}_summary.md"
         if summary.is_file():
@@ -193,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"report: {(out / 'report.html').resolve()}")
     if not args.leaderboard:  # a leaderboard reads the evaluations' predictions, writes none
         print(f"predictions: {(out / 'predictions').resolve()}")
+    if skipped is not None:
+        print(f"error: {skipped}", file=sys.stderr)
+        return skipped.exit_code
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from fairforensics.configs import config_to_dict
+from fairforensics.configs.crop import CropSpec, expected_crop
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.runs import load_run
 from fairforensics.evaluation.thresholds import (
@@ -20,6 +21,7 @@ from fairforensics.fairness.metamorphic.data import samples_from_index
 from fairforensics.fairness.metamorphic.relations import BENCHMARK, load_relations
 from fairforensics.fairness.metamorphic.report import write_report
 from fairforensics.fairness.metamorphic.runner import detector_scorer, run_metamorphic
+from fairforensics.preprocessing.crops import check_crop
 from fairforensics.preprocessing.resolve import resolve_index, resolve_index_path
 
 log = logging.getLogger(__name__)
@@ -47,14 +49,18 @@ def evaluate_detector(
     overrides: Iterable[str] = (),
     n_examples: int = 4,
     meta: dict[str, Any] | None = None,
+    expected_crop: CropSpec | None = None,
     threshold: DecisionThreshold | None = None,
 ) -> dict[str, Path]:
     """Test ``detector`` on ``test_data`` under every relation and write the report.
 
     ``out_dir`` defaults to ``<out_parent>/<test_data name>``; ``meta`` (detector, weights) is
-    written into ``metamorphic.json``, with ``model``: the detector's resolved config. ``threshold`` makes the decisions (default: 0.5; the
-    command passes :func:`evaluation.thresholds.decision_threshold`); a warning is logged when
-    it puts every untransformed face in one class. Returns the written files by name.
+    written into ``metamorphic.json``, with ``model``: the detector's resolved config.
+    ``expected_crop``: the crop the detector's weights were trained on; an index cropped otherwise
+    is warned about once and noted in the report (as is a partial index). ``threshold`` makes the
+    decisions (default: 0.5; the command passes :func:`evaluation.thresholds.decision_threshold`);
+    a warning is logged when it puts every untransformed face in one class. Returns the written
+    files by name.
     """
     threshold = threshold or decision_threshold()
     config, transforms = load_relations(relations, overrides)
@@ -62,9 +68,22 @@ def evaluate_detector(
     out = Path(out_dir) if out_dir is not None else Path(out_parent) / index_path.stem
     log.info("metamorphic test on %s (%s split) -> %s", index_path, split, out)
     log.info("decision threshold: %s", threshold)
+    index = resolve_index(index_path, data_root)
+    notes = []
+    if index.partial:
+        notes.append(f"{index.label}: the results are of this subset, not of the dataset")
+        log.warning("%s", notes[-1])
+    crop_note = check_crop(index, expected_crop)
+    if crop_note:
+        notes.append(crop_note)
+    # the config the detector was built with (a run's, a YAML's, or the checkpoint's)
+    meta = {**(meta or {}), "test_data": index.label, "model": config_to_dict(detector.cfg)}
+    meta["crop"] = index.crop.to_json() if index.crop else "unknown"
+    if expected_crop is not None:
+        meta["expected_crop"] = expected_crop.to_json()
     result = run_metamorphic(
         samples_from_index(
-            resolve_index(index_path, data_root),
+            index,
             split,
             frame_num=frame_num,
             max_yaw=config.max_yaw,
@@ -78,9 +97,7 @@ def evaluate_detector(
         threshold=threshold,
     )
     warn_if_one_class(result.scores[BENCHMARK], threshold, f"{index_path.stem}/{split}")
-    # the config the detector was built with (a run's, a YAML's, or the checkpoint's)
-    meta = {**(meta or {}), "model": config_to_dict(detector.cfg)}
-    return write_report(result, out, meta=meta)
+    return write_report(result, out, meta=meta, notes=notes)
 
 
 def evaluate_run(
@@ -113,6 +130,7 @@ def evaluate_run(
         out_dir=out_dir,
         out_parent=Path(run_dir) / "metamorphic",
         meta=meta,
+        expected_crop=expected_crop(run_cfg, f"{run_dir} config (crop)"),
         threshold=threshold,
         **options,
     )

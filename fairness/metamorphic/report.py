@@ -18,6 +18,7 @@ All files are written atomically.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,10 +166,15 @@ def report_section(out_dir: str | Path) -> tuple[str, list[Path]] | None:
 
 
 def write_report(
-    result: MetamorphicResult, out_dir: str | Path, meta: dict[str, Any] | None = None
+    result: MetamorphicResult,
+    out_dir: str | Path,
+    meta: dict[str, Any] | None = None,
+    notes: Sequence[str] = (),
 ) -> dict[str, Path]:
     """Write every file listed in the module docstring; returns them by name. ``meta`` (what
-    was tested: detector, weights) goes into ``metamorphic.json``."""
+    was tested: detector, weights) goes into ``metamorphic.json``; ``notes`` (what the reader
+    must know about the data: a partial set, a crop the detector was not trained on) go there
+    and under the title of ``metamorphic.md``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = case_table(result)
@@ -180,9 +186,12 @@ def write_report(
         "manifest": out / "manifest.json",
     }
     atomic_write_text(files["csv"], table_csv(rows))
-    atomic_write_text(files["markdown"], table_markdown(rows, result))
+    title, _, body = table_markdown(rows, result).partition("\n")
+    noted = "".join(f"\n**Note:** {n}\n" for n in notes)
+    atomic_write_text(files["markdown"], f"{title}\n{noted}{body}")
     summary = {
         **(meta or {}),
+        "notes": list(notes),
         "config": config_to_dict(result.config),
         "threshold": result.threshold.value,
         "threshold_from": result.threshold.source,

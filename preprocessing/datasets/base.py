@@ -6,10 +6,10 @@ import json
 import logging
 import zlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, make_dataclass
 from itertools import islice
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, get_type_hints
 
 from fairforensics.configs.loader import build_config
 
@@ -43,18 +43,46 @@ class SourceItem:
 
 @dataclass
 class Listing:
-    """Everything a dataset module found: items, how splits were made, problems."""
+    """Everything a dataset module found: items, how splits were made, problems, and how many
+    of the videos its own lists (split files, metadata) name are not on disk (``missing``)."""
 
     task: str
     items: list[SourceItem]
     split_info: dict[str, str] = field(default_factory=dict)
     methods: list[str] | None = None
     problems: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    missing: int = 0  # listed videos not found; layouts without lists (folders) have none
+    allow_partial: bool = False  # dataset.options.allow_partial: the missing ones are intended
 
     def problem(self, path: str | Path, reason: str) -> None:
         """Record (and log) a file the layout names but that cannot be used."""
         logger.warning("%s: %s", path, reason)
         self.problems.append({"path": str(path), "reason": reason})
+
+    def missing_video(self, path: str | Path, reason: str) -> None:
+        """Record a video the dataset's lists name but that is not on disk (counted in
+        :attr:`missing`)."""
+        self.missing += 1
+        self.problem(path, reason)
+
+    @property
+    def videos_found(self) -> int:
+        """Videos of the dataset present on disk (the items)."""
+        return len(self.items)
+
+    @property
+    def videos_listed(self) -> int:
+        """Videos the dataset names: those found plus the listed ones that are missing."""
+        return len(self.items) + self.missing
+
+
+@dataclass
+class CommonOptions:
+    """Options of every dataset type, beside the module's own (``dataset.options``)."""
+
+    # the dataset's lists name videos that are not on disk, and that subset is intended: the
+    # missing ones do not count as failures, and every table names the set as partial
+    allow_partial: bool = False
 
 
 ListFn = Callable[[Path, Any], Listing]
@@ -79,14 +107,30 @@ def list_dataset_types() -> list[str]:
 
 
 def dataset_options(type_name: str, options: dict[str, Any] | None, source: str = "config") -> Any:
-    """The validated options dataclass of dataset module ``type_name``."""
+    """The validated options of dataset module ``type_name``: an instance of its options
+    dataclass extended with :class:`CommonOptions` (``allow_partial``)."""
     if type_name not in _REGISTRY:
         raise ValueError(
             f"{source}: unknown dataset type {type_name!r}; allowed: {', '.join(list_dataset_types())}"
         )
     return build_config(
-        _REGISTRY[type_name][1], options or {}, source=f"{source} (dataset.options)"
+        _with_common(type_name), options or {}, source=f"{source} (dataset.options)"
     )
+
+
+def _with_common(type_name: str) -> type:
+    """The options dataclass of ``type_name`` with the fields of :class:`CommonOptions` added."""
+    if type_name not in _WITH_COMMON:
+        own = _REGISTRY[type_name][1]
+        hints = get_type_hints(CommonOptions)
+        extra = [(f.name, hints[f.name], field(default=f.default)) for f in fields(CommonOptions)]
+        cls = make_dataclass(own.__name__, extra, bases=(own,))
+        cls.__module__ = own.__module__
+        _WITH_COMMON[type_name] = cls
+    return _WITH_COMMON[type_name]
+
+
+_WITH_COMMON: dict[str, type] = {}
 
 
 def build_listing(
@@ -99,6 +143,7 @@ def build_listing(
         raise DatasetLayoutError(f"{source}: dataset root {root} is not a directory")
     listing = _REGISTRY[type_name][0](root, opts)
     check_unique(listing)
+    listing.allow_partial = opts.allow_partial
     return listing
 
 

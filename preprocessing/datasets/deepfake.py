@@ -86,7 +86,7 @@ def list_celebdf(root: Path, opts: CelebDFOptions) -> Listing:
                 )
             )
     for rel_file in sorted(set(test) - seen):
-        listing.problem(root / rel_file, f"listed in {test_file.name} but not found")
+        listing.missing_video(root / rel_file, f"listed in {test_file.name} but not found")
     if not listing.items:
         raise DatasetLayoutError(f"{root}: no Celeb-DF videos under {sorted(CELEB_FOLDERS)}")
     holdout_val(listing.items, opts.val_fraction, opts.seed)
@@ -169,7 +169,7 @@ def _add_video(
     listing: Listing, root: Path, path: Path, label: int, split: str, method: str, group: str | None
 ) -> None:
     if not path.is_file():
-        listing.problem(path, "listed in the metadata but not found")
+        listing.missing_video(path, "listed in the metadata but not found")
         return
     listing.items.append(
         SourceItem(
@@ -244,7 +244,10 @@ def list_deeperforensics(root: Path, opts: DeeperForensicsOptions) -> Listing:
             split_of[Path(line).stem] = split
     listing = Listing(task="deepfake", items=[], methods=["real", opts.perturbation])
     real_split: dict[str, list[str]] = {}
-    for path in files_under(fake_dir, VIDEO_SUFFIXES):
+    fakes = files_under(fake_dir, VIDEO_SUFFIXES)
+    for stem in sorted(set(split_of) - {path.stem for path in fakes}):
+        listing.missing_video(fake_dir / stem, "listed in the split files but not found")
+    for path in fakes:
         split = split_of.get(path.stem)
         if split is None:
             listing.problem(path, "not in any split file; left out")

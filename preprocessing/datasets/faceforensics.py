@@ -188,7 +188,33 @@ def list_faceforensics(root: Path, opts: FFOptions) -> Listing:
                     identity=vid.split("_")[0],
                 )
             )
+    _count_missing(listing, split_of, folders, splits_dir)
     return listing
+
+
+def _count_missing(
+    listing: Listing,
+    split_of: dict[str, str],
+    folders: list[tuple[str, int, Path, Path | None]],
+    splits_dir: Path,
+) -> None:
+    """Count the videos the split files name (every source, and every fake of each method) that
+    are not on disk; one problem names how many and where, with an example."""
+    found = {item.key for item in listing.items}
+    absent = [
+        vdir / f"{vid}.mp4"
+        for method, label, vdir, _ in folders
+        for vid in sorted(split_of)
+        if ("_" in vid) == bool(label) and (method, vid) not in found
+    ]
+    listing.missing = len(absent)
+    if absent:
+        listing.problem(
+            absent[0].parent,
+            f"{len(absent)} of {listing.videos_listed} videos named by the split files in "
+            f"{splits_dir} are not on disk (e.g. {absent[0].name}); an intended subset needs "
+            "dataset.options.allow_partial: true",
+        )
 
 
 @dataclass

@@ -190,7 +190,7 @@ def list_oulu_npu(root: Path, opts: OuluOptions) -> Listing:
         listing.items.append(item)
     if wanted is not None:
         for stem in sorted(set(wanted) - set(files)):
-            listing.problem(stem, f"in protocol {opts.protocol} but no video found")
+            listing.missing_video(stem, f"in protocol {opts.protocol} but no video found")
     how = f"official protocol {opts.protocol}" + (
         f" fold {opts.fold}" if opts.protocol in ("3", "4") else ""
     )

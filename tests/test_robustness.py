@@ -1,0 +1,351 @@
+"""Robustness evaluation (issue 33): perturbations between decode and crop on real faces, the
+clean crops equal to the stored ones, one command giving robustness.csv (clean + every case),
+the tables, the figure and fairness under perturbation, the same files from the same seed, and
+a trained detector whose margin falls under blur and compression."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import replace
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import cv2
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from fairforensics.cli.errors import run_cli
+from fairforensics.cli.robustness import main as robustness_main
+from fairforensics.detectors import build_detector, save_checkpoint
+from fairforensics.evaluation.metrics import choose_threshold
+from fairforensics.evaluation.predict import predict_images
+from fairforensics.evaluation.robustness import RobustnessConfig, predict_cases
+from fairforensics.evaluation.runs import load_run
+from fairforensics.evaluation.settings import load_test_config
+from fairforensics.preprocessing.config import load_preprocess_config
+from fairforensics.preprocessing.index import read_index, write_index
+from fairforensics.preprocessing.perturbations import Perturbation, PerturbationError
+from fairforensics.preprocessing.perturbed_faces import (
+    CLEAN,
+    crop_block_wise,
+    crop_cases,
+    frame_cases,
+)
+from fairforensics.preprocessing.pipeline import run_preprocess
+from tests.testdata import CELEBRITIES
+
+PHOTOS = {  # gender from attributes.csv; two of each in train and in test
+    "train": ["img1.jpg", "img2.jpg", "img20.jpg", "img25.jpg"],
+    "test": ["img10.jpg", "img3.jpg", "img18.jpg", "img35.jpg"],
+}
+SIZE = 288  # frames: BW places blocks on frames of 256 pixels or more
+
+
+def _gender() -> dict[str, str]:
+    with open(CELEBRITIES / "attributes.csv", newline="") as fh:
+        return {r["file"]: r["gender"] for r in csv.DictReader(fh)}
+
+
+def _frames(photo: Path, fake: bool) -> list[np.ndarray]:
+    """Six frames of the photo on a 288x288 canvas, moving 2 px a frame; a fake carries a
+    fine checkerboard (a stand-in for a generator's high-frequency artefacts)."""
+    rgb = cv2.cvtColor(cv2.imread(str(photo)), cv2.COLOR_BGR2RGB)
+    scale = (SIZE - 16) / max(rgb.shape[:2])
+    rgb = cv2.resize(rgb, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    out = []
+    for i in range(6):
+        canvas = np.full((SIZE, SIZE, 3), 90, np.uint8)
+        y, x = (SIZE - rgb.shape[0]) // 2, 4 + 2 * i
+        canvas[y : y + rgb.shape[0], x : x + rgb.shape[1]] = rgb
+        if fake:
+            yy, xx = np.mgrid[0:SIZE, 0:SIZE]
+            pattern = np.where((yy // 2 + xx // 2) % 2 == 0, 28, -28)[..., None]
+            canvas = np.clip(canvas.astype(int) + pattern, 0, 255).astype(np.uint8)
+        out.append(canvas)
+    return out
+
+
+def _write(path: Path, frames: list[np.ndarray]) -> None:
+    """A lossless video (FFV1 in Matroska, 10 fps)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("ffv1", rate=10)
+        stream.width, stream.height, stream.pix_fmt = SIZE, SIZE, "bgr0"
+        for n, rgb in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(rgb, format="rgb24")
+            frame.pts, frame.time_base = n, Fraction(1, 10)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> dict[str, Path]:
+    """Raw videos (a real and a fake of each photo), their index (2 frames a video, 64 px
+    crops) and a Meso4 run trained on the train split."""
+    root = tmp_path_factory.mktemp("robustness")
+    raw, processed = root / "raw", root / "processed"
+    gender = _gender()
+    lines = ["path,label,split,method,identity,gender"]
+    for split, photos in PHOTOS.items():
+        for photo in photos:
+            for fake in (False, True):
+                rel = f"{'fake' if fake else 'real'}/{Path(photo).stem}.mkv"
+                _write(raw / rel, _frames(CELEBRITIES / photo, fake))
+                method = "Checker" if fake else "real"
+                lines.append(f"{rel},{int(fake)},{split},{method},{photo},{gender[photo]}")
+    (raw / "list.csv").write_text("\n".join(lines) + "\n")
+    cfg = load_preprocess_config(
+        overrides=[
+            "dataset.name=faces",
+            "dataset.type=generic",
+            f"dataset.root={raw}",
+            "dataset.options.csv=list.csv",
+            "sampling.num_frames=2",
+            "align.size=64",
+            f"output.root={processed}",
+            "workers=1",
+        ]
+    )
+    run_preprocess(cfg, progress=False)
+    index = read_index(processed / "faces.json")
+    assert len(index.split("test")) == 8, "every test video should have a face"
+    run = root / "run"
+    _train_run(index, run)
+    return {"raw": raw, "processed": processed, "run": run, "root": root}
+
+
+def _train_run(index, run: Path) -> None:
+    """Meso4 (64 px) trained on the train split's stored crops until it separates them."""
+    crops, labels = [], []
+    for video in index.split("train"):
+        for rel in video.frames:
+            crops.append(cv2.cvtColor(cv2.imread(str(index.resolve(rel))), cv2.COLOR_BGR2RGB))
+            labels.append(video.label)
+    torch.manual_seed(0)
+    model = build_detector("meso4", input_size=64)
+    x = torch.from_numpy(np.stack(crops)).permute(0, 3, 1, 2).float() / 255.0
+    mean = torch.tensor(model.cfg.mean).view(1, 3, 1, 1)
+    std = torch.tensor(model.cfg.std).view(1, 3, 1, 1)
+    batch = {"image": (x - mean) / std, "label": torch.tensor(labels)}
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # 60 full-batch steps: 2 s on one thread, minutes oversubscribed
+    try:
+        model.train()
+        for _ in range(60):
+            optimizer.zero_grad()
+            loss = model.loss(batch, model(batch))["total"]
+            loss.backward()
+            optimizer.step()
+        with torch.no_grad():  # batch-norm statistics of the final weights (not a running mix)
+            for m in model.modules():
+                if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                    m.reset_running_stats()
+                    m.momentum = None
+            model(batch)
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    (run / "checkpoints").mkdir(parents=True)
+    save_checkpoint(run / "checkpoints" / "best.pt", {"model": model.state_dict(), "meta": {}})
+    cfg = {
+        "detector": "meso4",
+        "model": {"input_size": 64},
+        "train": {"test_frame_num": 2},
+        "data": {"data_root": str(index.root), "train_data": ["faces"]},
+    }
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def _stored(index, video) -> list[np.ndarray]:
+    return [
+        cv2.cvtColor(cv2.imread(str(index.resolve(r))), cv2.COLOR_BGR2RGB) for r in video.frames
+    ]
+
+
+def test_clean_crops_are_the_stored_crops_and_cases_change_them(data) -> None:
+    index = read_index(data["processed"] / "faces.json")
+    video = index.split("test")[1]
+    cases = [Perturbation(t, 5) for t in ("CS", "CC", "BW", "GNC", "GB", "JPEG", "VC")]
+    timing: dict[str, float] = {}
+    got = frame_cases(index, video, data["raw"], cases, timing=timing)
+    clean = [u.crops[0] for u in got.units[CLEAN]]
+    assert [u.frame for u in got.units[CLEAN]] == video.frame_indices
+    assert all(np.array_equal(a, b) for a, b in zip(clean, _stored(index, video), strict=True))
+    for case in cases:  # no case silently scores the clean frames
+        units = got.units[str(case)]
+        assert len(units) == len(clean)
+        assert all(not np.array_equal(u.crops[0], c) for u, c in zip(units, clean, strict=True))
+    assert {"decode", "detect", "perturb", "encode", "crop"} <= set(timing)
+    again = frame_cases(index, video, data["raw"], cases[:1], faces="detect")
+    assert len(again.units["CS:5"]) == len(clean)
+    # another seed: GNC draws other noise, VC draws nothing
+    other = frame_cases(index, video, data["raw"], cases[3::3], seed=1)
+    for case, same in (("GNC:5", False), ("VC:5", True)):
+        pairs = zip(got.units[case], other.units[case], strict=True)
+        assert all(np.array_equal(a.crops[0], b.crops[0]) == same for a, b in pairs), case
+
+
+def test_trained_detector_loses_margin_under_blur_and_compression(data) -> None:
+    index = read_index(data["processed"] / "faces.json")
+
+    model, _ = load_run(data["run"])
+    train_crops = [c for v in index.split("train") for c in _stored(index, v)]
+    train_labels = [v.label for v in index.split("train") for _ in v.frames]
+    threshold = choose_threshold(train_labels, predict_images(model, train_crops), "eer")
+    test = load_test_config(overrides=["frame_num=2", "batch_size=8", "device=cpu"])
+    rcfg = RobustnessConfig(types=["GB", "VC"], levels=[5], source_root=str(data["raw"]))
+    result = predict_cases(model, index, rcfg, test, progress=False)
+    clean = result.predictions[CLEAN]
+    assert result.mode == "frames" and result.videos == 8
+    margin = {}
+    for case, pred in result.predictions.items():
+        assert np.array_equal(pred.frame, clean.frame) and np.array_equal(pred.label, clean.label)
+        margin[case] = (2 * pred.label - 1) * (pred.score - threshold)  # > 0: the right side
+    assert np.mean(margin[CLEAN] > 0) > 0.9  # the detector learned the artefacts
+    for case in ("GB:5", "VC:5"):
+        fakes = clean.label == 1
+        assert np.mean(margin[case][fakes]) < np.mean(margin[CLEAN][fakes]) - 0.05, case
+        # the artefact washed out: most fake faces lose margin
+        assert np.sum(margin[case][fakes] < margin[CLEAN][fakes]) > fakes.sum() // 2, case
+    # the scores are those of the crops: recompute one case's by hand
+    stored = [c for v in index.split("test") for c in _stored(index, v)]
+    assert np.allclose(predict_images(model, stored), clean.score, atol=1e-6)
+
+
+def _run_command(data, out: Path, *extra: str) -> None:
+    argv = [
+        "--run", str(data["run"]), "--test-data", "faces", "--source-root", str(data["raw"]),
+        "--out", str(out), "--types", "BW,GNC,VC", "--levels", "1,5", "--set", "n_boot=30",
+        "--fairness-set", "bootstrap=40", "--fairness-set", "permutations=40",
+        "--threshold", "0.5", "--no-progress", *extra,
+    ]  # fmt: skip
+    with pytest.raises(SystemExit) as info:
+        run_cli(robustness_main, argv)
+    assert info.value.code == 0
+
+
+def test_one_command_writes_every_output_and_repeats_with_the_seed(data, tmp_path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _run_command(data, a)
+    rows = list(csv.DictReader(open(a / "robustness.csv")))
+    assert [(r["type"], r["level"]) for r in rows] == [
+        ("clean", "0"), ("BW", "1"), ("BW", "5"), ("GNC", "1"), ("GNC", "5"), ("VC", "1"), ("VC", "5"),
+    ]  # fmt: skip
+    assert {"videos", "frame_auc", "frame_auc_low", "video_auc", "video_eer_high"} <= set(rows[0])
+    assert all(r["videos"] == "8" for r in rows)
+    table = (a / "robustness_table.md").read_text()
+    assert "| clean | BW | GNC | VC | average |" in table
+    assert (a / "figures" / "robustness_auc.png").is_file()
+    fair = list(csv.DictReader(open(a / "robustness_fairness.csv")))
+    assert {r["attribute"] for r in fair} == {"gender"}
+    assert {(r["type"], r["level"]) for r in fair} == {(r["type"], r["level"]) for r in rows}
+    assert all(r["change_p"] for r in fair if r["type"] != "clean")
+    assert (a / "figures" / "robustness_fairness_faces_gender.png").is_file()
+    report = (a / "report.html").read_text()
+    assert "Robustness" in report and "Fairness under perturbation" in report
+    info = json.loads((a / "robustness.json").read_text())
+    assert info["modes"] == {"faces": "frames"} and info["threshold"] == 0.5
+    # the same seed, predicted again (figures and report off: the same numbers, no drawing)
+    _run_command(data, b, "--overwrite", "--set", "plots=false", "--set", "report=false")
+    for name in ("robustness.csv", "robustness_table.md", "robustness_levels.csv",
+                 "robustness_fairness.csv", "robustness_fairness_table.md",
+                 "predictions/faces/GNC_5.csv", "predictions/faces/VC_1.csv"):  # fmt: skip
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert not (b / "figures").exists() and not (b / "report.html").exists()
+
+
+def test_crops_mode_for_an_index_of_crops(data, tmp_path) -> None:
+    index = read_index(data["processed"] / "faces.json")
+    bare = replace(index, preprocess=None)
+    write_index(bare, index.root / "bare.json")
+    bare = read_index(index.root / "bare.json")
+    model = build_detector("meso4", input_size=64)
+    test = load_test_config(overrides=["frame_num=2", "device=cpu"])
+    rcfg = RobustnessConfig(types=["BW", "VC"], levels=[5], frame_size=[256, 256], crop_side=64)
+    result = predict_cases(model, bare, rcfg, test, progress=False)
+    assert result.mode == "crops" and set(result.predictions) == {CLEAN, "BW:5", "VC:5"}
+    video = bare.split("test")[0]
+    cases = crop_cases(bare, video, [Perturbation("BW", 5)], frame_size=(256, 256), crop_side=64)
+    for u, c in zip(cases.units["BW:5"], cases.units[CLEAN], strict=True):
+        changed = np.any(u.crops[0] != c.crops[0], axis=2)
+        assert changed.any() and np.all(u.crops[0][changed] == 128)
+
+
+def test_crop_block_wise_scales_blocks_to_the_crop() -> None:
+    crop = np.zeros((64, 64, 3), np.uint8)
+    rng = np.random.default_rng(0)
+    # a 256x256 frame, the crop covering all of it at a quarter of the resolution: 80 blocks of
+    # 8 frame pixels become 2x2 crop pixels
+    out = crop_block_wise(crop, 80, rng, (256, 256), 256)
+    changed = np.any(out != 0, axis=2)
+    assert np.all(out[changed] == 128) and 0.6 * 80 * 4 < changed.sum() <= 80 * 4
+    assert not crop_block_wise(crop, 80, rng, (255, 900), 255).any()  # no block (< 256)
+
+
+def test_bad_settings_are_errors() -> None:
+    with pytest.raises(PerturbationError, match="unknown perturbation types"):
+        RobustnessConfig(types=["XX"])
+    with pytest.raises(PerturbationError, match="levels"):
+        RobustnessConfig(levels=[0])
+
+
+def test_leaderboard_gains_a_robust_auc_column(tmp_path) -> None:
+    from fairforensics.evaluation.leaderboard import build_leaderboard
+    from fairforensics.evaluation.predictions import Predictions, write_predictions
+
+    rng = np.random.default_rng(0)
+    dirs = []
+    for det, robust in (("meso4", 0.71), ("xception", None)):
+        d = tmp_path / det
+        n = 40
+        pred = Predictions(
+            dataset=["x"] * n, video_id=[f"v{i // 2}" for i in range(n)], frame=[i % 2 for i in range(n)],
+            label=[(i // 2) % 2 for i in range(n)], score=rng.random(n), method=["m"] * n,
+        )  # fmt: skip
+        write_predictions(d / "predictions" / "x.csv", pred)
+        (d / "eval.json").write_text(json.dumps({"detector": det, "test_data": ["x"]}))
+        if robust is not None:
+            (d / "robustness").mkdir()
+            info = {"detector": det, "robust_auc": {"frame": robust, "video": 0.5}}
+            (d / "robustness" / "robustness.json").write_text(json.dumps(info))
+        dirs.append(d)
+    build_leaderboard(dirs, tmp_path / "board", ["auc", "eer"])
+    rows = list(csv.DictReader(open(tmp_path / "board" / "leaderboard_frame_auc.csv")))
+    assert {r["Detector"]: r["robust AUC"] for r in rows} == {"meso4": "0.71", "xception": ""}
+    assert "robust AUC" not in (tmp_path / "board" / "leaderboard_frame_eer.csv").read_text()
+
+
+@pytest.mark.parametrize("kind", ["CS", "CC", "BW", "GB", "GNC"])
+def test_a_crop_perturbed_on_its_footprint_is_the_crop_of_the_whole_perturbed_frame(kind) -> None:
+    from fairforensics.preprocessing.align import warp_image
+    from fairforensics.preprocessing.perturbations import perturb_frame, perturbation_rng
+    from fairforensics.preprocessing.perturbed_faces import region_crop
+
+    photo = cv2.cvtColor(cv2.imread(str(CELEBRITIES / "img1.jpg")), cv2.COLOR_BGR2RGB)
+    frame = np.ascontiguousarray(photo[:400, :320])  # BW: min(h, w) // 256 = 1 block per param
+    h, w = frame.shape[:2]
+    for angle, scale, cx, cy in (
+        (12, 0.7, 250, 250),
+        (-30, 1.6, 20, h - 10),
+        (0, 0.37, w / 2, h / 2),
+    ):
+        matrix = cv2.getRotationMatrix2D((cx, cy), angle, scale)
+        matrix[:, 2] += (64 - cx, 64 - cy)  # the point (cx, cy) at the crop's centre
+        for level in (1, 5):
+            case = Perturbation(kind, level)
+            got = region_crop(frame, case, perturbation_rng(0, kind), matrix, 128)
+            whole = warp_image(perturb_frame(frame, case, perturbation_rng(0, kind)), matrix, 128)
+            if kind == "GNC":  # the noise is drawn for the footprint only: same spread
+                diff = got.astype(float) - warp_image(frame, matrix, 128)
+                ref = whole.astype(float) - warp_image(frame, matrix, 128)
+                assert abs(diff.std() - ref.std()) < 0.1 * ref.std() + 0.5
+            else:
+                assert np.array_equal(got, whole), (kind, level, angle)
+    outside = cv2.getRotationMatrix2D((0, 0), 0, 1.0)
+    outside[:, 2] = (5000, 5000)
+    assert not region_crop(frame, Perturbation("CS", 1), perturbation_rng(0), outside, 32).any()
