@@ -77,6 +77,14 @@ def _hrnet_one_block(model: torch.nn.Module) -> None:
             del branch[1:]
 
 
+def _ucf_one_middle_block(model: torch.nn.Module) -> None:
+    """UCF's two Xception encoders with their middle flow cut to its first block (``block4``),
+    as the reference's case cut DeepfakeBench's."""
+    for encoder in (model.encoder_f, model.encoder_c):
+        for i in range(5, 12):
+            setattr(encoder.xception, f"block{i}", torch.nn.Identity())
+
+
 CASES: dict[str, OurSide] = {
     "xception": OurSide("xception", {"overall": "total", "cls": "ce"}),
     "efficientnetb4": OurSide("efficientnet_b4", {"overall": "total"}),
@@ -216,6 +224,7 @@ CASES: dict[str, OurSide] = {
         {"input_size": 64},
         batch=lambda b: {**b, "pair_index": torch.tensor([2, 3, 0, 1])},
         prepare=_dropout_off,
+        reduce=_ucf_one_middle_block,
     ),
     "core": OurSide("core", {"overall": "total"}, {"input_size": 32}),
     "recce": OurSide("recce", {"overall": "total"}, {"input_size": 32}),
