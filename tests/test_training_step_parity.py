@@ -233,7 +233,7 @@ CASES: dict[str, OurSide] = {
     "facexray": OurSide(
         "xray",
         {"overall": "total", "cls": "ce", "mask": "xray"},
-        {"xray_weight": 1000.0, "input_size": 64},
+        {"xray_weight": 1000.0, "input_size": 32},
         reduce=_hrnet_one_block,
     ),
 }
