@@ -228,7 +228,7 @@ CASES: dict[str, OurSide] = {
     ),
     "core": OurSide("core", {"overall": "total"}, {"input_size": 32}),
     "recce": OurSide("recce", {"overall": "total"}, {"input_size": 32}),
-    "ffd": OurSide("ffd", {"overall": "total", "cls": "ce"}, {"input_size": 64}),
+    "ffd": OurSide("ffd", {"overall": "total", "cls": "ce"}, {"input_size": 32}),
     "fwa": OurSide("fwa", {"overall": "total"}, {"input_size": 32}),
     "facexray": OurSide(
         "xray",
