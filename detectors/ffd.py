@@ -41,9 +41,10 @@ _EXIT = ("conv3", "bn3", "act3", "conv4", "bn4", "act4")
 
 @dataclass
 class FFDConfig(DetectorConfig):
-    """``map_after``: the Xception block (1-11) after which the attention map is applied."""
+    """``map_after``: the Xception block (3-11) after which the attention map is applied
+    (DeepfakeBench's, the default variant's: 7; the paper's: 4)."""
 
-    map_after: int = 4
+    map_after: int = 7
     map_weight: float = 1.0
     variant: Literal["deepfakebench", "paper"] = "deepfakebench"
 

@@ -230,7 +230,9 @@ class RECCE(Detector):
         x = batch["image"]
         if self.training:
             flip = (torch.rand(x.shape[0], 1, 1, 1, device=x.device) > 0.5).to(x.dtype)
-            x_in = torch.clip(x + 1e-6 * torch.randn_like(x) * flip, -1.0, 1.0)
+            # drawn as DeepfakeBench's add_white_noise: float32 whatever x's dtype
+            noise = torch.normal(0.0, 1e-6, size=x.shape, device=x.device).to(x.dtype)
+            x_in = torch.clip(x + noise * flip, -1.0, 1.0)
         else:
             x_in = x
         emb = self._run(_STEM + ("block1", "block2", "block3", "block4"), x_in)

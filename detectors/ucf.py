@@ -16,7 +16,9 @@ ICCV 2023), following DeepfakeBench's reference implementation (paper 002, Table
   half-batch terms), contrastive is the triplet margin loss (margin 3) that pulls common features
   of the same label together and pushes the other label away, and likewise for specific
   features grouped by method. With probability ``shuffle_p`` the common features are permuted
-  within each label during training (DeepfakeBench's index augmentation).
+  within each label during training (DeepfakeBench's index augmentation). The index augmentation
+  and the contrastive anchors are drawn from Python's ``random`` in DeepfakeBench's order, so a
+  seeded step permutes as DeepfakeBench's does.
 
 Variants (``model.variant``): ``deepfakebench`` (default) is DeepfakeBench's ``ucf_detector.py``
 exactly: its Xception in mode ``adjust_channel`` feeds ``bn4``'s output to the 1x1 adjust
@@ -30,6 +32,7 @@ activated features) and the whole-batch triplet means. DeepfakeBench checkpoints
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -151,20 +154,31 @@ def _random_member(pool: torch.Tensor) -> torch.Tensor:
     return torch.where(pool.any(dim=1), best, torch.full_like(best, -1))
 
 
-def _permute_within(groups: torch.Tensor) -> torch.Tensor:
-    """A random permutation that maps each sample to a sample of the same group."""
-    perm = torch.arange(len(groups), device=groups.device)
-    for g in groups.unique():
-        idx = (groups == g).nonzero().flatten()
-        perm[idx] = idx[torch.randperm(len(idx), device=groups.device)]
-    return perm
+def _shuffle_within(groups: torch.Tensor, from_end: bool = False) -> torch.Tensor:
+    """A random permutation that maps each sample to a sample of the same group, drawn with
+    Python's ``random`` as DeepfakeBench draws it: each group's indices (groups in order of first
+    appearance) go through ``random.shuffle``; the k-th member of a group takes the k-th shuffled
+    index, or with ``from_end`` the k-th from the end (``swap_spe_features``'s ``pop``)."""
+    members: dict[int, list[int]] = {}
+    for i, g in enumerate(groups.tolist()):
+        members.setdefault(g, []).append(i)
+    for idx in members.values():
+        random.shuffle(idx)
+        if from_end:
+            idx.reverse()
+    taken = dict.fromkeys(members, 0)
+    perm = []
+    for g in groups.tolist():
+        perm.append(members[g][taken[g]])
+        taken[g] += 1
+    return torch.tensor(perm, device=groups.device)
 
 
 def triplet_loss(
     feat: torch.Tensor, groups: torch.Tensor, label: torch.Tensor, margin: float
 ) -> torch.Tensor:
     """Mean ``max(0, d(a, p) - d(a, n) + margin)``: p from the same group, n of the other label."""
-    pos = _permute_within(groups)
+    pos = _shuffle_within(groups)
     neg = _random_member(label[:, None] != label[None, :])
     ok = neg >= 0
     if not ok.any():
@@ -189,19 +203,19 @@ def half_batch_contrastive(
 ) -> torch.Tensor:
     """DeepfakeBench's UCF ``ContrastiveLoss``: four half-batch triplet means.
 
-    The batch is two halves (fakes, reals). Common features of each half are pulled towards a
+    The batch is two halves (DeepfakeBench's pair batch: reals, then their fakes). Common features of each half are pulled towards a
     permutation of their own half and pushed from a permutation of the other; specific features
-    likewise, with anchors permuted within each ``method``.
+    likewise, with anchors permuted within each ``method``; the permutations are drawn from
+    Python's ``random`` in DeepfakeBench's order (:func:`_shuffle_within`).
     """
     n = common.shape[0] // 2
     if n == 0:
         return common.sum() * 0.0
-    dev = common.device
-    anchor_1 = common[torch.randperm(n, device=dev)]
-    anchor_2 = common[n + torch.randperm(n, device=dev)]
+    halves = torch.arange(2 * n, device=common.device) // n
+    anchor_1, anchor_2 = common[_shuffle_within(halves)].split(n)
     loss = _margin_loss(common[:n], anchor_1, anchor_2, margin)
     loss = loss + _margin_loss(common[n : 2 * n], anchor_2, anchor_1, margin)
-    spe_anchor = specific[_permute_within(method)]
+    spe_anchor = specific[_shuffle_within(method, from_end=True)]
     loss = loss + _margin_loss(specific[:n], spe_anchor[:n], spe_anchor[n : 2 * n], margin)
     return loss + _margin_loss(specific[n : 2 * n], spe_anchor[n : 2 * n], spe_anchor[:n], margin)
 
@@ -314,8 +328,8 @@ class UCF(Detector):
             logits, feat = self.head_sha(f_sha)
             return self.outputs(logits, feat)
         label = batch["label"]
-        if self.cfg.shuffle_p > 0 and torch.rand(()) < self.cfg.shuffle_p:
-            f_sha = f_sha[_permute_within(label)]
+        if random.random() < self.cfg.shuffle_p:
+            f_sha = f_sha[_shuffle_within(label)]
         content = self.encoder_c(image)
         out = training_outputs(self, f_spe, f_sha, content, pair, image.shape[-2:])
         return self.outputs(out.pop("logits_sha"), out.pop("feat_sha"), **out)

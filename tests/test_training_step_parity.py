@@ -34,7 +34,8 @@ class OurSide:
     from DeepfakeBench's step that stays, and its cause (its comparisons are expected to fail,
     marked ``xfail``; the table of docs/detectors.md shows it instead of "equal"); ``constants``:
     values of DeepfakeBench's constant tensors (the reference's ``fixed`` keys) that our model
-    loads too."""
+    loads too; ``reduce(model)``: a depth reduction applied after building, before the weights
+    load, as the reference's case reduced DeepfakeBench's model (its ``notes``)."""
 
     name: str
     losses: dict[str, str]
@@ -45,6 +46,7 @@ class OurSide:
     prepare: Callable[[torch.nn.Module, dict[str, Any]], None] | None = None
     status: str = ""
     constants: dict[str, float] = field(default_factory=dict)
+    reduce: Callable[[torch.nn.Module], None] | None = None
 
 
 def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
@@ -55,6 +57,32 @@ def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
     for cls in ("real", "fake"):
         getattr(model, f"{cls}_mean").copy_(batch[f"{cls}_mean"])
         getattr(model, f"{cls}_precision").copy_(torch.diag(batch[f"{cls}_precision"]))
+
+
+def _dropout_off(model: torch.nn.Module, batch: dict[str, Any]) -> None:
+    """Every dropout at p=0, as the reference's case set DeepfakeBench's (its ``aligned``)."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
+
+
+def _hrnet_one_block(model: torch.nn.Module) -> None:
+    """Face X-ray's HRNet cut to the first module of each stage and the first block of each
+    branch and of ``layer1``, as the reference's case cut DeepfakeBench's."""
+    net = model.backbone
+    del net.layer1[1:]
+    for stage in (net.stage2, net.stage3, net.stage4):
+        del stage[1:]
+        for branch in stage[0].branches:
+            del branch[1:]
+
+
+def _ucf_one_middle_block(model: torch.nn.Module) -> None:
+    """UCF's two Xception encoders with their middle flow cut to its first block (``block4``),
+    as the reference's case cut DeepfakeBench's."""
+    for encoder in (model.encoder_f, model.encoder_c):
+        for i in range(5, 12):
+            setattr(encoder.xception, f"block{i}", torch.nn.Identity())
 
 
 CASES: dict[str, OurSide] = {
@@ -184,6 +212,31 @@ CASES: dict[str, OurSide] = {
         constants={"explicit_extractor.features.weight": 1.0},  # insightface's fixed BN scale
         slow=True,
     ),
+    # v1 detectors (i30f)
+    "ucf": OurSide(
+        "ucf",
+        {
+            "overall": "total",
+            "common": "ce",
+            "specific": "specific",
+            "reconstruction": "reconstruction",
+            "contrastive": "contrastive",
+        },
+        {"input_size": 64},
+        batch=lambda b: {**b, "pair_index": torch.tensor([2, 3, 0, 1])},
+        prepare=_dropout_off,
+        reduce=_ucf_one_middle_block,
+    ),
+    "core": OurSide("core", {"overall": "total"}, {"input_size": 32}),
+    "recce": OurSide("recce", {"overall": "total"}, {"input_size": 32}),
+    "ffd": OurSide("ffd", {"overall": "total", "cls": "ce"}, {"input_size": 32}),
+    "fwa": OurSide("fwa", {"overall": "total"}, {"input_size": 32}),
+    "facexray": OurSide(
+        "xray",
+        {"overall": "total", "cls": "ce", "mask": "xray"},
+        {"xray_weight": 1000.0, "input_size": 32},
+        reduce=_hrnet_one_block,
+    ),
 }
 
 
@@ -203,6 +256,8 @@ def our_step(reference: dict[str, Any], side: OurSide) -> StepResult:
     shapes = {k: shape for k, shape, _ in reference["state_dict"]}
     state.update({k: torch.full(shapes[k], v) for k, v in side.constants.items()})
     model = build_detector(side.name, {"pretrained": False, **side.config})
+    if side.reduce is not None:
+        side.reduce(model)
     load_deepfakebench_state_dict(model, state, source=reference["detector"])
     names = tp.parameter_names_by_identity(model.map_deepfakebench_state_dict(state), state)
     dtype = getattr(torch, reference["dtype"])
