@@ -87,11 +87,20 @@ def test_wheel_in_a_fresh_venv_preprocesses_ff_from_another_folder(
     assert not (work / "datasets" / "FF-c23.json").exists()  # nothing preprocessed
     assert not (work / "datasets" / "FF-c23").exists()
 
-    done = _run([*preprocess, "--config", "FF-c23", "--set", "dataset.options.methods=[Deepfakes]",
-                 "--set", "dataset.options.masks=false", "--set", "sampling.num_frames=2"], work)  # fmt: skip
+    # a download of 8 of the 2,000 videos FF++'s lists name is partial: an error unless intended
+    sets = ["dataset.options.methods=[Deepfakes]", "dataset.options.masks=false",
+            "sampling.num_frames=2"]  # fmt: skip
+    args = [*preprocess, "--config", "FF-c23", *(a for s in sets for a in ("--set", s))]
+    done = _run(args, work)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "only 8 found" in done.stderr and "dataset.options.allow_partial" in done.stderr
+    assert not (work / "datasets" / "FF-c23.json").exists()
+
+    done = _run([*args, "--set", "dataset.options.allow_partial=true"], work)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "the official ones shipped with fairforensics are used" in done.stderr
     index = json.loads((work / "datasets" / "FF-c23.json").read_text())
+    assert (index["videos_found"], index["videos_listed"]) == (8, 2000)
     splits = {v["id"]: v["split"] for v in index["videos"]}
     assert splits == {"000": "test", "003": "test", "000_003": "test", "003_000": "test",
                       "870": "train", "001": "train", "870_001": "train", "001_870": "train"}  # fmt: skip

@@ -30,7 +30,15 @@ def test_signal_during_training_exits_with_a_resume_line(tmp_path: Path, signum:
     sets += ["data.num_workers=0", "run_name=r", "train.log_every_steps=1000"]
     cmd += [a for s in sets for a in ("--set", s)]
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    # a shell's background job (`cmd &`) ignores SIGINT, and an ignored signal stays ignored in
+    # the child: give the command the default disposition a terminal gives it
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     last = tmp_path / "r" / "checkpoints" / "last.pt"
     deadline = time.monotonic() + 120
     while not last.is_file() and proc.poll() is None and time.monotonic() < deadline:
