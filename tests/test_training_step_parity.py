@@ -70,11 +70,14 @@ def _sladd_batch(batch: dict[str, torch.Tensor]) -> dict[str, Any]:
 
 
 def _sladd_inject(model: torch.nn.Module, batch: dict[str, Any]) -> None:
-    """The reference's synthesised images and masks (``syn_image``, ``syn_mask``) in place of
-    ours, as its case injected them into DeepfakeBench's synthesiser (its ``aligned``): the
+    """Both Xceptions' middle flow cut to block4 (block5-11), and the reference's synthesised
+    images and masks (``syn_image``, ``syn_mask``) in place of ours, as its case injected them into DeepfakeBench's synthesiser (its ``aligned``): the
     switch, the synthesiser and its action draws run; the NumPy synthesis returns blanks."""
     from fairforensics.detectors import sladd
 
+    for net in (model.backbone, model.synthesizer.net):
+        for i in range(5, 12):
+            setattr(net, f"block{i}", torch.nn.Identity())
     synthesize = model.synthesize
     image, mask = batch["syn_image"], batch["syn_mask"]
 
