@@ -101,16 +101,18 @@ def sample_actions(
     region: torch.Tensor, kind: torch.Tensor, mag: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(region, type, magnitude, log-probability, entropy) per pair, as DeepfakeBench samples
-    them: regions and types from their softmax, the magnitude is ``sigmoid`` of its logit (with
-    log-probability ``log sigmoid``)."""
+    them (``synthesizer.calculate``): regions and types drawn by ``multinomial`` on their softmax,
+    the magnitude is ``sigmoid`` of its logit (with log-probability ``log sigmoid``). Computed in
+    the logits' dtype (half precision is promoted to float32), as the draw depends on it."""
     log_probs, entropy, actions = [], 0.0, []
     for logits in (region, kind):
-        log_p = F.log_softmax(logits.float(), dim=1)
-        entropy = entropy - (log_p.exp() * log_p).sum(1)
-        action = torch.multinomial(log_p.exp().detach(), 1)
+        logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+        probs, log_p = F.softmax(logits, dim=1), F.log_softmax(logits, dim=1)
+        entropy = entropy - (log_p * probs).sum(1)
+        action = probs.detach().multinomial(num_samples=1)
         actions.append(action[:, 0])
         log_probs.append(log_p.gather(1, action)[:, 0])
-    log_s = F.logsigmoid(mag.float())[:, 0]
+    log_s = F.logsigmoid(mag.to(torch.promote_types(mag.dtype, torch.float32)))[:, 0]
     entropy = entropy - log_s * log_s.exp()
     return (
         actions[0],
@@ -179,11 +181,18 @@ class SLADD(XceptionSLADDBase):
             raise ValueError("sladd: the batch holds no real/fake pair")
         return real, partner[real]
 
+    def _switch(self, n: int, device: torch.device) -> torch.Tensor:
+        """Which of ``n`` pairs put the fake first: at ``switch_p`` 0.5 drawn as DeepfakeBench
+        draws it (``torch.randint(0, 2)``), otherwise ``rand < switch_p``."""
+        if self.cfg.switch_p == 0.5:
+            return torch.randint(0, 2, (n,), device=device).bool()
+        return torch.rand(n, device=device) < self.cfg.switch_p
+
     def synthesize(self, batch: dict[str, Any]) -> dict[str, torch.Tensor]:
         """The synthesised training images (with their flips) and every target of the loss."""
         image, label = batch["image"], batch["label"]
         real, fake = self._pairs(batch)
-        switch = torch.rand(real.numel(), device=image.device) < self.cfg.switch_p
+        switch = self._switch(real.numel(), image.device)
         first = torch.where(switch, fake, real)
         second = torch.where(switch, real, fake)
         region, kind, mag, log_prob, entropy = sample_actions(

@@ -59,6 +59,42 @@ def _uia_second_phase(model: torch.nn.Module, batch: dict[str, Any]) -> None:
         getattr(model, f"{cls}_precision").copy_(torch.diag(batch[f"{cls}_precision"]))
 
 
+def _sladd_batch(batch: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """The reference's pairs (0, 1) and (2, 3), with their landmarks and masks."""
+    keep = ("image", "label", "mask", "syn_image", "syn_mask")
+    return {
+        **{k: batch[k] for k in keep},
+        "landmarks": batch["landmark"],
+        "pair_index": torch.tensor([1, 0, 3, 2]),
+    }
+
+
+def _sladd_inject(model: torch.nn.Module, batch: dict[str, Any]) -> None:
+    """Both Xceptions' middle flow cut to block4 (block5-11), and the reference's synthesised
+    images and masks (``syn_image``, ``syn_mask``) in place of ours, as its case injected them into DeepfakeBench's synthesiser (its ``aligned``): the
+    switch, the synthesiser and its action draws run; the NumPy synthesis returns blanks."""
+    from fairforensics.detectors import sladd
+
+    for net in (model.backbone, model.synthesizer.net):
+        for i in range(5, 12):
+            setattr(net, f"block{i}", torch.nn.Identity())
+    synthesize = model.synthesize
+    image, mask = batch["syn_image"], batch["syn_mask"]
+
+    def injected(b: dict[str, Any]) -> dict[str, torch.Tensor]:
+        original = sladd.synthesize
+        sladd.synthesize = lambda real, *a: (np.zeros_like(real), np.zeros(real.shape[:2]))
+        try:
+            out = synthesize(b)
+        finally:
+            sladd.synthesize = original
+        out["image"] = torch.cat([image, image.flip(3)])
+        out["mask"] = torch.cat([mask, mask.flip(3)])
+        return out
+
+    model.synthesize = injected
+
+
 def _dropout_off(model: torch.nn.Module, batch: dict[str, Any]) -> None:
     """Every dropout at p=0, as the reference's case set DeepfakeBench's (its ``aligned``)."""
     for m in model.modules():
@@ -236,6 +272,20 @@ CASES: dict[str, OurSide] = {
         {"overall": "total", "cls": "ce", "mask": "xray"},
         {"xray_weight": 1000.0, "input_size": 32},
         reduce=_hrnet_one_block,
+    ),
+    "sladd": OurSide(
+        "sladd",
+        {
+            "overall": "total",
+            "loss_type": "type",
+            "loss_mag": "mag",
+            "loss_maps": "map",
+            "synthesizer_loss": "synthesizer",
+            "entropy_penalty": "entropy",
+        },
+        {"input_size": 32},
+        batch=_sladd_batch,
+        prepare=_sladd_inject,
     ),
 }
 

@@ -38,7 +38,7 @@ from fairforensics.detectors.pcl_xception import (
     consistency_target,
 )
 from fairforensics.detectors.rfm import erase_mask, forgery_attention
-from fairforensics.detectors.sladd import magnitude_loss, sample_actions
+from fairforensics.detectors.sladd import SLADD, SLADDConfig, magnitude_loss, sample_actions
 from fairforensics.detectors.sladd_synthesis import region_mask, synthesize
 from fairforensics.preprocessing.frames import FrameDataset, collate, to_device
 from fairforensics.preprocessing.index import read_index
@@ -551,3 +551,20 @@ def test_identity_networks_load_insightface_files_strictly(tmp_path: Path) -> No
         )
     with pytest.raises(PretrainedWeightsError, match=r"layer4\.0\.bn1"):
         load_iresnet_file(IResNet(18, "map"), tmp_path / "half.pth")
+
+
+def test_sladd_draws_as_deepfakebench() -> None:
+    """The pair switch is ``torch.randint(0, 2)`` and the actions are ``multinomial`` on the
+    softmax in the logits' dtype, drawn in DeepfakeBench's order (region, then type)."""
+    region, kind, mag = (torch.randn(64, n, dtype=torch.float64) for n in (10, 4, 1))
+    model = SLADD.__new__(SLADD)
+    model.cfg = SLADDConfig()
+    torch.manual_seed(3)
+    ours = model._switch(64, torch.device("cpu")), *sample_actions(region, kind, mag)[:2]
+    torch.manual_seed(3)
+    switch = torch.randint(0, 2, (64,)).bool()
+    r = F.softmax(region, dim=-1).multinomial(num_samples=1)[:, 0]
+    k = F.softmax(kind, dim=-1).multinomial(num_samples=1)[:, 0]
+    for got, want in zip(ours, (switch, r, k), strict=True):
+        assert torch.equal(got, want)
+    assert sample_actions(region, kind, mag)[3].dtype == torch.float64
