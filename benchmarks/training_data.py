@@ -339,16 +339,20 @@ _DFB_AUG = (
     "on both faces), each drawn on its own; ours applies the detector's training augmentation "
     "(off in its config) to the frame, and the fake is made from that frame"
 )
+#: what FWA and Face X-ray share: DeepfakeBench's BGR training and its per-face augmentation
+_PAIR_BLEND: dict[str, str] = {
+    "fake_first_minus_last_channel": _BGR,
+    "real_first_minus_last_channel": _BGR,
+    "real_vs_input_absdiff": _DFB_AUG + " (and the channel order)",
+    "real_vs_input_changed": _DFB_AUG,
+    "real_max": _DFB_AUG,
+    "real_min": _DFB_AUG,
+    "fake_max": _DFB_AUG,
+    "fake_min": _DFB_AUG,
+}
 KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
     "fwa": {
-        "fake_first_minus_last_channel": _BGR,
-        "real_first_minus_last_channel": _BGR,
-        "real_vs_input_absdiff": _DFB_AUG + " (and the channel order)",
-        "real_vs_input_changed": _DFB_AUG,
-        "real_max": _DFB_AUG,
-        "real_min": _DFB_AUG,
-        "fake_max": _DFB_AUG,
-        "fake_min": _DFB_AUG,
+        **_PAIR_BLEND,
         "fake_vs_real_absdiff": _DFB_AUG + ": the pair's two images differ everywhere",
         "fake_vs_real_changed": _DFB_AUG + ": the pair's two images differ everywhere",
         "mask_gt0": (
@@ -358,14 +362,7 @@ KNOWN_DIFFERENCES: dict[str, dict[str, str]] = {
         ),
     },
     "xray": {
-        "fake_first_minus_last_channel": _BGR,
-        "real_first_minus_last_channel": _BGR,
-        "real_vs_input_absdiff": _DFB_AUG + " (and the channel order)",
-        "real_vs_input_changed": _DFB_AUG,
-        "real_max": _DFB_AUG,
-        "real_min": _DFB_AUG,
-        "fake_max": _DFB_AUG,
-        "fake_min": _DFB_AUG,
+        **_PAIR_BLEND,
         "hull": (
             "DeepfakeBench draws one of five landmark hulls (whole, normal, inner, inner without "
             "eyebrows, mouth) and deforms it piecewise-affinely; ours deforms the one convex "
