@@ -482,6 +482,25 @@ def percentile_interval(samples: np.ndarray, confidence: float = 0.95) -> tuple[
     return float(low), float(high)
 
 
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm 1979) of a family of tests; NaN entries (tests
+    not made) stay NaN and are not counted in the family.
+
+    ``p_adjusted < alpha`` rejects with a family-wise error rate of at most ``alpha`` whatever
+    the dependence between the tests (the paired changes of one run share their videos, so no
+    independence or positive-dependence assumption is safe): the i-th smallest of ``m`` p-values
+    is multiplied by ``m - i + 1``, then made non-decreasing and capped at 1.
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    made = np.flatnonzero(np.isfinite(p))
+    order = made[np.argsort(p[made], kind="stable")]
+    m = len(order)
+    scaled = p[order] * (m - np.arange(m))
+    out[order] = np.minimum(1.0, np.maximum.accumulate(scaled))
+    return out
+
+
 def mcnemar_exact(n_01: int, n_10: int) -> float:
     """Two-sided exact McNemar p-value of paired before/after outcomes.
 

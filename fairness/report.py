@@ -81,6 +81,8 @@ class ReportConfig:
     unit: str | None = None  # attribute naming the resampling unit (e.g. identity); None: video
     min_group_size: int = 1  # smaller groups are reported but not ranked
     min_interval_units: int = MIN_INTERVAL_UNITS  # fewer units of a class: no interval, say so
+    change_pair: list[str] | None = None  # paired changes: groups fixed in advance; None: the
+    # pair with the largest clean gap, interval and p corrected for the number of pairs
     seed: int = 0
     figures: bool = True
 
@@ -100,6 +102,10 @@ class ReportConfig:
             raise ValueError(f"min_group_size must be >= 1, got {self.min_group_size}")
         if self.min_interval_units < 2:
             raise ValueError(f"min_interval_units must be >= 2, got {self.min_interval_units}")
+        if self.change_pair is not None and (
+            len(self.change_pair) != 2 or self.change_pair[0] == self.change_pair[1]
+        ):
+            raise ValueError(f"change_pair must name two different groups, got {self.change_pair}")
         if self.species_rule not in SPECIES_RULES:
             raise ValueError(
                 f"species_rule must be one of {list(SPECIES_RULES)}, got {self.species_rule!r}"
