@@ -7,6 +7,10 @@ r"""Fairness report of a predictions file: per-group metrics, bias factor, FDR/A
         --min-group-size 30 --out runs/x/fairness_gxr
     python scripts/fairness.py --protocol configs/fairness/protocol_1.yaml --out runs/p1 \
         --data-root demo_data/processed --dataset demo
+    # on the same videos scored twice (a perturbation, a mitigation, a new checkpoint): did a
+    # gap change? paired_changes.csv|md|json (change, interval, p, Holm-adjusted p)
+    python scripts/fairness.py --predictions before.csv --paired-with after.csv \
+        --attributes gender --out runs/x/paired
 """
 
 from __future__ import annotations
@@ -65,6 +69,28 @@ def report_threshold(cfg: ReportConfig, args: argparse.Namespace) -> DecisionThr
     return DecisionThreshold(cfg.threshold, f"threshold {cfg.threshold:g} of the report settings")
 
 
+def paired(args: argparse.Namespace, cfg: ReportConfig, threshold: DecisionThreshold) -> int:
+    """``--paired-with``: the paired change of every gap from ``--predictions`` to
+    ``--paired-with`` (:func:`fairness.paired.paired_changes`), written to ``--out``."""
+    from fairforensics.evaluation.predictions import read_predictions
+    from fairforensics.fairness.paired import paired_changes, write_paired_changes
+    from fairforensics.fairness.tables import to_markdown
+
+    first = read_predictions(args.predictions, scores=args.scores)
+    second = read_predictions(args.paired_with, scores=args.scores)
+    names = (args.predictions, args.paired_with)
+    rows = paired_changes(first, second, args.attributes, cfg, names=names)
+    if not rows:
+        print("no attribute with two or more groups: nothing to compare", file=sys.stderr)
+        return 1
+    paths = write_paired_changes(rows, args.out)
+    print_threshold(threshold)
+    cols = ["attribute", "metric", "group_a", "group_b", "change", "ci_low", "ci_high", "p"]
+    print(to_markdown(rows, [*cols, "p_adjusted"]))
+    print(f"paired changes: {paths[0]}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__,
@@ -73,6 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     shipped_protocols = [n for n in shipped_configs("fairness") if n != "report"]
     parser.add_argument("--predictions", help="predictions CSV (one row per frame)")
+    parser.add_argument(
+        "--paired-with",
+        metavar="CSV",
+        help="predictions of the same videos and frames scored otherwise: the paired change of "
+        "every gap (paired_changes.csv) instead of the report",
+    )
     parser.add_argument(
         "--attributes",
         nargs="+",
@@ -163,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         import_modules(args.imports)
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
+            if args.paired_with:
+                raise UserInputError("--paired-with compares two predictions files, not a protocol")
             if args.threshold is not None or args.threshold_from is not None:
                 raise UserInputError(
                     "--threshold and --threshold-from apply to --predictions: a protocol "
@@ -190,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("give --predictions FILE (or --protocol FILE)")
         threshold = report_threshold(cfg, args)
         cfg.threshold = threshold.value
+        if args.paired_with:
+            return paired(args, cfg, threshold)
         pred = read_predictions(args.predictions, scores=args.scores)
         notes = evaluation_notes(args.predictions)  # a partial set, another crop (eval.json)
         for note in notes:
