@@ -173,7 +173,14 @@ def calibrate(
             rng = np.random.default_rng([seed, k, alternative])
             y, s, g, vid, truth = simulate(sc, rng, alternative)
             res = group_gaps(
-                y, s, g, vid, metrics, n_boot=n_boot, n_perm=n_perm, seed=int(rng.integers(2**31))
+                y,
+                s,
+                g,
+                vid,
+                metrics=metrics,
+                n_boot=n_boot,
+                n_perm=n_perm,
+                seed=int(rng.integers(2**31)),
             )
             for m in metrics:
                 gap = res.gaps[m]

@@ -83,7 +83,7 @@ def eer(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:
     return float(rate), float(threshold)
 
 
-def acc(y_true: Sequence, y_score: Sequence, threshold: float = 0.5) -> float:
+def acc(y_true: Sequence, y_score: Sequence, *, threshold: float = 0.5) -> float:
     """Accuracy of the decision ``score >= threshold`` -> fake/attack."""
     y_true, y_score = check_scores(y_true, y_score)
     return float(np.mean((y_score >= threshold).astype(np.int64) == y_true))
@@ -157,6 +157,7 @@ def _weights(sample_weight: Sequence | None, n: int) -> np.ndarray | None:
 def confusion_matrix(
     y_true: Sequence,
     y_score: Sequence,
+    *,
     threshold: float = 0.5,
     sample_weight: Sequence | None = None,
 ) -> np.ndarray:
@@ -168,21 +169,21 @@ def confusion_matrix(
     return counts.reshape(2, 2) if w is not None else counts.astype(np.int64).reshape(2, 2)
 
 
-def precision(y_true: Sequence, y_score: Sequence, threshold: float = 0.5) -> float:
+def precision(y_true: Sequence, y_score: Sequence, *, threshold: float = 0.5) -> float:
     """TP / (TP + FP) of the fake class; NaN with a :class:`MetricWarning` if none is called fake."""
-    (_, fp), (_, tp) = confusion_matrix(y_true, y_score, threshold)
+    (_, fp), (_, tp) = confusion_matrix(y_true, y_score, threshold=threshold)
     return _safe_div(tp, tp + fp, "precision")
 
 
-def recall(y_true: Sequence, y_score: Sequence, threshold: float = 0.5) -> float:
+def recall(y_true: Sequence, y_score: Sequence, *, threshold: float = 0.5) -> float:
     """TP / (TP + FN), the true positive rate; NaN with a :class:`MetricWarning` without fakes."""
-    _, (fn, tp) = confusion_matrix(y_true, y_score, threshold)
+    _, (fn, tp) = confusion_matrix(y_true, y_score, threshold=threshold)
     return _safe_div(tp, tp + fn, "recall")
 
 
-def f1(y_true: Sequence, y_score: Sequence, threshold: float = 0.5) -> float:
+def f1(y_true: Sequence, y_score: Sequence, *, threshold: float = 0.5) -> float:
     """2 TP / (2 TP + FP + FN); NaN with a :class:`MetricWarning` if no fake exists or is called."""
-    (_, fp), (fn, tp) = confusion_matrix(y_true, y_score, threshold)
+    (_, fp), (fn, tp) = confusion_matrix(y_true, y_score, threshold=threshold)
     return _safe_div(2 * tp, 2 * tp + fp + fn, "F1")
 
 
@@ -271,6 +272,7 @@ def tpr_at_fpr(y_true: Sequence, y_score: Sequence, fpr: float = 0.01) -> float:
 def summarize(
     y_true: Sequence,
     y_score: Sequence,
+    *,
     threshold: float = 0.5,
     fpr_targets: Sequence[float] = (0.01, 0.1),
     sample_weight: Sequence | None = None,

@@ -45,20 +45,30 @@ def main() -> None:
     y, s, g, ids = synthetic(args.videos, args.frames, 0, gap=0.1)
     out: dict[str, float | int] = {"frames": len(y), "videos": args.videos}
     t = time.process_time()
-    group_gaps(y, s, g, ids, ("acc", "fpr", "fnr", "error_rate"), 0.5, args.n_boot, args.n_perm)
+    group_gaps(
+        y,
+        s,
+        g,
+        ids,
+        metrics=("acc", "fpr", "fnr", "error_rate"),
+        n_boot=args.n_boot,
+        n_perm=args.n_perm,
+    )
     out["gaps_rate_metrics_s"] = time.process_time() - t
     t = time.process_time()
     res = group_gaps(y, s, g, ids, n_boot=args.n_boot, n_perm=args.n_perm)
     out["gaps_all_metrics_s"] = time.process_time() - t
     out["acc_diff"], out["acc_p"] = res.gaps["acc"].diff, res.gaps["acc"].p_value
     t = time.process_time()
-    curve_auc_intervals(y, s, g, ids, DEFAULT_XS, 0.5, [POOLED, "a", "b"], n_boot=args.curve_boot)
+    curve_auc_intervals(
+        y, s, g, ids, xs=DEFAULT_XS, threshold_groups=[POOLED, "a", "b"], n_boot=args.curve_boot
+    )
     out["fdr_abf_auc_intervals_s"] = time.process_time() - t
     covered = defined = 0
     t = time.process_time()
     for k in range(args.null_sets):
         y0, s0, g0, ids0 = synthetic(60, 5, 100 + k)
-        gap = group_gaps(y0, s0, g0, ids0, ("acc",), n_boot=args.n_boot, n_perm=0, seed=k)
+        gap = group_gaps(y0, s0, g0, ids0, metrics=("acc",), n_boot=args.n_boot, n_perm=0, seed=k)
         defined += bool(np.isfinite(gap.gaps["acc"].low))  # else a cell has < 5 videos
         covered += gap.gaps["acc"].low <= 0.0 <= gap.gaps["acc"].high
     out["null_coverage_95"] = covered / max(defined, 1)

@@ -45,5 +45,5 @@ def test_simulated_data_sets_have_the_documented_design():
     frames = np.bincount(vid)
     assert frames.min() >= 4 and frames.max() <= 16
     assert truth["fpr"] > 0.2 and truth["auc"] < 0  # b is harder under the alternative
-    res = group_gaps(y, s, g, vid, ("fpr",), n_boot=50, n_perm=50)
+    res = group_gaps(y, s, g, vid, metrics=("fpr",), n_boot=50, n_perm=50)
     assert res.gaps["fpr"].favoured in ("a", "c") and res.gaps["fpr"].p_value < 0.05

@@ -175,7 +175,9 @@ def test_curve_auc_intervals_contain_the_point_value():
     y = rng.integers(0, 2, n)
     g = rng.choice(["f", "m"], n)
     s = np.clip(0.5 * y + 0.25 + rng.normal(0, 0.2, n), 0, 1)
-    ci = curve_auc_intervals(y, s, g, None, DEFAULT_XS, threshold_groups=[POOLED, "f"], n_boot=60)
+    ci = curve_auc_intervals(
+        y, s, g, None, xs=DEFAULT_XS, threshold_groups=[POOLED, "f"], n_boot=60
+    )
     c = fairness_curves(y, s, g, DEFAULT_XS)
     low, high = ci[POOLED]["fdr_auc"]
     assert low <= curve_auc(DEFAULT_XS, c.fdr) <= high

@@ -7,6 +7,7 @@ from the binomial distribution of a rejection (coverage) count."""
 from __future__ import annotations
 
 import csv
+import inspect
 
 import numpy as np
 import pytest
@@ -153,3 +154,22 @@ def test_paired_with_command(tmp_path, capsys) -> None:
     assert fairness_main([*argv[:2], "--paired-with", other, "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "only in" in err and first in err and "sim/0" in err
+
+
+def test_many_parameters_are_keyword_only_after_the_data() -> None:
+    from fairforensics.evaluation import metrics
+    from fairforensics.fairness import gaps
+
+    data = {
+        paired_change: 2,
+        gaps.group_gaps: 4,
+        gaps.curve_auc_intervals: 4,
+        gaps.iso_group_intervals: 4,
+        metrics.summarize: 2,
+        metrics.confusion_matrix: 2,
+        metrics.acc: 2,
+        metrics.precision: 2,
+    }
+    for fn, n in data.items():
+        params = list(inspect.signature(fn).parameters.values())
+        assert all(p.kind is p.KEYWORD_ONLY for p in params[n:]), fn.__name__

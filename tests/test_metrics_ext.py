@@ -395,7 +395,7 @@ def test_detection_metrics_equal_the_core_functions_at_both_levels() -> None:
     assert out["frame/auc"] == pytest.approx(M.auc(y, s)) == pytest.approx(7 / 8)
     assert out["frame/ap"] == pytest.approx(M.ap(y, s))
     assert out["frame/eer"] == pytest.approx(M.eer(y, s)[0])
-    assert out["frame/acc"] == pytest.approx(M.acc(y, s, 0.5)) == pytest.approx(4 / 6)
+    assert out["frame/acc"] == pytest.approx(M.acc(y, s, threshold=0.5)) == pytest.approx(4 / 6)
     assert out["video/auc"] == 1.0 and out["video/acc"] == pytest.approx(2 / 3)
     assert detection_metrics(pred.subset(np.zeros(6, bool))) == {"n_frames": 0.0}
 
