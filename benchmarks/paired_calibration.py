@@ -16,7 +16,10 @@ Per scenario and metric it measures, with exact (Clopper-Pearson) binomial inter
 * ``cover``: share of data sets whose interval contains the true change (0 under the null);
 * with more than two groups, ``naive_reject`` / ``naive_cover``: the same for the pair chosen
   after looking (the largest clean gap) tested as if it were fixed (no correction), which is
-  what issue 36 found wrong.
+  what issue 36 found wrong;
+* with ``n_old`` > 0, ``old_reject`` / ``old_cover``: the statistics used before issue 36 (a
+  permutation test swapping each unit's clean and perturbed rows; a percentile bootstrap of the
+  cells stratified by group x class), re-implemented here for comparison only.
 
 Used by ``scripts/bench_paired_calibration.py`` (JSON) and, small, by the tests.
 """
@@ -30,8 +33,10 @@ import numpy as np
 from scipy import stats
 
 from fairforensics.benchmarks.fairness_calibration import _rate
+from fairforensics.evaluation.confidence import percentile_interval, stratified_multiplicities
+from fairforensics.evaluation.metrics import factorize
 from fairforensics.fairness.gaps import group_gaps
-from fairforensics.fairness.paired import pair_of, paired_change
+from fairforensics.fairness.paired import _metric, pair_of, paired_change
 
 #: Metrics whose calibration is measured by default.
 METRICS: tuple[str, ...] = ("fpr", "fnr", "acc", "error_rate", "auc")
@@ -105,6 +110,43 @@ def true_change(sc: PairedScenario, pair: tuple[str, str]) -> dict[str, float]:
     }
 
 
+def _old_change(
+    clean: dict[str, np.ndarray],
+    changed: dict[str, np.ndarray],
+    metric: str,
+    pair: tuple[str, str],
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[float, float, float]:
+    """Pre-issue-36 statistics of the change: (p of the clean/perturbed swap test, low, high of
+    the percentile bootstrap of cells stratified by group x class)."""
+    y, s, g, u = (np.concatenate([clean[k], changed[k]]) for k in ("y", "s", "g", "u"))
+    side = np.r_[np.zeros(len(clean["y"]), bool), np.ones(len(changed["y"]), bool)]
+    codes, _ = factorize(u.astype(str))
+    strata = np.zeros(codes.max() + 1, dtype=object)
+    strata[codes] = [f"{a}{b}" for a, b in zip(g, y, strict=True)]
+
+    def change(w_clean: np.ndarray, w_changed: np.ndarray) -> np.ndarray:
+        out = 0.0
+        for grp, sign in ((pair[0], 1.0), (pair[1], -1.0)):
+            rows = g == grp
+            for w, sgn in ((w_changed, 1.0), (w_clean, -1.0)):
+                out = out + sign * sgn * _metric(metric, y[rows], s[rows], w[:, rows], 0.5)
+        return out
+
+    ones = np.ones((1, len(y)))
+    observed = float(change(ones * ~side, ones * side)[0])
+    boot = np.concatenate(
+        [change(b[:, codes] * ~side, b[:, codes] * side) for b in
+         stratified_multiplicities(rng, strata, n)]
+    )  # fmt: skip
+    moved = rng.integers(0, 2, size=(n, len(strata))).astype(bool)[:, codes] ^ side
+    perm = change((~moved).astype(float), moved.astype(float))
+    perm = perm[np.isfinite(perm)]
+    p = float((1 + np.sum(np.abs(perm) >= abs(observed) - 1e-12)) / (1 + perm.size))
+    return (p, *percentile_interval(boot[np.isfinite(boot)]))
+
+
 def calibrate(
     sc: PairedScenario,
     n_sets: int,
@@ -112,10 +154,12 @@ def calibrate(
     level: float = 0.05,
     seed: int = 0,
     metrics: Sequence[str] = METRICS,
+    n_old: int = 0,
 ) -> dict[str, object]:
     """Rejection rate and coverage of every metric's paired change over ``n_sets`` data sets
-    (module docstring); rates with binomial intervals."""
-    keys = ("reject", "cover", "naive_reject", "naive_cover")
+    (module docstring); rates with binomial intervals. ``n_old``: replicates of the old
+    statistics (0: not measured)."""
+    keys = ("reject", "cover", "naive_reject", "naive_cover", "old_reject", "old_cover")
     tally = {m: dict.fromkeys(keys, 0) for m in metrics}
     defined = {m: 0 for m in metrics}
     for k in range(n_sets):
@@ -135,6 +179,10 @@ def calibrate(
                 if np.isfinite(res["change_low"]) and not prefix:
                     defined[m] += 1
                 tally[m][f"{prefix}cover"] += int(res["change_low"] <= truth <= res["change_high"])
+            if n_old:
+                p, low, high = _old_change(clean, changed, m, (a, b), n_old, rng)
+                tally[m]["old_reject"] += int(p < level)
+                tally[m]["old_cover"] += int(low <= truth <= high)
     out: dict[str, object] = {"scenario": sc.name, "settings": asdict(sc), "sets": n_sets}
     for m in metrics:
         row = {
@@ -144,6 +192,9 @@ def calibrate(
         if sc.n_groups > 2:
             row["naive_reject"] = _rate(tally[m]["naive_reject"], n_sets)
             row["naive_cover"] = _rate(tally[m]["naive_cover"], defined[m])
+        if n_old:
+            row["old_reject"] = _rate(tally[m]["old_reject"], n_sets)
+            row["old_cover"] = _rate(tally[m]["old_cover"], n_sets)
         out[m] = row
     return out
 
