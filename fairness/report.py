@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 
 from fairforensics.configs import load_config
+from fairforensics.evaluation.confidence import holm
 from fairforensics.evaluation.metrics import SingleClassError, video_scores
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.evaluation.table_writer import (
@@ -623,6 +624,16 @@ def notes_text(notes: dict[str, str], what: str = "", group: str = "") -> str:
     return f"{group}: {text}" if group and text else text
 
 
+def _with_after(row: dict[str, Any], key: str, new: str, value: Any) -> dict[str, Any]:
+    """``row`` with ``new: value`` inserted after ``key``."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[k] = v
+        if k == key:
+            out[new] = value
+    return out
+
+
 def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
     """One row per attribute: the bias factor with its direction, the signed ACC difference
     with its interval and p-value, the class-ratio verdict, Lin et al. metrics, FDR/ABF-AUC
@@ -718,6 +729,11 @@ def write_report(
     write_table(auc_rows, out / "fdr_abf_auc")
     write_table(curve_rows, out / "curves")
     write_table(odta_rows, out / "odta")
+    adjusted = holm([r["p_value"] for r in gap_rows])
+    gap_rows = [
+        _with_after(r, "p_value", "p_adjusted", float(v))
+        for r, v in zip(gap_rows, adjusted, strict=True)
+    ]
     write_table(gap_rows, out / "gaps")
     if figures:
         fig_dir = out / "figures"

@@ -224,6 +224,18 @@ def test_write_report_without_figures(tmp_path):
     assert len(curves) == 6
 
 
+def test_gaps_table_has_holm_adjusted_p_values(tmp_path):
+    cfg = ReportConfig(bootstrap=0, permutations=200, curve_bootstrap=0, xs=[0.05, 0.1])
+    write_report(fairness_report(_predictions(), ["gender"], cfg), tmp_path, figures=False)
+    gaps = json.loads((tmp_path / "gaps.json").read_text())
+    p = np.array([r["p_value"] for r in gaps])
+    adjusted = np.array([r["p_adjusted"] for r in gaps])
+    order = np.argsort(p, kind="stable")
+    expected = np.minimum(1, np.maximum.accumulate(p[order] * (len(p) - np.arange(len(p)))))
+    assert len(gaps) == 6 and np.allclose(adjusted[order], expected)
+    assert list(gaps[0]).index("p_adjusted") == list(gaps[0]).index("p_value") + 1
+
+
 def test_intersectional_groups_and_minimum_group_size(tmp_path, capsys):
     pred = _predictions(n_videos=80)
     rng = np.random.default_rng(1)

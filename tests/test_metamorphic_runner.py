@@ -221,9 +221,19 @@ def test_table_matches_hand_computed_metrics() -> None:
             k, m = min(worse, better), worse + better  # exact two-sided binomial, by hand
             p = min(1.0, 2 * sum(comb(m, i) for i in range(k + 1)) / 2**m) if m else 1.0
             assert row["mcnemar_p"] == pytest.approx(p)
+            assert row["mcnemar_p"] <= row["mcnemar_p_adjusted"]
             assert np.isnan(row["violation_low"])  # 2 or 4 videos: the small-group rule
     tc4 = next(r for r in rows if r["case"] == "TC4" and r["group"] == "all")
     assert tc4["violation_rate"] > 0 and tc4["real_to_fake"] > 0
+    # Holm over the table's McNemar tests (not the benchmark's) and over the cases' bias tests
+    tested = [r for r in rows if r["case"] != BENCHMARK]
+    smallest = min(tested, key=lambda r: r["mcnemar_p"])
+    assert smallest["mcnemar_p_adjusted"] == pytest.approx(
+        min(1.0, len(tested) * smallest["mcnemar_p"])
+    )
+    bias = {r["case"]: (r["bias_p"], r["bias_p_adjusted"]) for r in rows}
+    low = min(bias.values())
+    assert low[1] == pytest.approx(min(1.0, len(bias) * low[0]))
 
 
 def test_missing_group_attribute_is_an_error_naming_it() -> None:

@@ -31,6 +31,7 @@ import numpy as np
 from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
     few_units_note,
+    holm,
     mcnemar_exact,
     proportion_interval,
     too_few_units,
@@ -69,6 +70,7 @@ COLUMNS = (
     "bias_diff_low",
     "bias_diff_high",
     "bias_p",
+    "bias_p_adjusted",
     "favoured",
     "class_ratio",
     "accuracy_change",
@@ -84,6 +86,7 @@ COLUMNS = (
     "n_worse",
     "n_better",
     "mcnemar_p",
+    "mcnemar_p_adjusted",
     "changed_pixels",
     "notes",
 )
@@ -238,8 +241,23 @@ def case_table(
                 row["changed_pixels"] = (
                     float(result.changed[case_id][sel].mean()) if row["n"] else float("nan")
                 )
-            rows.append({k: row[k] for k in COLUMNS})
-    return rows
+            rows.append(row)
+    _adjust(rows)
+    return [{k: row[k] for k in COLUMNS} for row in rows]
+
+
+def _adjust(rows: list[dict[str, Any]]) -> None:
+    """Holm-adjusted p-values (:func:`evaluation.confidence.holm`): ``mcnemar_p_adjusted`` over
+    every McNemar test of the table (each case x group and ``all``; the benchmark makes none),
+    ``bias_p_adjusted`` over the cases' bias tests (one per case)."""
+    tested = [r for r in rows if r["source"]]
+    for r, v in zip(tested, holm([r["mcnemar_p"] for r in tested]), strict=True):
+        r["mcnemar_p_adjusted"] = float(v)
+    per_case = {r["case"]: r["bias_p"] for r in rows}
+    adjusted = dict(zip(per_case, holm(list(per_case.values())), strict=True))
+    for r in rows:
+        r.setdefault("mcnemar_p_adjusted", 1.0)  # the benchmark: no test, as its mcnemar_p
+        r["bias_p_adjusted"] = float(adjusted[r["case"]])
 
 
 def _decision_cells(labels: np.ndarray, pred: np.ndarray) -> tuple[dict[str, Any], list[str]]:
@@ -326,7 +344,7 @@ def _markdown_cells(row: dict[str, Any], benchmark: bool) -> list[str]:
         percent_text(row["fake_to_real"]),
         percent_text(row["real_to_fake"]),
         f"{row['n_worse']}/{row['n_better']}",
-        p_text(row["mcnemar_p"]),
+        f"{p_text(row['mcnemar_p'])} (Holm {p_text(row['mcnemar_p_adjusted'])})",
     ]
 
 
@@ -338,7 +356,7 @@ def _bias_line(row: dict[str, Any], groups: list[str]) -> str:
     diff = _with_interval(row["bias_diff"], row["bias_diff_low"], row["bias_diff_high"])
     text = (
         f"Bias factor: {percent_text(row['bias_factor'])} (accuracy {pair}: {diff}, permutation "
-        f"p = {p_text(row['bias_p'])}; favoured: {row['favoured'] or 'none'}"
+        f"p = {p_text(row['bias_p'])}, Holm {p_text(row['bias_p_adjusted'])}; favoured: {row['favoured'] or 'none'}"
     )
     if row["source"]:
         text += f"; change {percent_text(row['bias_factor_change'], signed=True)}"
@@ -369,7 +387,9 @@ def table_markdown(rows: list[dict[str, Any]], result: MetamorphicResult | None 
         "faces (faces of one video count as fewer), shown for groups of at least "
         f"{MIN_INTERVAL_UNITS} videos. `violated`: faces "
         "on which the relation does not hold; `worse/better`: faces whose decision turned wrong "
-        "/ right against the source; McNemar p: exact test of no accuracy change.",
+        "/ right against the source; McNemar p: exact test of no accuracy change; Holm: the "
+        "p-value adjusted over every McNemar test of this file (bias tests: over its cases), "
+        "valid whatever the dependence between the tests.",
     ]
     for case_id in dict.fromkeys(r["case"] for r in rows):
         case_rows = [r for r in rows if r["case"] == case_id]
