@@ -21,10 +21,10 @@ intervals on the effective number of trials (:func:`clustered_wilson`, :func:`pr
 rather than bootstrap ones: a percentile bootstrap of a share that is 100 % on the sample
 resamples to 100 % every time, the zero-width ``100.0 [100.0, 100.0]``.
 
-One small-group rule for every interval shown (here, in :mod:`fairness.gaps` and the metamorphic
-tables): none is shown for a quantity measured on fewer than :data:`MIN_INTERVAL_UNITS` units
-(videos; a face without a video is its own unit) of what it counts, and the note of
-:func:`few_units_note` says why.
+One small-group rule for every interval shown (here, in :mod:`fairness.gaps`, the paired changes
+of :mod:`fairness.paired` and the metamorphic tables): none is shown for a quantity measured on
+fewer than :data:`MIN_INTERVAL_UNITS` units (videos; a face without a video is its own unit) of
+what it counts, and the note of :func:`few_units_note` says why.
 """
 
 from __future__ import annotations
