@@ -173,3 +173,30 @@ def test_many_parameters_are_keyword_only_after_the_data() -> None:
     for fn, n in data.items():
         params = list(inspect.signature(fn).parameters.values())
         assert all(p.kind is p.KEYWORD_ONLY for p in params[n:]), fn.__name__
+
+
+def test_acc_change_interval_is_the_stratified_variance_of_the_miss_counts() -> None:
+    # 6 real and 6 fake videos of 4 frames per group; group a's fakes lose k of 4 frames each.
+    # ACC adds the real and fake strata: the unbiased stratified variance of the change is
+    # n s_k^2 / N_a^2 (N_a = 48 frames) with t at n - 1 = 5 degrees of freedom. A jackknife that
+    # does not reweight the stratum of the deleted video gives ((n - 1) / n)^2 of that variance.
+    k = np.array([0, 1, 2, 3, 4, 1])
+    rows = {"y": [], "s": [], "g": [], "u": []}
+    after = []
+    for g in ("a", "b"):
+        for label in (0, 1):
+            for v in range(6):
+                for f in range(4):
+                    rows["y"].append(label)
+                    rows["s"].append(0.9 if label else 0.1)
+                    rows["g"].append(g)
+                    rows["u"].append(f"{g}{label}{v}")
+                    missed = g == "a" and label == 1 and f < k[v]
+                    after.append(0.1 if missed else rows["s"][-1])
+    clean = {key: np.array(v, dtype=object if key in "gu" else None) for key, v in rows.items()}
+    changed = clean | {"s": np.array(after)}
+    out = paired_change(clean, changed, metric="acc", pair=("a", "b"))
+    assert out["change"] == pytest.approx(-k.sum() / 48)
+    se = np.sqrt(6 * k.var(ddof=1)) / 48
+    assert out["change_high"] - out["change"] == pytest.approx(stats.t.ppf(0.975, 5) * se)
+    assert out["change_p"] == pytest.approx(2 * stats.t.sf(abs(out["change"]) / se, 5))
