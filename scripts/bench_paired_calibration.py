@@ -29,9 +29,12 @@ def main() -> None:
     )
     parser.add_argument("--metrics", nargs="+", default=list(METRICS), choices=METRICS)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--only", default="", help="run the scenarios whose name contains this text"
+    )
     args = parser.parse_args()
     out = []
-    for sc in SCENARIOS:
+    for sc in (s for s in SCENARIOS if args.only in s.name):
         start = time.perf_counter()
         res = calibrate(sc, args.sets, seed=args.seed, metrics=args.metrics, n_old=args.n_old)
         res["seconds"] = round(time.perf_counter() - start, 1)
