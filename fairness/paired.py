@@ -366,7 +366,7 @@ def paired_changes(
         if len(set(before["g"])) < 2:
             log.warning("%s: fewer than two groups, no paired change", attribute)
             continue
-        kwargs = gap_kwargs(cfg, metrics)
+        kwargs = gap_kwargs(cfg, metrics) | {"n_boot": 0, "n_perm": 0}  # values and the pair
         gaps = [group_gaps(x["y"], x["s"], x["g"], x["u"], **kwargs) for x in (before, after)]
         for m in metrics:
             res = change_of(before, after, gaps[0], m, cfg)
