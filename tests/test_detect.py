@@ -195,6 +195,9 @@ def test_all_faces_tracks_and_explain(demo, tmp_path):
     assert f.score == max(f.track_scores.values()) and len(f.faces) == 2
     assert all(cam is not None and cam.shape == thumb.shape for _, thumb, cam in f.strip)
     assert result.explain is None  # Grad-CAM ran
+    for _, thumb, cam in f.strip:  # a map, not one value: the heat under the 0.45 blend varies
+        heat = (cam.astype(np.float64) - 0.55 * thumb) / 0.45
+        assert heat.reshape(-1, 3).std(axis=0).max() > 20, "the Grad-CAM overlay is one colour"
     largest = fairforensics.detect(two, run=run, device="cpu")
     assert largest.files[0].n_faces == 1
     assert largest.files[0].score == pytest.approx(f.track_scores[0], abs=1e-6)
