@@ -100,8 +100,13 @@ def test_written_crop_puts_the_face_on_the_template(tmp_path, photo):
     is the identity within 3% of scale, 2 degrees and 2 pixels (measured: 1%, 0.7 degrees,
     0.5 px on these photos)."""
     record, folder = written(tmp_path, CELEBRITIES / photo, "align.size=256")
-    found = redetected_five_points(read_rgb(folder / record["frames"][0]))
-    size, margin = 256, 1.3
+    assert_face_on_template(read_rgb(folder / record["frames"][0]))
+
+
+def assert_face_on_template(crop: np.ndarray, margin: float = 1.3) -> None:
+    """The check of :func:`test_written_crop_puts_the_face_on_the_template` on one crop."""
+    found = redetected_five_points(crop)
+    size = crop.shape[0]
     target = (ARCFACE_112 * size / 112 - size / 2) / margin + size / 2
     z, w = found @ [1, 1j], target @ [1, 1j]  # points as complex numbers: w = a z + b
     (a, b), *_ = np.linalg.lstsq(np.stack([z, np.ones_like(z)], 1), w, rcond=None)
