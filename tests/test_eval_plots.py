@@ -132,3 +132,14 @@ def test_saved_figures_carry_no_date(tmp_path, monkeypatch) -> None:
         data = one.read_bytes()
         assert b"CreationDate" not in data and b"<dc:date>" not in data, one.name
         assert data == other.read_bytes(), one.name
+
+
+def test_report_date_is_source_date_epoch_when_set(tmp_path, monkeypatch) -> None:
+    from fairforensics.configs import ConfigError
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    write_report(tmp_path / "r.html", "T", [Section("S", [], text="x")])
+    assert "1970-01-01 00:00 UTC" in (tmp_path / "r.html").read_text()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(ConfigError, match="SOURCE_DATE_EPOCH='yesterday' is not a whole number"):
+        write_report(tmp_path / "r.html", "T", [Section("S", [], text="x")])
