@@ -63,11 +63,11 @@ def _results_by_level(
 
 def collect_robust_auc(eval_dirs: Sequence[str | Path], level: str = "frame") -> dict[str, float]:
     """``{detector: robust AUC}`` of the evaluation folders that hold a robustness run
-    (``<eval>/robustness/robustness.json`` of ``fairforensics robustness``): the mean AUC over
+    (``<eval>/robustness/robustness_run.json`` of ``fairforensics robustness``): the mean AUC over
     its perturbed cases at ``level`` (video when the run has no such level)."""
     out: dict[str, float] = {}
     for d in map(Path, eval_dirs):
-        path = d / "robustness" / "robustness.json"
+        path = d / "robustness" / "robustness_run.json"  # evaluation.robustness.RUN_INFO
         if not path.is_file():
             continue
         info = json.loads(path.read_text(encoding="utf-8"))

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.figure import Figure
 from sklearn import metrics as skm
 
@@ -24,6 +25,8 @@ from fairforensics.evaluation.tables import Table
 log = logging.getLogger(__name__)
 
 FORMATS = ("png", "pdf")
+#: Metadata that leaves the creation date out of a format's file (PNG has none).
+_UNDATED = {"pdf": {"CreationDate": None}, "svg": {"Date": None}, "ps": {"CreationDate": None}}
 IMAGE_SUFFIXES = frozenset({".png", ".pdf", ".svg", ".jpg", ".jpeg"})
 
 
@@ -34,7 +37,8 @@ def save_figure(
 
     The one figure saver of the project. A ``stem`` that ends in an image suffix (``a.png``) is
     saved in that one format. The figure is drawn with matplotlib's object API; nothing here
-    touches pyplot or the global backend.
+    touches pyplot or the global backend. Files carry no date and SVG ids a fixed salt, so one
+    figure gives the same bytes in every run.
     """
     stem = Path(stem)
     if stem.suffix.lower() in IMAGE_SUFFIXES:
@@ -43,8 +47,8 @@ def save_figure(
     paths = []
     for fmt in formats:
         path = stem.with_name(f"{stem.name}.{fmt}")
-        with atomic_path(path, suffix=f".{fmt}") as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight")
+        with atomic_path(path, suffix=f".{fmt}") as tmp, rc_context({"svg.hashsalt": "ff"}):
+            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_UNDATED.get(fmt))
         paths.append(path)
     return paths
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fairforensics.configs import ConfigError
 from fairforensics.evaluation.tables import Table
 from fairforensics.preprocessing.files import atomic_write_text, write_json
 
@@ -119,8 +120,17 @@ def _page(title: str, meta: dict[str, str], parts: Sequence[dict[str, str]]) -> 
 
 
 def _meta_text(meta: dict | None) -> dict[str, str]:
+    """``meta`` as text, with the time the report is generated: ``SOURCE_DATE_EPOCH`` (seconds
+    since 1970, the reproducible-builds convention) when set, so that a rerun's report is the
+    same file, else now."""
     info = {str(k): str(v) for k, v in (meta or {}).items()}
-    info.setdefault("generated", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    try:
+        when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else None
+    except ValueError:
+        raise ConfigError(f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds") from None
+    when = when or datetime.now(timezone.utc)
+    info.setdefault("generated", when.strftime("%Y-%m-%d %H:%M UTC"))
     return info
 
 

@@ -6,7 +6,8 @@ each case (type x level, 35 by default) perturbs the whole frames before the cro
 cases are scored in one pass of the detector, with the test loader's resize and normalisation.
 An output folder holds::
 
-    robustness.json                 detector, weights, test sets, settings, threshold
+    robustness_run.json             the run: detector, weights, test sets, settings, threshold,
+                                    robust AUC (what the leaderboard reads)
     predictions/<set>/<case>.csv    one predictions file per case (clean, CS_1, ..., VC_5)
     robustness.{csv,md,json}        one row per detector x test set x case (clean: level 0)
                                     with AUC, AP, EER, ACC and their bootstrap intervals
@@ -17,6 +18,12 @@ An output folder holds::
     timing.json                     CPU seconds per stage and per video
     manifest.json                   videos left out, with the reason
     report.html
+
+One seed gives the same bytes in every file but ``timing.json`` (measured time): series and
+colours follow the case order, figures carry no date, and the report's date is
+``SOURCE_DATE_EPOCH`` when that is set (:func:`evaluation.report.write_report`). Known
+exception: VC's x264 re-encoding varies slightly from a process's second encoding on
+(docs/evaluation.md).
 
 The papers (LipForensics, RealForensics, FTCN, AltFreezing) report video-level AUC per type,
 averaged over the five levels; so does ``robustness_table`` (and the frame level beside it).
@@ -69,6 +76,9 @@ from fairforensics.preprocessing.resolve import resolve_index, resolve_index_pat
 log = logging.getLogger(__name__)
 
 METRICS = ("auc", "ap", "eer", "acc")
+#: The run's information (detector, weights, settings, robust AUC) in an output folder;
+#: ``robustness.json`` is the per-case table's JSON.
+RUN_INFO = "robustness_run.json"
 
 
 @dataclass
@@ -334,14 +344,17 @@ def levels_table(rows: list[dict[str, Any]], level: str) -> Table:
 
 
 def robustness_figure(rows: list[dict[str, Any]], level: str, stem: Path) -> list[Path]:
-    """AUC against level, one line per type (starting at the clean AUC), one panel per test set."""
+    """AUC against level, one line per type (starting at the clean AUC), one panel per test set;
+    the types in the order of the rows (the configured case order), so that lines and colours
+    are the same in every run."""
     key = f"{level}_auc"
+    types = list(dict.fromkeys(x["type"] for x in rows if x["type"] != CLEAN))
     panels: dict[str, dict[str, list]] = {}
     for r in rows:
         panel = panels.setdefault(f"{r['detector']} on {r['test_data']}", {})
         point = (r["level"], r[key], r[f"{key}_low"], r[f"{key}_high"])
         if r["type"] == CLEAN:
-            for t in {x["type"] for x in rows if x["type"] != CLEAN}:
+            for t in types:
                 panel.setdefault(t, []).append(point)
         else:
             panel.setdefault(r["type"], []).append(point)
@@ -497,7 +510,8 @@ def _write_outputs(
         "settings": config_to_dict(test),
     }
     info.setdefault("threshold_from", "the test settings (key threshold; default 0.5)")
-    write_json(out / "robustness.json", info, indent=2)
+    # robustness.json is the per-case table's JSON (main.write above); the run's own file:
+    write_json(out / RUN_INFO, info, indent=2)
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if timing:
         write_json(out / "timing.json", timing, indent=2)

@@ -9,14 +9,21 @@ from fairforensics.configs import ConfigError
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
-def resolve_device(name: str | torch.device = "auto", local_rank: int = 0) -> torch.device:
+#: How the commands that read the test/train settings are given a device.
+SETTINGS_OPTION = "--set device=cpu"
+
+
+def resolve_device(
+    name: str | torch.device = "auto", local_rank: int = 0, *, option: str = SETTINGS_OPTION
+) -> torch.device:
     """``auto`` -> ``cuda:<local_rank>`` when CUDA is available, else ``cpu``; other names as
     given (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
 
     A device this process cannot use (``cuda`` without CUDA, ``cuda:3`` on a 2-GPU machine,
     ``mps`` off Apple silicon) or a name torch does not know is a one-line :class:`ConfigError`
     that says what to pass instead, never a CPU fallback and never torch's traceback at the
-    first ``.to(device)``.
+    first ``.to(device)``. ``option``: how the caller's command takes a device (``--device cpu``
+    for ``detect`` and ``metamorphic``), named in that error.
     """
     if name == "auto":
         return torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")
@@ -24,15 +31,16 @@ def resolve_device(name: str | torch.device = "auto", local_rank: int = 0) -> to
         device = torch.device(name)
     except (RuntimeError, TypeError):
         raise ConfigError(
-            f"device {name} is not a device name; use auto, cpu, cuda, cuda:N or mps"
+            f"device {name} is not a device name; use auto, cpu, cuda, cuda:N or mps ({option})"
         ) from None
-    check_device(device)
+    check_device(device, option=option)
     return device
 
 
-def check_device(device: torch.device) -> None:
-    """Raise :class:`ConfigError` when ``device`` is not usable in this process."""
-    fix = "choose cpu or auto instead (--set device=cpu; metamorphic: --device cpu)"
+def check_device(device: torch.device, *, option: str = SETTINGS_OPTION) -> None:
+    """Raise :class:`ConfigError` when ``device`` is not usable in this process; the message
+    says to choose cpu or auto with ``option``."""
+    fix = f"choose cpu or auto instead ({option})"
     if device.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:

@@ -75,3 +75,39 @@ def make_batch(
         batch["mask"] = m
         batch["xray"] = 4 * m * (1 - m)
     return batch
+
+
+def spread_batch_norm_statistics(detector: torch.nn.Module, batch: dict[str, Any]) -> None:
+    """Set every batch norm's running statistics from one forward pass of ``batch``, so that a
+    randomly initialised detector's scores differ between samples.
+
+    At random weights, eval-mode batch norms with their initial statistics (mean 0, variance 1)
+    let activations shrink layer after layer, so every sample gets nearly the same score (equal
+    to float rounding for some detectors), and a check that compares scores cannot see a
+    coupling between samples. Here each batch norm, on its first call, takes the per-channel mean
+    of its input and one variance for all channels (their mean; a per-channel variance would blow
+    up nearly constant channels): activations keep their scale and samples stay apart. The
+    statistics are fixed afterwards, so scores still do not depend on the batch."""
+    from torch.nn.modules.batchnorm import _BatchNorm
+
+    def first_call(module: _BatchNorm, args: tuple[torch.Tensor, ...]) -> None:
+        if module in done or module.running_mean is None:
+            return
+        x = args[0].detach().float()
+        dims = [d for d in range(x.dim()) if d != 1]
+        module.running_mean.copy_(x.mean(dims))
+        module.running_var.fill_(x.var(dims).mean().item())
+        done.add(module)
+
+    done: set[torch.nn.Module] = set()
+    hooks = [
+        m.register_forward_pre_hook(first_call)
+        for m in detector.modules()
+        if isinstance(m, _BatchNorm)
+    ]
+    try:
+        with torch.no_grad():
+            detector(batch)
+    finally:
+        for hook in hooks:
+            hook.remove()

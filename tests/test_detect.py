@@ -22,6 +22,7 @@ from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.preprocessing.config import load_preprocess_config
 from fairforensics.preprocessing.index import read_index
 from fairforensics.preprocessing.pipeline import run_preprocess
+from tests.test_face_path import assert_face_on_template
 from tests.test_preprocess_pipeline import config, make_ff_tree
 from tests.testdata import CELEBRITIES, FACE_RECOGNITION
 
@@ -107,6 +108,13 @@ def test_detect_equals_preprocess_and_test_on_images(demo, tmp_path):
         assert f.kind == "image" and f.score == pytest.approx(
             want[f.path.relative_to(photos).as_posix()], abs=1e-6
         )
+    # and the crop itself, checked without the project's code: dlib's landmarks found again on
+    # detect's crop (made at 256 px, where dlib finds faces) sit on the template
+    big = fairforensics.detect(
+        photos, run=run, device="cpu", face_overrides=["align.size=256"], keep_crops=True
+    )
+    for f in big.files:
+        assert_face_on_template(f.faces[0].crop)
 
 
 def test_crops_are_scored_as_test_py_scores_stored_crops(demo, tmp_path):
@@ -195,6 +203,9 @@ def test_all_faces_tracks_and_explain(demo, tmp_path):
     assert f.score == max(f.track_scores.values()) and len(f.faces) == 2
     assert all(cam is not None and cam.shape == thumb.shape for _, thumb, cam in f.strip)
     assert result.explain is None  # Grad-CAM ran
+    for _, thumb, cam in f.strip:  # a map, not one value: the heat under the 0.45 blend varies
+        heat = (cam.astype(np.float64) - 0.55 * thumb) / 0.45
+        assert heat.reshape(-1, 3).std(axis=0).max() > 20, "the Grad-CAM overlay is one colour"
     largest = fairforensics.detect(two, run=run, device="cpu")
     assert largest.files[0].n_faces == 1
     assert largest.files[0].score == pytest.approx(f.track_scores[0], abs=1e-6)

@@ -113,3 +113,33 @@ def test_save_figure_with_an_image_suffix_writes_that_one_file(tmp_path: Path) -
     assert save_figure(fig, tmp_path / "a.png") == [tmp_path / "a.png"]
     assert save_figure(fig, tmp_path / "DF-1.0", formats=("png",)) == [tmp_path / "DF-1.0.png"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["DF-1.0.png", "a.png"]
+
+
+def test_saved_figures_carry_no_date(tmp_path, monkeypatch) -> None:
+    """A figure's PDF/SVG holds no creation date (and SVG ids a fixed salt): one figure, the
+    same bytes in every run, with or without SOURCE_DATE_EPOCH."""
+    from matplotlib.figure import Figure
+
+    from fairforensics.evaluation.plots import save_figure
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    saved = []
+    for name in ("a", "b"):
+        fig = Figure()
+        fig.subplots().plot([0, 1], [1, 0])
+        saved.append(save_figure(fig, tmp_path / name, formats=("pdf", "svg", "png")))
+    for one, other in zip(*saved, strict=True):
+        data = one.read_bytes()
+        assert b"CreationDate" not in data and b"<dc:date>" not in data, one.name
+        assert data == other.read_bytes(), one.name
+
+
+def test_report_date_is_source_date_epoch_when_set(tmp_path, monkeypatch) -> None:
+    from fairforensics.configs import ConfigError
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    write_report(tmp_path / "r.html", "T", [Section("S", [], text="x")])
+    assert "1970-01-01 00:00 UTC" in (tmp_path / "r.html").read_text()
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
+    with pytest.raises(ConfigError, match="SOURCE_DATE_EPOCH='yesterday' is not a whole number"):
+        write_report(tmp_path / "r.html", "T", [Section("S", [], text="x")])

@@ -89,8 +89,36 @@ def test_device_cuda_without_cuda_is_one_line_exit_2(run: Path, command: str) ->
 
 def test_metamorphic_device_fails_before_any_face(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_cuda(monkeypatch)
-    with pytest.raises(ConfigError, match="device cuda: .*metamorphic: --device cpu"):
+    with pytest.raises(ConfigError, match=r"device cuda: .*\(--device cpu\)") as info:
         detector_scorer(build_detector("meso4", input_size=32), device="cuda")
+    assert "--set" not in str(info.value)
+
+
+def test_detect_device_error_names_the_option_detect_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """``detect`` takes ``--device``, not ``--set device=``: its one-line error says so."""
+    from fairforensics.cli.detect import main as detect_main
+    from fairforensics.cli.errors import run_cli
+
+    _no_cuda(monkeypatch)
+    monkeypatch.setenv("FF_TRACEBACK", "")
+    argv = [str(tmp_path), "--crops", "--detector", "meso4", "--weights", str(tmp_path / "w.pt")]
+    with pytest.raises(SystemExit) as info:
+        run_cli(detect_main, [*argv, "--device", "cuda"])
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "sees no CUDA device" in lines[0], lines
+    assert "(--device cpu)" in lines[0] and "--set" not in lines[0]
+
+
+def test_settings_device_error_names_set_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands that read the test/train settings (train, test, robustness) take --set device=."""
+    from fairforensics.preprocessing.device import resolve_device
+
+    _no_cuda(monkeypatch)
+    with pytest.raises(ConfigError, match=r"\(--set device=cpu\)"):
+        resolve_device("cuda")
 
 
 def test_training_shows_a_bar_on_a_terminal_and_a_loss_line_every_epoch(

@@ -54,3 +54,30 @@ def test_a_case_with_a_status_is_marked_xfail() -> None:
     assert _marks(OurSide("x", {})) == []
     (mark,) = _marks(OurSide("x", {}, status="differs: a cause"))
     assert mark.name == "xfail" and mark.kwargs["reason"] == "differs: a cause"
+
+
+#: Settings of a case that only size the model down (layers, widths, input), not what it computes.
+SIZE_KEYS = {"input_size", "layers", "clip_size", "frames_per_group", "width", "embed_dim",
+             "depths", "num_heads", "window_size", "mlp_dim", "real_encoder_depth",
+             "extractor_depth"}  # fmt: skip
+
+
+def test_a_case_with_another_setting_says_so_in_the_table() -> None:
+    """ "Equal" for a detector built with a setting other than its shipped one (DeepfakeBench's
+    batch-coupled attention) or with a part injected on both sides (SLADD's synthesis) names that
+    in its row: the row is read as the detector's default behaviour otherwise."""
+    import dataclasses
+
+    from fairforensics.detectors import get_detector_class, load_detector_yaml
+
+    for dfb, side in CASES.items():
+        cls = get_detector_class(side.name)
+        shipped = {f.name: f.default for f in dataclasses.fields(cls.Config)}
+        shipped.update(load_detector_yaml(side.name).get("model") or {})
+        for key, value in side.config.items():
+            if key not in SIZE_KEYS and shipped.get(key) != value:
+                assert f"`{key}: {str(value).lower()}`" in side.condition, (dfb, key)
+    rows = {line.split(" | ")[1]: line for line in table.current_table().splitlines()[2:]}
+    assert "only with `batch_coupled_attention: true`" in rows["sta_clip"]
+    assert "only with `batch_coupled_attention: true`" in rows["sia"]
+    assert "synthesised images and masks injected on both sides" in rows["sladd"]

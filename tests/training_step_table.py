@@ -7,8 +7,9 @@ references (``tests/data/training_step``) and the test's cases (``tests/test_tra
 One row per DeepfakeBench detector (commit 8a4a7bf: 15 of its first release, 21 of v2): the
 detector our registry builds for it and its training-step parity: "equal within 1e-4" (what the
 test compares, on which batch) when its reference exists and its case has no known difference,
-the difference and its cause (the case's ``status``) when it has one, "not compared yet" without a
-reference. The table sits between :data:`BEGIN` and :data:`END`; ``tests/test_training_step_table.py``
+the difference and its cause (the case's ``status``) when it has one, what the equality holds
+only under (the case's ``condition``: a setting other than the default, a part injected on both
+sides) beside it, "not compared yet" without a reference. The table sits between :data:`BEGIN` and :data:`END`; ``tests/test_training_step_table.py``
 checks that it is the one this module makes.
 """
 
@@ -82,9 +83,15 @@ def _batch(reference: Mapping[str, Any]) -> str:
     return f"{shape}, {reference['dtype']}"
 
 
-def make_table(references: Mapping[str, Mapping[str, Any]], statuses: Mapping[str, str]) -> str:
+def make_table(
+    references: Mapping[str, Mapping[str, Any]],
+    statuses: Mapping[str, str],
+    conditions: Mapping[str, str] | None = None,
+) -> str:
     """The Markdown table: ``references`` by DeepfakeBench name (those stored), ``statuses``:
-    the known difference and its cause of a compared detector (absent: none)."""
+    the known difference and its cause of a compared detector (absent: none), ``conditions``:
+    what an equality holds only under (absent: the detector as built by default)."""
+    conditions = conditions or {}
     rel = f"{tp.REL:.0e}".replace("e-0", "e-")  # 1e-4
     lines = [
         "| release | DeepfakeBench | ours | training step | compared | batch |",
@@ -96,6 +103,8 @@ def make_table(references: Mapping[str, Mapping[str, Any]], statuses: Mapping[st
             cells = ["not compared yet", "", ""]
         else:
             status = statuses.get(dfb) or f"equal within {rel} (relative)"
+            if dfb in conditions:
+                status = f"{status}, {conditions[dfb]}"
             cells = [status, _compared(reference), _batch(reference)]
         lines.append("| " + " | ".join([release, dfb, f"`{ours}`", *cells]) + " |")
     return "\n".join(lines)
@@ -112,7 +121,8 @@ def current_table() -> str:
     # a reference without a case of ours is not compared (test_every_reference_has_a_case fails)
     compared = {name: ref for name, ref in references.items() if name in CASES}
     statuses = {name: CASES[name].status for name in compared if CASES[name].status}
-    return make_table(compared, statuses)
+    conditions = {name: CASES[name].condition for name in compared if CASES[name].condition}
+    return make_table(compared, statuses, conditions)
 
 
 def with_table(doc: str, table: str) -> str:

@@ -98,7 +98,7 @@ def detect(
         raise ConfigError("no input: give at least one image, video, folder or list of paths")
     if batch_size < 1 or files_per_batch < 1:
         raise ConfigError("batch_size and files_per_batch must be >= 1")
-    dev = str(resolve_device(device))  # an unusable device: one error before any work
+    dev = str(resolve_device(device, option="--device cpu"))  # unusable: one error, no work
     scorer = load_scorer(run, detector, weights, model_config, variant, face_overrides)
     chosen = decision_threshold(
         run=None if run is None else Path(run),
@@ -119,7 +119,8 @@ def detect(
     if not inputs:
         raise ConfigError(f"no files found in {', '.join(map(str, paths))}")
     if settings.face.device != "cpu" and not crops:
-        resolve_device(settings.face.device)  # MTCNN on a device this machine lacks: an error
+        # MTCNN on a device this machine lacks: an error
+        resolve_device(settings.face.device, option="--set face.device=cpu")
     files, timing = _run(inputs, scorer, settings, crops, value, dev, batch_size, amp,
                          keep_crops, explain, files_per_batch, progress)  # fmt: skip
     scores = [f.score for f in files if f.score is not None]

@@ -133,7 +133,8 @@ def detector_scorer(detector: Any, batch_size: int = 32, device: str = "cpu") ->
     from fairforensics.evaluation.predict import predict_images
     from fairforensics.preprocessing.device import resolve_device
 
-    device = str(resolve_device(device))  # an unusable device fails here, before any transform
+    # an unusable device fails here, before any transform
+    device = str(resolve_device(device, option="--device cpu"))
 
     def score(images: list[np.ndarray]) -> np.ndarray:
         return predict_images(detector, images, batch_size=batch_size, device=device)
