@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments
 
 
@@ -29,20 +30,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog=guide("detect"),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image, video, folder or .txt list")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", type=Path, help="run directory of train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
-    p.add_argument(
-        "--weights",
-        help="best | last (of --run; default best) | a file: torch checkpoint (ours or "
-        "DeepfakeBench's) or, for meso4/meso_inception4, the authors' Keras .h5",
-    )
-    p.add_argument("--model-config", type=Path, help="detector YAML for --detector")
-    p.add_argument(
-        "--variant",
-        choices=["deepfakebench", "paper"],
-        help="with --detector and no --model-config: the shipped deepfakebench or paper YAML",
-    )
+    add_detector_source(p)
     p.add_argument("--out", type=Path, help="write detections.csv/json, frames.csv, report.html")
     p.add_argument(
         "--crops",
@@ -81,6 +69,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     from fairforensics.configs import import_modules
 
     import_modules(args.imports)
@@ -93,8 +82,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"--detector {args.detector!r} is not a registered detector; choose one of "
                 f"{', '.join(list_detectors())} (or --import the module that registers it)"
             )
-        if not args.weights or args.weights in ("best", "last"):
-            raise UserInputError("--detector needs --weights FILE (best/last belong to --run)")
     from fairforensics.evaluation.detection import detect, exit_code, terminal_table, write_outputs
 
     result = detect(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
 from fairforensics.preprocessing.perturbations import TYPES
@@ -38,12 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=guide("robustness"),
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", type=Path, help="run directory of scripts/train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
-    p.add_argument("--weights", default="best", help="best | last (of --run) | a file")
-    p.add_argument("--model-config", type=Path, help="detector YAML for --detector")
-    p.add_argument("--variant", choices=["deepfakebench", "paper"], help="as scripts/test.py")
+    add_detector_source(p)
     p.add_argument("--train-data", default="", help="training data shown in tables")
     p.add_argument("--test-data", nargs="+", required=True, help="dataset names")
     p.add_argument("--data-root", help="folder of the dataset indexes")
@@ -93,6 +89,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
     from fairforensics.evaluation.report import add_sections

@@ -21,7 +21,8 @@ import sys
 from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
-from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
 
@@ -32,9 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=guide("test"),
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", type=Path, help="run directory of scripts/train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
+    src = add_detector_source(p)
     src.add_argument(
         "--predictions", nargs="+", metavar="SET=CSV", help="evaluate existing predictions files"
     )
@@ -44,7 +43,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src.add_argument(
         "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
     )
-    add_weights_arguments(p)
     p.add_argument("--name", help="detector name shown in tables for --predictions")
     p.add_argument(
         "--scores",
@@ -114,6 +112,7 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.preprocessing.resolve import resolve_index
