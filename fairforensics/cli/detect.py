@@ -2,6 +2,7 @@
 
   fairforensics detect PATH ... --run RUN_DIR [--weights best|last|FILE] [--out DIR]
   fairforensics detect PATH ... --detector NAME --weights FILE [--variant paper] [--out DIR]
+  fairforensics detect PATH ... --model PACKAGE_DIR|hf:OWNER/NAME[@REV] [--out DIR]
   fairforensics detect CROPS ... --crops --detector meso4 --weights Meso4_DF.h5
 
 PATH: images, videos, folders (searched recursively) or .txt files listing paths. Faces are
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         args.paths,
         run=args.run,
         detector=args.detector,
+        model=args.model,
         weights=args.weights,
         model_config=args.model_config,
         variant=args.variant,

@@ -25,6 +25,8 @@ GUIDES = {
     "detectors": "detectors.md",
     "perturb": "evaluation.md",
     "robustness": "evaluation.md",
+    "export": "evaluation.md",
+    "models": "evaluation.md",
 }
 
 

@@ -3,6 +3,7 @@ r"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, p
   scripts/metamorphic.py --run RUN_DIR [--weights best|last|FILE] --test-data DATASET
   scripts/metamorphic.py --detector NAME --weights FILE [--variant paper | --model-config YAML]
       --test-data DATASET [--data-root DIR]
+  scripts/metamorphic.py --model PACKAGE_DIR|hf:OWNER/NAME[@REV] --test-data DATASET
 
 A score at or above the decision threshold is a fake decision: by default the run's validation
 threshold (see --threshold). --weights FILE is what scripts/test.py reads: a torch checkpoint
@@ -113,6 +114,38 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     )
 
 
+def _evaluate_package(args: argparse.Namespace, options: dict) -> dict[str, Path]:
+    """``--model DIR|hf:OWNER/NAME[@REV]``: a model package, with its crop and threshold."""
+    from fairforensics.evaluation.model_package.load import load_model
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.fairness.metamorphic.pipeline import evaluate_detector
+
+    package = load_model(args.model)
+    meta = {
+        "detector": package.name,
+        "model_package": package.ref,
+        "weights_sha256": package.config["weights_sha256"],
+        "model": package.config["model"],
+    }
+    threshold = decision_threshold(
+        threshold=args.threshold, threshold_from=args.threshold_from, packaged=package.threshold
+    )
+    print_threshold(threshold)
+    label = package.folder.name if not package.ref.startswith("hf:") else package.ref[3:]
+    return evaluate_detector(
+        package.detector,
+        args.test_data,
+        args.relations,
+        data_root=args.data_root or "datasets",
+        out_dir=args.out,
+        out_parent=Path("metamorphic") / f"{package.name}_{label.replace('/', '_')}",
+        meta=meta,
+        expected_crop=package.crop,
+        threshold=threshold,
+        **options,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
@@ -135,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         "n_examples": args.examples,
     }
     import_modules(args.imports)
-    if args.detector is not None:
+    if args.model is not None:
+        files = _evaluate_package(args, options)
+    elif args.detector is not None:
         files = _evaluate_named(args, options)
     else:
         threshold = decision_threshold(

@@ -5,6 +5,7 @@ Seven perturbation types at five levels, each applied to the whole decoded frame
   fairforensics robustness --run RUN_DIR --test-data FF-c23 --source-root DATASET_ROOT
   fairforensics robustness --detector NAME --weights FILE --test-data FF-c23 \
       --source-root DATASET_ROOT [--types CS,GB,VC] [--levels 1,3,5] [--faces detect]
+  fairforensics robustness --model PACKAGE_DIR|hf:OWNER/NAME[@REV] --test-data FF-c23 ...
 
 The perturbations are applied to the whole decoded frames before the face crop (frames mode:
 an index made by ``preprocess``, whose ``source`` paths lie under --source-root, the
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     check_detector_source(args)
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
+    from fairforensics.evaluation.model_package.load import load_model
     from fairforensics.evaluation.report import add_sections
     from fairforensics.evaluation.results import slug
     from fairforensics.evaluation.robustness import RobustnessConfig, read_cases, run_robustness
@@ -121,17 +123,21 @@ def main(argv: list[str] | None = None) -> int:
         crop_side=args.crop_side,
     )
     report_cfg = None if args.no_fairness else load_report_config(overrides=args.fairness_set)
-    weights_label = args.weights if args.weights in ("best", "last") else Path(args.weights).stem
+    package = load_model(args.model) if args.model else None
     out = args.out
-    if out is None:
+    if out is None and package is None:
+        weights_label = args.weights if args.weights in ("best", "last") else Path(args.weights).stem
         out = (
             args.run / "eval" / weights_label / "robustness"
             if args.run
             else Path("evals") / f"{args.detector}_{weights_label}" / "robustness"
         )
     detector, name, train_data, meta, out = testing.load_for_test(
-        args.run, args.detector, args.weights, args.model_config, cfg, out, variant=args.variant
-    )
+        args.run, args.detector, args.weights, args.model_config, cfg, out, variant=args.variant,
+        package=package,
+    )  # fmt: skip
+    if args.out is None and package is not None:  # evals/<detector>_<package>/robustness
+        out = out / "robustness"
     testing.check_writable(out)
     if args.val_data:
         if args.threshold is not None or args.threshold_from is not None:
@@ -147,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             threshold=args.threshold,
             threshold_from=args.threshold_from,
             weights=args.weights,
+            packaged=None if package is None else package.threshold,
         )
     cfg.threshold = threshold.value
     meta["threshold_from"] = threshold.source

@@ -1,0 +1,132 @@
+"""Model packages (issue 39): ``fairforensics export`` of a trained run, loaded by ``--model`` from
+another folder and from a Hugging Face cache laid out as ``huggingface_hub`` lays it out
+(offline, nothing downloads), gives the run's scores and threshold; broken packages are one line
+with exit 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fairforensics
+from fairforensics.cli.export import main as export_main
+from fairforensics.cli.test import main as run_test_cli
+from fairforensics.evaluation.predictions import read_predictions
+from tests.test_detect import demo  # noqa: F401 - the module fixture: a Meso4 run on demo data
+from tests.testdata import CELEBRITIES
+
+TEST_SETS = ["--set", "n_boot=0", "--set", "plots=false", "--set", "report=false"]
+TEST_SETS += ["--set", "device=cpu"]
+
+
+def _threshold_of(run: Path) -> float:
+    return json.loads((run / "validation_threshold.json").read_text())["checkpoints"]["best"][
+        "threshold"
+    ]
+
+
+@pytest.fixture(scope="module")
+def package(demo, tmp_path_factory) -> Path:  # noqa: F811 - the imported fixture
+    """The demo run exported, then moved to another folder (the run is not needed to load it)."""
+    _, _, run = demo
+    out = tmp_path_factory.mktemp("export") / "meso4_demo"
+    before = sorted((p.relative_to(run), p.stat().st_mtime_ns) for p in run.rglob("*"))
+    assert export_main([str(run), "--out", str(out)]) == 0
+    after = sorted((p.relative_to(run), p.stat().st_mtime_ns) for p in run.rglob("*"))
+    assert before == after  # exporting never changes the run
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "pkg"
+    shutil.copytree(out, elsewhere)
+    return elsewhere
+
+
+def test_the_package_records_what_makes_the_scores_true(demo, package) -> None:  # noqa: F811
+    _, _, run = demo
+    assert sorted(p.name for p in package.iterdir()) == [
+        "README.md",
+        "config.json",
+        "model.safetensors",
+    ]
+    config = json.loads((package / "config.json").read_text())
+    assert config["detector"] == "meso4" and config["schema_version"] == 1
+    assert config["threshold"]["value"] == pytest.approx(_threshold_of(run), abs=0)
+    assert config["threshold"]["rule"] == "eer" and config["threshold"]["val_data"] == ["demo"]
+    assert config["frame_num"] == 3 and config["input_size"] == 32
+    assert config["face_settings"]["sampling"]["num_frames"] == 4
+    assert config["face_settings"]["align"]["size"] == 64
+    (train,) = config["train_data"]
+    index = demo[1] / "demo.json"
+    assert train == {"name": "demo", "index_sha256": hashlib.sha256(index.read_bytes()).hexdigest()}
+    card = (package / "README.md").read_text()
+    assert card.startswith("---\nlibrary_name: fairforensics\n")
+    for name in ("model.safetensors", "config.json"):
+        assert hashlib.sha256((package / name).read_bytes()).hexdigest() in card
+    assert (package / "model.safetensors").read_bytes()[8:9] == b"{"  # safetensors, no pickle
+
+
+def _hf_cache(root: Path, package: Path, repo: str, commit: str, ref: str = "main") -> Path:
+    """``package``'s files in a Hugging Face cache as ``huggingface_hub`` writes one:
+    ``models--OWNER--NAME/blobs/<sha256>``, ``snapshots/<commit>/<file>`` linking to the blob
+    and ``refs/<ref>`` holding the commit."""
+    repo_dir = root / ("models--" + repo.replace("/", "--"))
+    (repo_dir / "blobs").mkdir(parents=True)
+    (repo_dir / "snapshots" / commit).mkdir(parents=True)
+    (repo_dir / "refs").mkdir()
+    (repo_dir / "refs" / ref).write_text(commit)
+    for f in package.iterdir():
+        blob = repo_dir / "blobs" / hashlib.sha256(f.read_bytes()).hexdigest()
+        shutil.copy(f, blob)
+        (repo_dir / "snapshots" / commit / f.name).symlink_to(Path("..", "..", "blobs", blob.name))
+    return repo_dir
+
+
+@pytest.fixture
+def offline_cache(tmp_path, monkeypatch) -> Path:
+    cache = tmp_path / "hf"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return cache
+
+
+def test_test_with_the_package_gives_the_runs_scores_and_threshold(
+    demo, package, offline_cache, tmp_path
+) -> None:  # noqa: F811
+    _, processed, run = demo
+    base = ["--test-data", "demo", "--data-root", str(processed), *TEST_SETS]
+    assert run_test_cli(["--run", str(run), *base, "--out", str(tmp_path / "run")]) == 0
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    _hf_cache(offline_cache, package, "someone/meso4-demo", commit)
+    for i, ref in enumerate([str(package), "hf:someone/meso4-demo", f"hf:someone/meso4-demo@{commit}"]):
+        out = tmp_path / f"pkg{i}"
+        assert run_test_cli(["--model", ref, *base, "--out", str(out)]) == 0
+        want = read_predictions(tmp_path / "run" / "predictions" / "demo.csv")
+        got = read_predictions(out / "predictions" / "demo.csv")
+        np.testing.assert_allclose(got.score, want.score, atol=1e-6)
+        info = json.loads((out / "eval.json").read_text())
+        assert info["threshold"] == pytest.approx(_threshold_of(run), abs=1e-12)
+        assert "model package" in info["threshold_from"] and info["model_package"] == ref
+
+
+def test_detect_with_the_package_gives_the_runs_scores_and_threshold(
+    demo, package, offline_cache
+) -> None:  # noqa: F811
+    _, _, run = demo
+    photo = CELEBRITIES / "img1.jpg"
+    want = fairforensics.detect(photo, run=run, device="cpu")
+    _hf_cache(offline_cache, package, "someone/meso4-demo", "f" * 40)
+    for ref in (package, "hf:someone/meso4-demo"):
+        got = fairforensics.detect(photo, model=ref, device="cpu")
+        assert got.files[0].score == pytest.approx(want.files[0].score, abs=1e-6)
+        assert got.threshold == pytest.approx(want.threshold, abs=1e-12)
+        assert "model package" in got.threshold_source
+        assert got.face_settings == want.face_settings
+    loaded = fairforensics.load_model(package)
+    assert loaded.name == "meso4" and loaded.threshold.value == pytest.approx(want.threshold)
