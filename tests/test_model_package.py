@@ -130,3 +130,65 @@ def test_detect_with_the_package_gives_the_runs_scores_and_threshold(
         assert got.face_settings == want.face_settings
     loaded = fairforensics.load_model(package)
     assert loaded.name == "meso4" and loaded.threshold.value == pytest.approx(want.threshold)
+
+
+def _broken(package: Path, tmp_path: Path, how: str) -> str:
+    """A copy of ``package`` broken ``how``; returns its reference."""
+    copy = tmp_path / how
+    shutil.copytree(package, copy)
+    if how == "corrupted":
+        data = bytearray((copy / "model.safetensors").read_bytes())
+        data[-5:] = b"\x00\xff\x00\xff\x00"
+        (copy / "model.safetensors").write_bytes(bytes(data))
+    elif how == "truncated":  # and its checksum updated: the file itself is unreadable
+        data = (copy / "model.safetensors").read_bytes()[:100]
+        (copy / "model.safetensors").write_bytes(data)
+        config = json.loads((copy / "config.json").read_text())
+        config["weights_sha256"] = hashlib.sha256(data).hexdigest()
+        (copy / "config.json").write_text(json.dumps(config))
+    elif how == "no_config":
+        (copy / "config.json").unlink()
+    elif how == "unknown_detector":
+        config = json.loads((copy / "config.json").read_text())
+        config["detector"] = "no_such_detector"
+        (copy / "config.json").write_text(json.dumps(config))
+    elif how == "newer":
+        config = json.loads((copy / "config.json").read_text())
+        config["schema_version"] = 99
+        (copy / "config.json").write_text(json.dumps(config))
+    elif how == "unknown_key":
+        config = json.loads((copy / "config.json").read_text())
+        config["model"]["no_such_key"] = 1
+        (copy / "config.json").write_text(json.dumps(config))
+    return str(copy)
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("corrupted", "SHA-256 differs from config.json's"),
+        ("truncated", "not a readable safetensors file"),
+        ("no_config", "config.json: missing"),
+        ("unknown_detector", "detector 'no_such_detector' is not registered"),
+        ("newer", "schema_version 99 is newer than this fairforensics reads"),
+        ("unknown_key", "no_such_key"),
+        ("missing_revision", "someone/meso4-demo@v9 is not in the Hugging Face cache"),
+        ("missing_repo", "nobody/nothing@main is not in the Hugging Face cache"),
+    ],
+)
+@pytest.mark.parametrize("verb", ["detect", "test"])
+def test_a_broken_package_is_one_line_and_exit_2(
+    package, offline_cache, tmp_path, capsys, verb, how, message
+) -> None:
+    from fairforensics.cli.detect import main as detect_main
+    from tests.test_cli import run_command
+
+    _hf_cache(offline_cache, package, "someone/meso4-demo", "e" * 40)
+    ref = {"missing_revision": "hf:someone/meso4-demo@v9", "missing_repo": "hf:nobody/nothing"}
+    ref = ref.get(how) or _broken(package, tmp_path, how)
+    if verb == "detect":
+        code, err = run_command(detect_main, [str(CELEBRITIES / "img1.jpg"), "--model", ref], capsys)
+    else:
+        code, err = run_command(run_test_cli, ["--model", ref, "--test-data", "demo"], capsys)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert message in err, err

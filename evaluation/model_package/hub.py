@@ -32,22 +32,35 @@ def resolve_model_ref(ref: str | Path) -> Path:
         return Path(text).expanduser()
     repo, revision = parse_hub_ref(text)
     from huggingface_hub import hf_hub_download
-    from huggingface_hub.errors import EntryNotFoundError, HfHubHTTPError, LocalEntryNotFoundError
+    from huggingface_hub.errors import (
+        EntryNotFoundError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     where = f"{repo}@{revision or 'main'}"
     files = {}
     for name in (CONFIG_FILE, WEIGHTS_FILE, CARD_FILE):
         try:
             files[name] = Path(hf_hub_download(repo, name, revision=revision))
-        except EntryNotFoundError:
-            if name == CARD_FILE:  # the card is for readers; the package loads without it
-                continue
-            raise PackageError(f"--model {text}: {where} has no {name}") from None
-        except LocalEntryNotFoundError:
+        except LocalEntryNotFoundError:  # first: it is also an EntryNotFoundError
             raise PackageError(
                 f"--model {text}: {where} is not in the Hugging Face cache and the Hub cannot be "
                 "reached (HF_HUB_OFFLINE=1 or no network); download it once online"
             ) from None
+        except RevisionNotFoundError:
+            raise PackageError(f"--model {text}: {repo} has no revision {revision!r}") from None
+        except RepositoryNotFoundError:
+            raise PackageError(
+                f"--model {text}: no repository {repo} on the Hub (or it is private: log in "
+                "with huggingface-cli login)"
+            ) from None
+        except EntryNotFoundError:
+            if name == CARD_FILE:  # the card is for readers; the package loads without it
+                continue
+            raise PackageError(f"--model {text}: {where} has no {name}") from None
         except (HfHubHTTPError, OSError, ValueError) as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise PackageError(f"--model {text}: cannot fetch {where}: {first}") from None
