@@ -104,7 +104,9 @@ def test_test_with_the_package_gives_the_runs_scores_and_threshold(
     assert run_test_cli(["--run", str(run), *base, "--out", str(tmp_path / "run")]) == 0
     commit = "0123456789abcdef0123456789abcdef01234567"
     _hf_cache(offline_cache, package, "someone/meso4-demo", commit)
-    for i, ref in enumerate([str(package), "hf:someone/meso4-demo", f"hf:someone/meso4-demo@{commit}"]):
+    for i, ref in enumerate(
+        [str(package), "hf:someone/meso4-demo", f"hf:someone/meso4-demo@{commit}"]
+    ):
         out = tmp_path / f"pkg{i}"
         assert run_test_cli(["--model", ref, *base, "--out", str(out)]) == 0
         want = read_predictions(tmp_path / "run" / "predictions" / "demo.csv")
@@ -187,8 +189,87 @@ def test_a_broken_package_is_one_line_and_exit_2(
     ref = {"missing_revision": "hf:someone/meso4-demo@v9", "missing_repo": "hf:nobody/nothing"}
     ref = ref.get(how) or _broken(package, tmp_path, how)
     if verb == "detect":
-        code, err = run_command(detect_main, [str(CELEBRITIES / "img1.jpg"), "--model", ref], capsys)
+        code, err = run_command(
+            detect_main, [str(CELEBRITIES / "img1.jpg"), "--model", ref], capsys
+        )
     else:
         code, err = run_command(run_test_cli, ["--model", ref, "--test-data", "demo"], capsys)
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
     assert message in err, err
+
+
+def test_mesonet_h5_exported_with_its_preset_scores_as_the_file(tmp_path, monkeypatch) -> None:
+    """``export --detector meso4 --weights X.h5 --preset mesonet``: the authors' crop and input
+    (no normalisation) recorded, no threshold (decisions say 0.5 by default), and ``detect
+    --crops --model`` scores as ``--detector --weights`` did (a synthetic .h5 in the authors'
+    layout at their 256 px; the released files: the extended test below)."""
+    pytest.importorskip("h5py")
+    import tests.test_keras_meso as keras_meso
+
+    monkeypatch.setattr(keras_meso, "SIZE", 256)
+    h5, _ = keras_meso._meso4(tmp_path)
+    out = tmp_path / "pkg"
+    argv = ["--detector", "meso4", "--weights", str(h5), "--preset", "mesonet", "--out", str(out)]
+    assert export_main(argv) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["crop"] == {"method": "mesonet", "scale": 2.86, "size": 256}
+    assert config["mean"] == [0.0, 0.0, 0.0] and config["std"] == [1.0, 1.0, 1.0]
+    assert config["threshold"] is None and config["source"]["preset"] == "mesonet"
+    assert config["face_settings"]["align"]["method"] == "mesonet"
+    photos = sorted(CELEBRITIES.glob("*.jpg"))[:3]
+    want = fairforensics.detect(photos, detector="meso4", weights=h5, crops=True, device="cpu")
+    got = fairforensics.detect(photos, model=out, crops=True, device="cpu")
+    np.testing.assert_allclose(
+        [f.score for f in got.files], [f.score for f in want.files], atol=1e-6
+    )
+    assert got.threshold == 0.5 and got.threshold_source.startswith("0.5 (default")
+
+
+@pytest.mark.extended
+def test_released_mesonet_file_exported_scores_the_authors_crops(tmp_path) -> None:
+    """The MesoNet authors' Meso4_DF.h5 exported with ``--preset mesonet`` scores their four
+    crops as the file itself does through ``test`` (the two ``df`` crops fake, the two real
+    real)."""
+    pytest.importorskip("h5py")
+    from tests.test_mesonet_released import _check_scores, _crop_index, _mesonet
+
+    h5 = _mesonet() / "weights" / "Meso4_DF.h5"
+    _crop_index(tmp_path / "data")
+    pkg = tmp_path / "pkg"
+    assert export_main(["--detector", "meso4", "--weights", str(h5), "--preset", "mesonet",
+                        "--out", str(pkg)]) == 0  # fmt: skip
+    base = ["--test-data", "mesonet", "--data-root", str(tmp_path / "data")]
+    assert run_test_cli(["--detector", "meso4", "--weights", str(h5), *base,
+                         "--out", str(tmp_path / "file")]) == 0  # fmt: skip
+    assert run_test_cli(["--model", str(pkg), *base, "--out", str(tmp_path / "pkg_eval")]) == 0
+    want = read_predictions(tmp_path / "file" / "predictions" / "mesonet.csv")
+    got = read_predictions(tmp_path / "pkg_eval" / "predictions" / "mesonet.csv")
+    np.testing.assert_allclose(got.score, want.score, atol=1e-6)
+    _check_scores("Meso4_DF", got.label, got.score)
+
+
+def test_deepfakebench_checkpoint_exported_with_its_preset(tmp_path) -> None:
+    """A raw DeepfakeBench state dict (``module.`` prefixes) with ``--preset deepfakebench``:
+    DeepfakeBench's crop and normalisation recorded, scores equal to the file's."""
+    import torch
+
+    from fairforensics.detectors import build_detector
+
+    torch.manual_seed(0)
+    model = build_detector("meso4")
+    pth = tmp_path / "meso4_best.pth"
+    torch.save({f"module.{k}": v for k, v in model.state_dict().items()}, pth)
+    out = tmp_path / "pkg"
+    argv = ["--detector", "meso4", "--weights", str(pth), "--preset", "deepfakebench"]
+    assert export_main([*argv, "--threshold", "0.4", "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["crop"] == {"method": "template", "scale": 1.3, "size": 256}
+    assert config["mean"] == [0.5, 0.5, 0.5] and config["source"]["preset"] == "deepfakebench"
+    assert config["threshold"]["value"] == 0.4
+    photos = sorted(CELEBRITIES.glob("*.jpg"))[:2]
+    want = fairforensics.detect(photos, detector="meso4", weights=pth, crops=True, device="cpu")
+    got = fairforensics.detect(photos, model=out, crops=True, device="cpu")
+    np.testing.assert_allclose(
+        [f.score for f in got.files], [f.score for f in want.files], atol=1e-6
+    )
+    assert got.threshold == 0.4 and "model package" in got.threshold_source

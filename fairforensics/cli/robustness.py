@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     package = load_model(args.model) if args.model else None
     out = args.out
     if out is None and package is None:
-        weights_label = args.weights if args.weights in ("best", "last") else Path(args.weights).stem
+        weights_label = (
+            args.weights if args.weights in ("best", "last") else Path(args.weights).stem
+        )
         out = (
             args.run / "eval" / weights_label / "robustness"
             if args.run
