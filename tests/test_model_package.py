@@ -44,7 +44,7 @@ def package(demo, tmp_path_factory) -> Path:  # noqa: F811 - the imported fixtur
     return elsewhere
 
 
-def test_the_package_records_what_makes_the_scores_true(demo, package) -> None:  # noqa: F811
+def test_the_package_records_what_makes_the_scores_true(demo, package) -> None:
     _, _, run = demo
     assert sorted(p.name for p in package.iterdir()) == [
         "README.md",
@@ -97,8 +97,11 @@ def offline_cache(tmp_path, monkeypatch) -> Path:
 
 
 def test_test_with_the_package_gives_the_runs_scores_and_threshold(
-    demo, package, offline_cache, tmp_path
-) -> None:  # noqa: F811
+    demo,  # noqa: F811 - the imported fixture
+    package,
+    offline_cache,
+    tmp_path,
+) -> None:
     _, processed, run = demo
     base = ["--test-data", "demo", "--data-root", str(processed), *TEST_SETS]
     assert run_test_cli(["--run", str(run), *base, "--out", str(tmp_path / "run")]) == 0
@@ -118,8 +121,10 @@ def test_test_with_the_package_gives_the_runs_scores_and_threshold(
 
 
 def test_detect_with_the_package_gives_the_runs_scores_and_threshold(
-    demo, package, offline_cache
-) -> None:  # noqa: F811
+    demo,  # noqa: F811 - the imported fixture
+    package,
+    offline_cache,
+) -> None:
     _, _, run = demo
     photo = CELEBRITIES / "img1.jpg"
     want = fairforensics.detect(photo, run=run, device="cpu")
