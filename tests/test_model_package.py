@@ -44,7 +44,7 @@ def package(demo, tmp_path_factory) -> Path:  # noqa: F811 - the imported fixtur
     return elsewhere
 
 
-def test_the_package_records_what_makes_the_scores_true(demo, package) -> None:
+def test_the_package_records_what_makes_the_scores_true(demo, package) -> None:  # noqa: F811
     _, _, run = demo
     assert sorted(p.name for p in package.iterdir()) == [
         "README.md",
