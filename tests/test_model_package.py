@@ -231,26 +231,28 @@ def test_mesonet_h5_exported_with_its_preset_scores_as_the_file(tmp_path, monkey
 
 
 @pytest.mark.extended
-def test_released_mesonet_file_exported_scores_the_authors_crops(tmp_path) -> None:
-    """The MesoNet authors' Meso4_DF.h5 exported with ``--preset mesonet`` scores their four
-    crops as the file itself does through ``test`` (the two ``df`` crops fake, the two real
-    real)."""
+@pytest.mark.parametrize("stem", ["Meso4_DF", "Meso4_F2F", "MesoInception_DF", "MesoInception_F2F"])
+def test_released_mesonet_file_exported_scores_the_authors_crops(tmp_path, stem) -> None:
+    """Each of the MesoNet authors' four .h5 files exported with ``--preset mesonet`` scores
+    their four crops as the file itself does through ``test`` (DF files: the two ``df`` crops
+    fake, the two real real; F2F files: the real crops real)."""
     pytest.importorskip("h5py")
-    from tests.test_mesonet_released import _check_scores, _crop_index, _mesonet
+    from tests.test_mesonet_released import FILES, _check_scores, _crop_index, _mesonet
 
-    h5 = _mesonet() / "weights" / "Meso4_DF.h5"
+    h5 = _mesonet() / "weights" / f"{stem}.h5"
+    name = FILES[stem][0]
     _crop_index(tmp_path / "data")
     pkg = tmp_path / "pkg"
-    assert export_main(["--detector", "meso4", "--weights", str(h5), "--preset", "mesonet",
+    assert export_main(["--detector", name, "--weights", str(h5), "--preset", "mesonet",
                         "--out", str(pkg)]) == 0  # fmt: skip
     base = ["--test-data", "mesonet", "--data-root", str(tmp_path / "data")]
-    assert run_test_cli(["--detector", "meso4", "--weights", str(h5), *base,
+    assert run_test_cli(["--detector", name, "--weights", str(h5), *base,
                          "--out", str(tmp_path / "file")]) == 0  # fmt: skip
     assert run_test_cli(["--model", str(pkg), *base, "--out", str(tmp_path / "pkg_eval")]) == 0
     want = read_predictions(tmp_path / "file" / "predictions" / "mesonet.csv")
     got = read_predictions(tmp_path / "pkg_eval" / "predictions" / "mesonet.csv")
     np.testing.assert_allclose(got.score, want.score, atol=1e-6)
-    _check_scores("Meso4_DF", got.label, got.score)
+    _check_scores(stem, got.label, got.score)
 
 
 def test_deepfakebench_checkpoint_exported_with_its_preset(tmp_path) -> None:
