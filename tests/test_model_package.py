@@ -280,3 +280,41 @@ def test_deepfakebench_checkpoint_exported_with_its_preset(tmp_path) -> None:
         [f.score for f in got.files], [f.score for f in want.files], atol=1e-6
     )
     assert got.threshold == 0.4 and "model package" in got.threshold_source
+
+
+def test_robustness_and_metamorphic_with_the_package_give_the_runs_scores(
+    demo,  # noqa: F811 - the imported fixture
+    package,
+    tmp_path,
+) -> None:
+    """``robustness --model`` (one perturbation, crops mode) and ``metamorphic --model`` (one
+    makeup case) score as ``--run`` does and decide at the run's validation threshold."""
+    from fairforensics.cli.metamorphic import main as metamorphic_main
+    from fairforensics.cli.robustness import main as robustness_main
+
+    _, processed, run = demo
+    threshold = _threshold_of(run)
+    base = ["--test-data", "demo", "--data-root", str(processed), "--mode", "crops"]
+    base += ["--types", "GB", "--levels", "1", "--no-fairness", "--no-progress", *TEST_SETS]
+    for name, source in (("run", ["--run", str(run)]), ("pkg", ["--model", str(package)])):
+        assert robustness_main([*source, *base, "--out", str(tmp_path / f"rob_{name}")]) == 0
+    for case in ("clean", "GB_1"):
+        want = read_predictions(tmp_path / "rob_run" / "predictions" / "demo" / f"{case}.csv")
+        got = read_predictions(tmp_path / "rob_pkg" / "predictions" / "demo" / f"{case}.csv")
+        np.testing.assert_allclose(got.score, want.score, atol=1e-6)
+    info = json.loads((tmp_path / "rob_pkg" / "robustness.json").read_text())
+    assert info["threshold"] == pytest.approx(threshold, abs=1e-12)
+    assert info["threshold_from"].startswith(f"threshold of model package {package}")
+    relations = tmp_path / "lips.yaml"
+    relations.write_text(
+        "group_key: lighting\ngroups: [bright, dim]\nrelations: [{id: MR3, cases: [{id: TC7, transform: makeup, "
+        "params: {components: [lipstick], intensity: light}}]}]\n"
+    )
+    base = ["--test-data", "demo", "--data-root", str(processed), "--relations", str(relations)]
+    for name, source in (("run", ["--run", str(run)]), ("pkg", ["--model", str(package)])):
+        assert metamorphic_main([*source, *base, "--out", str(tmp_path / f"mm_{name}")]) == 0
+    want = read_predictions(tmp_path / "mm_run" / "predictions" / "benchmark.csv")
+    got = read_predictions(tmp_path / "mm_pkg" / "predictions" / "benchmark.csv")
+    np.testing.assert_allclose(got.score, want.score, atol=1e-6)
+    summary = json.loads((tmp_path / "mm_pkg" / "metamorphic.json").read_text())
+    assert "model package" in json.dumps(summary)
