@@ -318,3 +318,23 @@ def test_robustness_and_metamorphic_with_the_package_give_the_runs_scores(
     np.testing.assert_allclose(got.score, want.score, atol=1e-6)
     summary = json.loads((tmp_path / "mm_pkg" / "metamorphic.json").read_text())
     assert "model package" in json.dumps(summary)
+
+
+def test_threshold_from_a_package_folder_or_hub_reference(demo, package, offline_cache) -> None:  # noqa: F811
+    """``--threshold-from PACKAGE`` (fairness and every deciding command): the package's
+    threshold, from a folder or an offline Hub cache; a package without one is an error."""
+    from fairforensics.configs import ConfigError
+    from fairforensics.evaluation.thresholds import decision_threshold
+
+    _hf_cache(offline_cache, package, "someone/meso4-demo", "d" * 40)
+    for ref in (package, Path("hf:someone/meso4-demo")):
+        found = decision_threshold(threshold_from=ref)
+        assert found.value == pytest.approx(_threshold_of(demo[2]), abs=1e-12)
+        assert "model package" in found.source
+    config = json.loads((package / "config.json").read_text())
+    config["threshold"] = None
+    bare = package.parent / "bare"
+    shutil.copytree(package, bare)
+    (bare / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match="the package records none"):
+        decision_threshold(threshold_from=bare)
