@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 import fairforensics
 from fairforensics.cli.export import main as export_main
@@ -32,8 +33,11 @@ def _threshold_of(run: Path) -> float:
 
 @pytest.fixture(scope="module")
 def package(demo, tmp_path_factory) -> Path:  # noqa: F811 - the imported fixture
-    """The demo run exported, then moved to another folder (the run is not needed to load it)."""
-    _, _, run = demo
+    """The demo run, evaluated by ``test`` into its ``eval/best`` (the card's results), exported,
+    then moved to another folder (the run is not needed to load it)."""
+    _, processed, run = demo
+    evaluate = ["--run", str(run), "--test-data", "demo", "--data-root", str(processed)]
+    assert run_test_cli([*evaluate, *TEST_SETS, "--set", "n_boot=50"]) == 0
     out = tmp_path_factory.mktemp("export") / "meso4_demo"
     before = sorted((p.relative_to(run), p.stat().st_mtime_ns) for p in run.rglob("*"))
     assert export_main([str(run), "--out", str(out)]) == 0
@@ -63,6 +67,15 @@ def test_the_package_records_what_makes_the_scores_true(demo, package) -> None: 
     assert train == {"name": "demo", "index_sha256": hashlib.sha256(index.read_bytes()).hexdigest()}
     card = (package / "README.md").read_text()
     assert card.startswith("---\nlibrary_name: fairforensics\n")
+    meta = yaml.safe_load(card.split("---\n")[1])
+    (entry,) = meta["model-index"]
+    (result,) = entry["results"]
+    assert result["dataset"]["name"] == "demo"
+    metrics = json.loads((run / "eval" / "best" / "metrics" / "demo.json").read_text())["video"]
+    auc = next(m for m in result["metrics"] if m["type"] == "auc")
+    assert auc["value"] == pytest.approx(metrics["metrics"]["auc"], abs=1e-6)
+    assert metrics["ci"]["auc"] == [None, None]  # 2 + 2 test videos: no interval, said why
+    assert f"(no interval: {metrics['ci_notes']['auc']})" in auc["name"]
     for name in ("model.safetensors", "config.json"):
         assert hashlib.sha256((package / name).read_bytes()).hexdigest() in card
     assert (package / "model.safetensors").read_bytes()[8:9] == b"{"  # safetensors, no pickle
@@ -245,7 +258,7 @@ def test_released_mesonet_file_exported_scores_the_authors_crops(tmp_path, stem)
     pkg = tmp_path / "pkg"
     assert export_main(["--detector", name, "--weights", str(h5), "--preset", "mesonet",
                         "--out", str(pkg)]) == 0  # fmt: skip
-    base = ["--test-data", "mesonet", "--data-root", str(tmp_path / "data")]
+    base = ["--test-data", "mesonet", "--data-root", str(tmp_path / "data"), *TEST_SETS]
     assert run_test_cli(["--detector", name, "--weights", str(h5), *base,
                          "--out", str(tmp_path / "file")]) == 0  # fmt: skip
     assert run_test_cli(["--model", str(pkg), *base, "--out", str(tmp_path / "pkg_eval")]) == 0
@@ -338,3 +351,22 @@ def test_threshold_from_a_package_folder_or_hub_reference(demo, package, offline
     (bare / "config.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match="the package records none"):
         decision_threshold(threshold_from=bare)
+
+
+def test_the_card_gives_each_metric_with_its_interval() -> None:
+    from fairforensics.evaluation.model_package.card import model_card
+
+    config = {"detector": "xception", "train_data": [{"name": "FF-c23", "index_sha256": "ab" * 32}],
+              "threshold": {"value": 0.62, "source": "EER rule"}, "crop": None}  # fmt: skip
+    results = [{"dataset": "CDFv2", "level": "video", "confidence": 0.95,
+                "metrics": {"auc": 0.81234, "ap": 0.9, "eer": float("nan")},
+                "ci": {"auc": [0.75, 0.86], "ap": [None, None]}, "ci_notes": {"ap": "few"}}]  # fmt: skip
+    card = model_card(config, {"model.safetensors": "f" * 64}, results)
+    meta = yaml.safe_load(card.split("---\n")[1])
+    (result,) = meta["model-index"][0]["results"]
+    names = {m["type"]: (m["value"], m["name"]) for m in result["metrics"]}
+    assert names["auc"] == (0.81234, "video-level AUC (95% CI 0.7500-0.8600)")
+    assert names["ap"] == (0.9, "video-level AP (no interval: few)") and "eer" not in names
+    assert meta["datasets"] == ["FF-c23"] and "| model.safetensors | " + "f" * 64 in card
+    assert "| CDFv2 | video | 0.8123 [0.7500, 0.8600] | 0.9000 (no interval) | - |" in card
+    assert "0.62 (EER rule)" in card

@@ -17,8 +17,9 @@ CARD_METRICS = ("auc", "ap", "eer", "acc")
 
 def evaluation_results(eval_dir: Path | None) -> list[dict[str, Any]]:
     """One entry per test set of an evaluation folder of ``fairforensics test``:
-    ``{dataset, level, metrics: {name: value}, ci: {name: [low, high]}, confidence}`` at the
-    video level where it was evaluated, else the frame level."""
+    ``{dataset, level, metrics: {name: value}, ci: {name: [low, high]}, ci_notes: {name: why
+    no interval}, confidence}`` at the video level where it was evaluated, else the frame
+    level."""
     if eval_dir is None or not (eval_dir / "metrics").is_dir():
         return []
     found = []
@@ -34,6 +35,9 @@ def evaluation_results(eval_dir: Path | None) -> list[dict[str, Any]]:
                 "level": level,
                 "metrics": {k: entry["metrics"][k] for k in CARD_METRICS if k in entry["metrics"]},
                 "ci": {k: v for k, v in (entry.get("ci") or {}).items() if k in CARD_METRICS},
+                "ci_notes": {
+                    k: v for k, v in (entry.get("ci_notes") or {}).items() if k in CARD_METRICS
+                },
                 "confidence": entry.get("confidence"),
             }
         )
@@ -56,6 +60,8 @@ def _model_index(name: str, results: list[dict[str, Any]]) -> list[dict[str, Any
             if _finite(low) and _finite(high):
                 level = r.get("confidence") or 0.95
                 label += f" ({level:.0%} CI {low:.4f}-{high:.4f})"
+            elif r.get("ci_notes", {}).get(metric):
+                label += f" (no interval: {r['ci_notes'][metric]})"
             metrics.append({"type": metric, "value": round(float(value), 6), "name": label})
         entries.append(
             {
@@ -149,7 +155,7 @@ def _cell(result: dict[str, Any], metric: str) -> str:
     if not _finite(value):
         return "-"
     low, high = (result["ci"].get(metric) or [None, None])[:2]
-    ci = f" [{low:.4f}, {high:.4f}]" if _finite(low) and _finite(high) else ""
+    ci = f" [{low:.4f}, {high:.4f}]" if _finite(low) and _finite(high) else " (no interval)"
     return f"{value:.4f}{ci}"
 
 
