@@ -277,8 +277,7 @@ def load_for_test(
         crop, model_cfg = package.crop, package.config["model"]
         if cfg.frame_num is None:
             cfg.frame_num = package.frame_num
-        label = package.folder.name if not package.ref.startswith("hf:") else package.ref[3:]
-        out_dir = Path(out) if out else Path("evals") / f"{name}_{label.replace('/', '_')}"
+        out_dir = Path(out) if out else Path("evals") / f"{name}_{package.label}"
         weights_file = package.weights_file
         meta = {"model_package": package.ref}
     elif run is not None:

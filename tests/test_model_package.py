@@ -16,6 +16,7 @@ import yaml
 
 import fairforensics
 from fairforensics.cli.export import main as export_main
+from fairforensics.cli.fairness import main as fairness_main
 from fairforensics.cli.test import main as run_test_cli
 from fairforensics.evaluation.predictions import read_predictions
 from tests.test_detect import demo  # noqa: F401 - the module fixture: a Meso4 run on demo data
@@ -38,9 +39,14 @@ def package(demo, tmp_path_factory) -> Path:  # noqa: F811 - the imported fixtur
     _, processed, run = demo
     evaluate = ["--run", str(run), "--test-data", "demo", "--data-root", str(processed)]
     assert run_test_cli([*evaluate, *TEST_SETS, "--set", "n_boot=50"]) == 0
+    fairness = tmp_path_factory.mktemp("fairness")
+    predictions = run / "eval" / "best" / "predictions" / "demo.csv"
+    assert fairness_main(["--predictions", str(predictions), "--attributes", "lighting",
+                          "--no-figures", "--set", "bootstrap=20", "--set", "permutations=20",
+                          "--out", str(fairness)]) == 0  # fmt: skip
     out = tmp_path_factory.mktemp("export") / "meso4_demo"
     before = sorted((p.relative_to(run), p.stat().st_mtime_ns) for p in run.rglob("*"))
-    assert export_main([str(run), "--out", str(out)]) == 0
+    assert export_main([str(run), "--fairness", str(fairness), "--out", str(out)]) == 0
     after = sorted((p.relative_to(run), p.stat().st_mtime_ns) for p in run.rglob("*"))
     assert before == after  # exporting never changes the run
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "pkg"
@@ -76,6 +82,8 @@ def test_the_package_records_what_makes_the_scores_true(demo, package) -> None: 
     assert auc["value"] == pytest.approx(metrics["metrics"]["auc"], abs=1e-6)
     assert metrics["ci"]["auc"] == [None, None]  # 2 + 2 test videos: no interval, said why
     assert f"(no interval: {metrics['ci_notes']['auc']})" in auc["name"]
+    fairness = card.split("## Fairness\n")[1].split("\n## ")[0]
+    assert "lighting" in fairness and fairness.count("\n|") >= 3  # the summary table
     for name in ("model.safetensors", "config.json"):
         assert hashlib.sha256((package / name).read_bytes()).hexdigest() in card
     assert (package / "model.safetensors").read_bytes()[8:9] == b"{"  # safetensors, no pickle
@@ -114,6 +122,7 @@ def test_test_with_the_package_gives_the_runs_scores_and_threshold(
     package,
     offline_cache,
     tmp_path,
+    monkeypatch,
 ) -> None:
     _, processed, run = demo
     base = ["--test-data", "demo", "--data-root", str(processed), *TEST_SETS]
@@ -124,7 +133,12 @@ def test_test_with_the_package_gives_the_runs_scores_and_threshold(
         [str(package), "hf:someone/meso4-demo", f"hf:someone/meso4-demo@{commit}"]
     ):
         out = tmp_path / f"pkg{i}"
-        assert run_test_cli(["--model", ref, *base, "--out", str(out)]) == 0
+        if i < 2:
+            assert run_test_cli(["--model", ref, *base, "--out", str(out)]) == 0
+        else:  # the default folder: evals/<detector>_<OWNER_NAME@REV>
+            monkeypatch.chdir(tmp_path)
+            assert run_test_cli(["--model", ref, *base]) == 0
+            out = tmp_path / "evals" / f"meso4_someone_meso4-demo@{commit}"
         want = read_predictions(tmp_path / "run" / "predictions" / "demo.csv")
         got = read_predictions(out / "predictions" / "demo.csv")
         np.testing.assert_allclose(got.score, want.score, atol=1e-6)

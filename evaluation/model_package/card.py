@@ -74,10 +74,15 @@ def _model_index(name: str, results: list[dict[str, Any]]) -> list[dict[str, Any
 
 
 def model_card(
-    config: dict[str, Any], checksums: dict[str, str], results: list[dict[str, Any]]
+    config: dict[str, Any],
+    checksums: dict[str, str],
+    results: list[dict[str, Any]],
+    *,
+    fairness: str | None = None,
 ) -> str:
     """The ``README.md`` text of a package with ``config`` (its ``config.json``),
-    ``checksums`` (file name -> SHA-256) and ``results`` (:func:`evaluation_results`)."""
+    ``checksums`` (file name -> SHA-256), ``results`` (:func:`evaluation_results`) and
+    ``fairness`` (the ``summary.md`` table of ``fairforensics fairness``, if any)."""
     name = config["detector"]
     train = [d["name"] for d in config.get("train_data") or []]
     meta: dict[str, Any] = {
@@ -131,6 +136,8 @@ def model_card(
             lines.append(f"| {r['dataset']} | {r['level']} | " + " | ".join(cells) + " |")
     else:
         lines.append("No evaluation was exported with these weights.")
+    if fairness:
+        lines += ["", "## Fairness", "", fairness.strip()]
     lines += [
         "",
         "## Use",

@@ -37,10 +37,18 @@ log = logging.getLogger(__name__)
 PRESETS = {"deepfakebench": "deepfakebench", "mesonet": "paper"}
 
 
-def export_run(run: str | Path, out: str | Path, *, weights: str = "best") -> Path:
+def export_run(
+    run: str | Path,
+    out: str | Path,
+    *,
+    weights: str = "best",
+    fairness: str | Path | None = None,
+) -> Path:
     """Package the ``weights`` checkpoint (``best`` or ``last``) of a training run into ``out``,
     with its training data's face-crop settings, its validation threshold and the evaluation of
-    that checkpoint in ``<run>/eval/<weights>`` (the card's results) if there is one."""
+    that checkpoint in ``<run>/eval/<weights>`` (the card's results) if there is one.
+    ``fairness``: a folder of ``fairforensics fairness`` on that evaluation's predictions, whose
+    summary table goes into the card."""
     from fairforensics.evaluation.detection.source import run_face_settings
     from fairforensics.evaluation.runs import load_run
 
@@ -79,7 +87,13 @@ def export_run(run: str | Path, out: str | Path, *, weights: str = "best") -> Pa
                 "checkpoint_sha256": file_sha256(run / "checkpoints" / f"{weights}.pt")},
     )  # fmt: skip
     eval_dir = run / "eval" / weights
-    return _write(out, detector, config, evaluation_results(eval_dir))
+    summary = None
+    if fairness is not None:
+        path = Path(fairness) / "summary.md"
+        if not path.is_file():
+            raise PackageError(f"--fairness {fairness}: no summary.md (a folder of fairness)")
+        summary = path.read_text(encoding="utf-8")
+    return _write(out, detector, config, evaluation_results(eval_dir), fairness=summary)
 
 
 def export_weights(
@@ -167,7 +181,12 @@ def _config(
 
 
 def _write(
-    out: str | Path, detector: Detector, config: dict[str, Any], results: list[dict[str, Any]]
+    out: str | Path,
+    detector: Detector,
+    config: dict[str, Any],
+    results: list[dict[str, Any]],
+    *,
+    fairness: str | None = None,
 ) -> Path:
     from safetensors.torch import save_file
 
@@ -186,5 +205,5 @@ def _write(
     config["weights_sha256"] = file_sha256(out / WEIGHTS_FILE)
     write_json(out / CONFIG_FILE, config, indent=2)
     checksums = {f: file_sha256(out / f) for f in (WEIGHTS_FILE, CONFIG_FILE)}
-    atomic_write_text(out / CARD_FILE, model_card(config, checksums, results))
+    atomic_write_text(out / CARD_FILE, model_card(config, checksums, results, fairness=fairness))
     return out

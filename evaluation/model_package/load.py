@@ -9,7 +9,7 @@ from typing import Any
 
 from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.detectors.base import Detector
-from fairforensics.evaluation.model_package.hub import resolve_model_ref
+from fairforensics.evaluation.model_package.hub import PREFIX, resolve_model_ref
 from fairforensics.evaluation.model_package.schema import (
     WEIGHTS_FILE,
     PackageError,
@@ -39,6 +39,14 @@ class LoadedModel:
     @property
     def weights_file(self) -> Path:
         return self.folder / WEIGHTS_FILE
+
+    @property
+    def label(self) -> str:
+        """A name for default output folders: the package folder's, or ``OWNER_NAME[@REV]``
+        of a Hub reference."""
+        if self.ref.startswith(PREFIX):
+            return self.ref[len(PREFIX) :].replace("/", "_")
+        return self.folder.name
 
     @property
     def train_data(self) -> str:

@@ -1,6 +1,6 @@
 """Package a trained detector to share it: weights, crop, frames, threshold and results.
 
-  fairforensics export RUN_DIR [--weights best|last] --out DIR
+  fairforensics export RUN_DIR [--weights best|last] [--fairness FAIRNESS_DIR] --out DIR
   fairforensics export --detector NAME --weights FILE [--preset deepfakebench|mesonet]
       [--model-config YAML] [--threshold T] --out DIR
 
@@ -48,6 +48,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="with --detector: a decision threshold to record (default none: decisions use 0.5 "
         "and say so)",
     )
+    p.add_argument(
+        "--fairness",
+        type=Path,
+        help="with RUN_DIR: a folder of fairforensics fairness on the run's evaluation, whose "
+        "summary goes into the model card",
+    )
     p.add_argument("--out", type=Path, required=True, help="the package folder (new or empty)")
     add_import_argument(p)
     args = p.parse_args(argv)
@@ -62,6 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             raise UserInputError(f"--weights {args.weights}: a run exports best or last")
     elif args.weights in (None, "best", "last"):
         raise UserInputError("--detector needs --weights FILE (best/last belong to a run)")
+    elif args.fairness is not None:
+        raise UserInputError("--fairness goes with RUN_DIR (an evaluated run)")
     return args
 
 
@@ -74,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     from fairforensics.evaluation.model_package.export import export_run, export_weights
 
     if args.run is not None:
-        out = export_run(args.run, args.out, weights=args.weights or "best")
+        out = export_run(args.run, args.out, weights=args.weights or "best", fairness=args.fairness)
     else:
         from fairforensics.detectors import list_detectors
 

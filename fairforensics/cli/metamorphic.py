@@ -50,7 +50,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out",
         default=None,
         help="output folder (default: RUN/metamorphic/<dataset>, or "
-        "metamorphic/<detector>_<weights name>/<dataset> with --detector)",
+        "metamorphic/<detector>_<weights or package name>/<dataset> with --detector or --model)",
     )
     p.add_argument("--split", default="test", choices=("train", "val", "test"))
     p.add_argument("--frame-num", type=int, default=None, help="frames per video (default: all)")
@@ -131,14 +131,13 @@ def _evaluate_package(args: argparse.Namespace, options: dict) -> dict[str, Path
         threshold=args.threshold, threshold_from=args.threshold_from, packaged=package.threshold
     )
     print_threshold(threshold)
-    label = package.folder.name if not package.ref.startswith("hf:") else package.ref[3:]
     return evaluate_detector(
         package.detector,
         args.test_data,
         args.relations,
         data_root=args.data_root or "datasets",
         out_dir=args.out,
-        out_parent=Path("metamorphic") / f"{package.name}_{label.replace('/', '_')}",
+        out_parent=Path("metamorphic") / f"{package.name}_{package.label}",
         meta=meta,
         expected_crop=package.crop,
         threshold=threshold,
