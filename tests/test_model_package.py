@@ -384,3 +384,44 @@ def test_the_card_gives_each_metric_with_its_interval() -> None:
     assert meta["datasets"] == ["FF-c23"] and "| model.safetensors | " + "f" * 64 in card
     assert "| CDFv2 | video | 0.8123 [0.7500, 0.8600] | 0.9000 (no interval) | - |" in card
     assert "0.62 (EER rule)" in card
+
+
+def _unreachable_hub(monkeypatch, cache: Path) -> None:
+    """Not offline by setting, but the Hub unreachable: a closed local port as its endpoint."""
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    url = "http://127.0.0.1:9/{repo_id}/resolve/{revision}/{filename}"
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url)
+
+
+def test_a_cached_commit_loads_without_asking_the_hub(package, tmp_path, monkeypatch) -> None:
+    """``@<commit>``: files of a commit never change, so the cache answers at once: neither
+    huggingface_hub nor the package's other files ask the unreachable Hub (which would be
+    retried for about 20 s)."""
+    import time
+
+    _unreachable_hub(monkeypatch, tmp_path / "hf")
+    _hf_cache(tmp_path / "hf", package, "someone/meso4-demo", "c" * 40)
+    start = time.monotonic()
+    loaded = fairforensics.load_model(f"hf:someone/meso4-demo@{'c' * 40}")
+    assert time.monotonic() - start < 10
+    assert loaded.folder == tmp_path / "hf" / "models--someone--meso4-demo" / "snapshots" / (
+        "c" * 40
+    )
+
+
+@pytest.mark.slow  # huggingface_hub retries an unreachable Hub for about 20 s per request
+def test_without_network_a_branch_reads_the_cache(package, tmp_path, monkeypatch) -> None:
+    """A branch (``main``) with the Hub unreachable: the cached package loads (one request,
+    retried, then the cache); an uncached one is one line naming the repository."""
+    from fairforensics.evaluation.model_package.schema import PackageError
+
+    _unreachable_hub(monkeypatch, tmp_path / "hf")
+    _hf_cache(tmp_path / "hf", package, "someone/meso4-demo", "c" * 40)
+    loaded = fairforensics.load_model("hf:someone/meso4-demo")
+    assert loaded.folder.name == "c" * 40
+    with pytest.raises(PackageError, match="nobody/nothing@main is not in the Hugging Face cache"):
+        fairforensics.load_model("hf:nobody/nothing")

@@ -1,6 +1,11 @@
 """Where a ``--model`` reference lies: a folder, or ``hf:OWNER/NAME[@REVISION]`` on the Hugging
 Face Hub, fetched through ``huggingface_hub`` into its cache (a revision, a branch, tag or
-commit, pins the files; ``HF_HUB_OFFLINE=1`` or no network reads the cache only)."""
+commit, pins the files; ``HF_HUB_OFFLINE=1`` or no network reads the cache only).
+
+``config.json`` is fetched first; the other files are then taken from the same commit (its
+snapshot folder in the cache), so a branch that moves in between cannot mix two versions, and a
+cached package costs one request (none for a revision that is a commit hash already cached:
+huggingface_hub reads those from the cache)."""
 
 from __future__ import annotations
 
@@ -31,6 +36,26 @@ def resolve_model_ref(ref: str | Path) -> Path:
     if not text.startswith(PREFIX):
         return Path(text).expanduser()
     repo, revision = parse_hub_ref(text)
+    # a commit hash already cached is read without a request (huggingface_hub's own rule)
+    config = _fetch(text, repo, CONFIG_FILE, revision)
+    folder = config.parent  # snapshots/<commit>/
+    for name in (WEIGHTS_FILE, CARD_FILE):
+        if not (folder / name).is_file():
+            # the card is for readers: the package loads without it
+            _fetch(text, repo, name, folder.name, missing_ok=name == CARD_FILE)
+    return folder
+
+
+def _fetch(
+    ref: str,
+    repo: str,
+    name: str,
+    revision: str | None,
+    *,
+    missing_ok: bool = False,
+) -> Path | None:
+    """``name`` of ``repo`` at ``revision`` through ``huggingface_hub``; None when missing and
+    ``missing_ok``; every failure a one-line :class:`PackageError` naming the repository."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import (
         EntryNotFoundError,
@@ -41,27 +66,26 @@ def resolve_model_ref(ref: str | Path) -> Path:
     )
 
     where = f"{repo}@{revision or 'main'}"
-    files = {}
-    for name in (CONFIG_FILE, WEIGHTS_FILE, CARD_FILE):
-        try:
-            files[name] = Path(hf_hub_download(repo, name, revision=revision))
-        except LocalEntryNotFoundError:  # first: it is also an EntryNotFoundError
-            raise PackageError(
-                f"--model {text}: {where} is not in the Hugging Face cache and the Hub cannot be "
-                "reached (HF_HUB_OFFLINE=1 or no network); download it once online"
-            ) from None
-        except RevisionNotFoundError:
-            raise PackageError(f"--model {text}: {repo} has no revision {revision!r}") from None
-        except RepositoryNotFoundError:
-            raise PackageError(
-                f"--model {text}: no repository {repo} on the Hub (or it is private: log in "
-                "with huggingface-cli login)"
-            ) from None
-        except EntryNotFoundError:
-            if name == CARD_FILE:  # the card is for readers; the package loads without it
-                continue
-            raise PackageError(f"--model {text}: {where} has no {name}") from None
-        except (HfHubHTTPError, OSError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise PackageError(f"--model {text}: cannot fetch {where}: {first}") from None
-    return files[CONFIG_FILE].parent
+    try:
+        return Path(hf_hub_download(repo, name, revision=revision))
+    except LocalEntryNotFoundError:  # first: it is also an EntryNotFoundError
+        if missing_ok:
+            return None
+        raise PackageError(
+            f"--model {ref}: {where} is not in the Hugging Face cache and the Hub cannot be "
+            "reached (HF_HUB_OFFLINE=1 or no network); download it once online"
+        ) from None
+    except RevisionNotFoundError:
+        raise PackageError(f"--model {ref}: {repo} has no revision {revision!r}") from None
+    except RepositoryNotFoundError:
+        raise PackageError(
+            f"--model {ref}: no repository {repo} on the Hub (or it is private: log in with "
+            "huggingface-cli login)"
+        ) from None
+    except EntryNotFoundError:
+        if missing_ok:
+            return None
+        raise PackageError(f"--model {ref}: {where} has no {name}") from None
+    except (HfHubHTTPError, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise PackageError(f"--model {ref}: cannot fetch {where}: {first}") from None
