@@ -6,8 +6,9 @@
   fairforensics detect CROPS ... --crops --detector meso4 --weights Meso4_DF.h5
 
 PATH: images, videos, folders (searched recursively) or .txt files listing paths. Faces are
-cropped as the run's training data was (the settings its index records; for --detector,
-DeepfakeBench's defaults), so a video's score equals what preprocess + test.py give it.
+cropped as the run's training data was (the settings its index records; for --model, those the
+package records; for --detector, DeepfakeBench's defaults), so a video's score equals what
+preprocess + test.py give it.
 Prints one line per file; with --out also detections.csv, frames.csv, detections.json and
 report.html. Exit code 1 when any file failed (unreadable, unsupported), 2 for usage errors.
 """
