@@ -20,6 +20,9 @@ folders are joined into the cross-dataset leaderboards with Top-3 counts by
 With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
 checkpoint :func:`deepfakebench_weights` finds there, through ``fairforensics test --detector NAME
 --weights FILE``, so Table 3's test half comes with our video grouping and fairness columns.
+With ``models_dir`` (a folder of model packages, ``<models_dir>/<detector>/``, e.g. written by
+``fairforensics export``) nothing is trained either: each is tested through ``fairforensics test
+--model``, with the crop, frames and threshold its package records.
 
 Image and video detectors share one sweep and one leaderboard (video detectors as the ``Video``
 family). Video detectors read their clips from ``clip_data_root`` when it is given: indexes of
@@ -77,6 +80,7 @@ class Sweep:
     recipe: Path | None = DEFAULT_RECIPE
     gpus: int = 0
     weights_dir: Path | None = None
+    models_dir: Path | None = None
     overrides: list[str] = field(default_factory=list)
     within: list[str] | None = None
     clip_data_root: str | None = None  # video detectors' indexes (sampling.mode: clips)
@@ -155,7 +159,9 @@ def train_command(sweep: Sweep, detector: str) -> list[str]:
 
 def eval_command(sweep: Sweep, detector: str) -> list[str]:
     cmd = [sys.executable, "-m", "fairforensics.cli", "test"]
-    if sweep.weights_dir is not None:
+    if sweep.models_dir is not None:
+        cmd += ["--model", str(sweep.models_dir / detector)]
+    elif sweep.weights_dir is not None:
         weights = deepfakebench_weights(sweep.weights_dir, detector)
         cmd += ["--detector", detector, "--weights", str(weights)]
         cmd += ["--train-data", ",".join(sweep.train_data)]
@@ -190,7 +196,8 @@ def _subprocess_runner(cmd: list[str]) -> None:
 
 
 def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) -> bool:
-    """Train (unless ``weights_dir``) and test ``detector``; False if it had already finished."""
+    """Train (unless ``weights_dir`` or ``models_dir``) and test ``detector``; False if it had
+    already finished."""
     folder = sweep.out / detector
     if (folder / DONE).is_file():
         log.info("%s: finished earlier (%s), skipped", detector, folder / DONE)
@@ -199,7 +206,8 @@ def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) ->
         log.warning("%s: %s has no completion record (killed run?); redoing it", detector, folder)
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    commands = [] if sweep.weights_dir is not None else [train_command(sweep, detector)]
+    trained = sweep.weights_dir is not None or sweep.models_dir is not None
+    commands = [] if trained else [train_command(sweep, detector)]
     commands.append(eval_command(sweep, detector))
     if sweep.robustness:
         commands.append(robustness_command(sweep, detector))
@@ -219,8 +227,14 @@ def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
     returns the leaderboard folder."""
     if sweep.recipe is not None:  # a file, or a shipped train config's name (deepfakebench)
         sweep = replace(sweep, recipe=resolve_config(sweep.recipe, "train").resolve())
-    if sweep.weights_dir is not None and not sweep.weights_dir.is_dir():
-        raise SweepError(f"--weights-dir {sweep.weights_dir} is not a folder")
+    if sweep.weights_dir is not None and sweep.models_dir is not None:
+        raise SweepError("give --weights-dir or --models-dir, not both")
+    for option, folder in (
+        ("--weights-dir", sweep.weights_dir),
+        ("--models-dir", sweep.models_dir),
+    ):
+        if folder is not None and not folder.is_dir():
+            raise SweepError(f"{option} {folder} is not a folder")
     detectors = resolve_detectors(sweep.detectors)
     for detector in detectors:
         run_one(sweep, detector, runner)

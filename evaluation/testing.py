@@ -11,6 +11,7 @@ from typing import Any
 from fairforensics.configs import ConfigError
 from fairforensics.configs.crop import crop_from_mapping, expected_crop
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
+from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.provenance import (
@@ -251,6 +252,8 @@ def load_for_test(
     cfg: TestConfig,
     out: str | Path | None = None,
     variant: str | None = None,
+    *,
+    package: LoadedModel | None = None,
 ) -> tuple[Any, str, str, dict[str, Any], Path]:
     """The detector to test, its name, its training data, meta for ``eval.json`` and the output
     folder, from a run directory or from a registered name and a weights file. Paths in the meta
@@ -264,8 +267,20 @@ def load_for_test(
     ``meta["expected_crop"]`` is the crop the weights were trained on: a run's training data's
     (its config's ``crop``), else the ``crop`` of the detector YAML that describes the file
     (:func:`detectors.weights.weights_config`); :func:`run_test` checks each index against it.
+
+    ``package``: a loaded model package (:func:`evaluation.model_package.load.load_model`), in
+    place of ``run``/``detector``: its crop, frames per video (for an unset ``cfg.frame_num``)
+    and training data; the default folder is ``evals/<detector>_<package folder name>``.
     """
-    if run is not None:
+    if package is not None:
+        model, name, train_data = package.detector, package.name, package.train_data
+        crop, model_cfg = package.crop, package.config["model"]
+        if cfg.frame_num is None:
+            cfg.frame_num = package.frame_num
+        out_dir = Path(out) if out else Path("evals") / f"{name}_{package.label}"
+        weights_file = package.weights_file
+        meta = {"model_package": package.ref}
+    elif run is not None:
         model, run_cfg = load_run(run, weights=weights)
         crop = expected_crop(run_cfg, f"{run} config (crop)")  # its training data's crop
         name = str(run_cfg.get("detector", type(model).name))
@@ -291,7 +306,7 @@ def load_for_test(
         out_dir = Path(out) if out else Path("evals") / f"{detector}_{Path(weights).stem}"
         weights_file = Path(weights)
         meta = {}
-    if weights not in ("best", "last"):
+    if package is None and weights not in ("best", "last"):
         meta["weights"] = relative_to(weights, out_dir)
     meta["weights_file"] = relative_to(weights_file, out_dir)
     meta["weights_sha256"] = file_sha256(weights_file)

@@ -4,9 +4,11 @@ A score at or above the threshold is a fake (attack) decision. Every command tha
 into decisions resolves its threshold here (:func:`decision_threshold`), in this order:
 
 1. ``threshold``: a number the user gave (``--threshold``);
-2. ``threshold_from``: an ``eval.json`` of ``scripts/test.py`` (the threshold it decided with)
-   or a run directory (its validation threshold);
-3. ``run``: the validation threshold the training run recorded (below);
+2. ``threshold_from``: an ``eval.json`` of ``scripts/test.py`` (the threshold it decided with),
+   a run directory (its validation threshold) or a model package (a folder or
+   ``hf:OWNER/NAME[@REV]``: the threshold it records);
+3. ``run``: the validation threshold the training run recorded (below), or ``packaged``: the
+   threshold a model package records (``config.json``, exported from that record);
 4. ``predictions``: the ``eval.json`` of the evaluation folder a predictions file
    ``<eval>/predictions/<set>.csv`` of ``scripts/test.py`` lies in;
 5. ``default`` (0.5), saying why nothing better was found.
@@ -40,6 +42,7 @@ import numpy as np
 
 from fairforensics.configs import ConfigError
 from fairforensics.evaluation.metrics import choose_threshold, factorize, video_scores
+from fairforensics.evaluation.model_package.schema import is_package
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.preprocessing.files import write_json
 
@@ -181,10 +184,13 @@ def decision_threshold(
     default: float = DEFAULT_THRESHOLD,
     weights: str = "best",
     predictions: Path | None = None,
+    packaged: DecisionThreshold | None = None,
 ) -> DecisionThreshold:
     """The decision threshold, in the order of the module docstring. ``threshold_from`` is an
-    ``eval.json`` (a file) or a run directory (its ``best`` validation threshold; an error when
-    it has none); ``weights`` picks the checkpoint of ``run`` (``best`` or ``last``)."""
+    ``eval.json`` (a file), a run directory (its ``best`` validation threshold; an error when
+    it has none) or a model package (its threshold; an error when it records none);
+    ``weights`` picks the checkpoint of ``run`` (``best`` or ``last``); ``packaged``: a model
+    package's threshold (:attr:`LoadedModel.threshold`)."""
     if threshold is not None and threshold_from is not None:
         raise ConfigError("give --threshold or --threshold-from, not both")
     if threshold is not None:
@@ -192,6 +198,16 @@ def decision_threshold(
         return DecisionThreshold(value, f"--threshold {value:g}")
     if threshold_from is not None:
         path = Path(threshold_from)
+        if str(threshold_from).startswith("hf:") or is_package(path):
+            from fairforensics.evaluation.model_package.hub import resolve_model_ref
+            from fairforensics.evaluation.model_package.load import package_threshold
+            from fairforensics.evaluation.model_package.schema import read_package_config
+
+            config = read_package_config(resolve_model_ref(threshold_from))
+            found = package_threshold(config, str(threshold_from))
+            if found is None:
+                raise ConfigError(f"--threshold-from {threshold_from}: the package records none")
+            return found
         if path.is_dir():
             found, why = run_threshold(path, "best")
             if found is None:
@@ -205,6 +221,8 @@ def decision_threshold(
         found, why = run_threshold(run, weights)
         if found is not None:
             return found
+    if packaged is not None:
+        return packaged
     beside = eval_json_beside(predictions) if predictions is not None else None
     if beside is not None:
         return eval_json_threshold(beside)

@@ -71,6 +71,22 @@ def test_detector_names_and_weights_dir(tmp_path: Path) -> None:
     )
 
 
+def test_models_dir_tests_the_packages_and_trains_nothing(tmp_path: Path) -> None:
+    """Issue 39: the sweep's test half (and its robustness step) loads model packages."""
+    (tmp_path / "pkgs" / "xray").mkdir(parents=True)
+    s = sw.Sweep(["xray"], tmp_path / "out", models_dir=tmp_path / "pkgs", test_data=["CDFv2"],
+                 robustness=True)  # fmt: skip
+    calls: list[list[str]] = []
+    sw.run_one(s, "xray", _recorder(calls))
+    assert [c[3] for c in calls] == ["test", "robustness"]  # nothing trained
+    for cmd in calls:
+        assert cmd[cmd.index("--model") + 1] == str(tmp_path / "pkgs" / "xray")
+        assert "--run" not in cmd and "--weights" not in cmd
+    both = sw.Sweep(["xray"], tmp_path / "o2", models_dir=tmp_path, weights_dir=tmp_path)
+    with pytest.raises(sw.SweepError, match="not both"):
+        sw.run_sweep(both, _recorder([]))
+
+
 def test_video_detectors_read_the_clip_indexes(tmp_path: Path) -> None:
     import tests.clip_detectors  # noqa: F401  (registers _tiny_clip, a video detector)
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
 import re
 
 import pytest
 
-from fairforensics.cli.helptext import add_weights_arguments
+from fairforensics.cli.errors import UserInputError
+from fairforensics.cli.source import HELP, check_detector_source
 
 
 @pytest.mark.parametrize("verb", ["preprocess", "train", "test", "fairness", "metamorphic"])
@@ -22,17 +22,42 @@ def test_help_has_no_runs_of_spaces(verb: str, capsys: pytest.CaptureFixture) ->
     assert not re.search(r"\S {3,}\S", description), description
 
 
-def test_weights_options_have_one_help_text() -> None:
-    for verb in ("test", "metamorphic"):
-        module = importlib.import_module(f"fairforensics.cli.{verb}")
-        source = importlib.util.find_spec(module.__name__).origin
-        text = open(source, encoding="utf-8").read()
-        assert "add_weights_arguments(p)" in text and '"--weights",' not in text, verb
-    parser = argparse.ArgumentParser()
-    add_weights_arguments(parser)
-    texts = {a.dest: a.help for a in parser._actions if a.help}
-    assert {"weights", "model_config", "variant"} <= set(texts)
-    assert "Keras" in texts["weights"] and "checkpoint's" in texts["model_config"]
+#: every verb that loads a detector (issue 36, item 10)
+DETECTOR_VERBS = ("test", "detect", "robustness", "metamorphic")
+
+
+@pytest.mark.parametrize("verb", DETECTOR_VERBS)
+def test_detector_source_is_declared_once(verb: str, capsys: pytest.CaptureFixture) -> None:
+    """Each verb declares its detector through ``add_detector_source`` (no option of its own)
+    and shows that one help text of each of its options."""
+    module = importlib.import_module(f"fairforensics.cli.{verb}")
+    text = inspect.getsource(module)
+    assert "add_detector_source(p)" in text, verb
+    for option in ("--run", "--detector", "--model", "--weights", "--model-config", "--variant"):
+        assert f'"{option}"' not in text, (verb, option)
+    with pytest.raises(SystemExit):
+        module.parse_args(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for help_text in HELP.values():
+        assert " ".join(help_text.split()) in shown, (verb, help_text)
+
+
+@pytest.mark.parametrize("verb", DETECTOR_VERBS)
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--detector", "meso4"], "--detector needs --weights FILE"),
+        (["--model", "pkg", "--weights", "best"], "--weights: a --model package holds"),
+        (["--run", "r", "--variant", "paper"], "go with --detector, not --run"),
+    ],
+)
+def test_detector_source_combinations_are_checked(verb: str, argv: list, message: str) -> None:
+    module = importlib.import_module(f"fairforensics.cli.{verb}")
+    extra = {"detect": ["x.jpg"], "robustness": ["--test-data", "d"]}.get(verb, [])
+    extra += ["--test-data", "d"] if verb == "metamorphic" else []
+    args = module.parse_args([*extra, *argv])
+    with pytest.raises(UserInputError, match=re.escape(message)):
+        check_detector_source(args)
 
 
 @pytest.mark.parametrize(

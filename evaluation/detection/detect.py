@@ -28,6 +28,7 @@ from fairforensics.evaluation.detection.results import DetectResult, FaceScore, 
 from fairforensics.evaluation.detection.scoring import Unit, score_units, short_for_clips
 from fairforensics.evaluation.detection.source import Scorer, load_scorer
 from fairforensics.evaluation.metrics import video_scores
+from fairforensics.evaluation.model_package.load import LoadedModel, load_model
 from fairforensics.evaluation.thresholds import decision_threshold, warn_if_one_class
 from fairforensics.preprocessing.config import FaceSettings
 from fairforensics.preprocessing.device import resolve_device
@@ -65,6 +66,7 @@ def detect(
     detector: str | None = None,
     weights: str | Path | None = None,
     *,
+    model: str | Path | LoadedModel | None = None,
     model_config: str | Path | None = None,
     variant: str | None = None,
     device: str = "auto",
@@ -82,7 +84,9 @@ def detect(
 ) -> DetectResult:
     """Score every image and video of ``paths`` (files, folders searched recursively, ``.txt``
     lists of paths) with the detector of ``run`` (``weights``: ``best``, ``last`` or a file) or
-    the registered ``detector`` and its ``weights`` file.
+    the registered ``detector`` and its ``weights`` file, or the model package ``model`` (a
+    folder, ``hf:OWNER/NAME[@REVISION]`` or a :class:`LoadedModel`; its crop, frames and
+    threshold).
 
     ``crops``: the images (or a video's sampled frames) already are face crops, scored as they
     are (resized to the detector's input). ``all_faces``: every face, grouped into tracks
@@ -99,9 +103,13 @@ def detect(
     if batch_size < 1 or files_per_batch < 1:
         raise ConfigError("batch_size and files_per_batch must be >= 1")
     dev = str(resolve_device(device, option="--device cpu"))  # unusable: one error, no work
-    scorer = load_scorer(run, detector, weights, model_config, variant, face_overrides)
+    package = load_model(model) if isinstance(model, (str, Path)) else model
+    scorer = load_scorer(
+        run, detector, weights, model_config, variant, face_overrides, package=package
+    )
     chosen = decision_threshold(
         run=None if run is None else Path(run),
+        packaged=None if package is None else package.threshold,
         threshold=threshold,
         threshold_from=None if threshold_from is None else Path(threshold_from),
         weights=scorer.weights,

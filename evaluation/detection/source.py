@@ -14,6 +14,7 @@ from typing import Any
 from fairforensics.configs import ConfigError, load_config
 from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.settings import load_test_config
 from fairforensics.evaluation.testing import load_for_test
@@ -62,15 +63,23 @@ def load_scorer(
     model_config: str | Path | None = None,
     variant: str | None = None,
     face_overrides: Sequence[str] = (),
+    *,
+    package: LoadedModel | None = None,
 ) -> Scorer:
     """The detector of ``run`` (``weights``: best, last or a file) or the registered
     ``detector`` with a ``weights`` file (``model_config``/``variant`` as in ``test.py``), with
     the face-crop settings of the run's training index (else :data:`DEFAULTS`, cropping as the
     run's config or the detector's YAML says: its ``crop``, :func:`configs.crop.expected_crop`),
-    changed by ``face_overrides`` (``KEY=VALUE``, e.g. ``sampling.num_frames=8``)."""
-    if (run is None) == (detector is None):
-        raise ConfigError("give a run directory (run=...) or a detector name (detector=...)")
+    changed by ``face_overrides`` (``KEY=VALUE``, e.g. ``sampling.num_frames=8``). ``package``
+    (a loaded model package) replaces both: the settings, frames and reduction it records."""
+    if sum(x is not None for x in (run, detector, package)) != 1:
+        raise ConfigError(
+            "give a run directory (run=...), a detector name (detector=...) or a model package "
+            "(model=...)"
+        )
     cfg = load_test_config()
+    if package is not None:
+        cfg.reduce = package.reduce
     model, name, _, meta, _ = load_for_test(
         None if run is None else Path(run),
         detector,
@@ -79,15 +88,20 @@ def load_scorer(
         cfg,
         out=Path("."),
         variant=variant,
+        package=package,
     )
     crop = crop_from_mapping(meta.get("expected_crop"), "expected_crop")
-    if run is not None:
+    if package is not None and package.face_settings is not None:
+        settings, source = package.face_settings, package.face_settings_source
+    elif package is not None:
+        settings, source = default_face_settings(crop, f"model package {package.ref}")
+    elif run is not None:
         settings, source = run_face_settings(Path(run), crop)
     else:
         settings, source = default_face_settings(crop, f"{name}'s config")
     clip = clip_size_of(model)
     if clip is not None and settings.sampling.mode != "clips":
-        if run is None:  # a video detector sees clips of consecutive frames
+        if run is None and package is None:  # a video detector sees clips of consecutive frames
             n = max(32 // clip, 1)
             settings = replace(
                 settings, sampling=SamplingConfig("clips", clip_size=clip, num_clips=n)
@@ -105,7 +119,7 @@ def load_scorer(
     return Scorer(
         model,
         name,
-        str(weights or "best"),
+        package.ref if package is not None else str(weights or "best"),
         {k: meta.get(k) for k in ("weights_file", "weights_sha256")},
         settings,
         source,

@@ -27,6 +27,8 @@ VERBS = {
     "detectors": "detectors",
     "perturb": "perturb",
     "robustness": "robustness",
+    "export": "export",
+    "models": "models",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -124,3 +126,13 @@ def perturb() -> NoReturn:
 def robustness() -> NoReturn:
     """``ff-robustness``."""
     run_verb("robustness")
+
+
+def export() -> NoReturn:
+    """``ff-export``."""
+    run_verb("export")
+
+
+def models() -> NoReturn:
+    """``ff-models``."""
+    run_verb("models")

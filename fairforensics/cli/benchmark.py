@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--weights-dir", type=Path, help="DeepfakeBench checkpoints: test them, train nothing"
     )
+    p.add_argument(
+        "--models-dir",
+        type=Path,
+        help="model packages, one folder per detector (DIR/<detector>/, from fairforensics "
+        "export): test them with --model, train nothing",
+    )
     p.add_argument("--within", nargs="+", help="within-domain test sets of the leaderboard")
     p.add_argument(
         "--set",
@@ -86,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         recipe=args.recipe or DEFAULT_RECIPE,
         gpus=args.gpus,
         weights_dir=args.weights_dir,
+        models_dir=args.models_dir,
         overrides=args.overrides,
         within=args.within,
         clip_data_root=args.clip_data_root,

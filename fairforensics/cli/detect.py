@@ -2,11 +2,13 @@
 
   fairforensics detect PATH ... --run RUN_DIR [--weights best|last|FILE] [--out DIR]
   fairforensics detect PATH ... --detector NAME --weights FILE [--variant paper] [--out DIR]
+  fairforensics detect PATH ... --model PACKAGE_DIR|hf:OWNER/NAME[@REV] [--out DIR]
   fairforensics detect CROPS ... --crops --detector meso4 --weights Meso4_DF.h5
 
 PATH: images, videos, folders (searched recursively) or .txt files listing paths. Faces are
-cropped as the run's training data was (the settings its index records; for --detector,
-DeepfakeBench's defaults), so a video's score equals what preprocess + test.py give it.
+cropped as the run's training data was (the settings its index records; for --model, those the
+package records; for --detector, DeepfakeBench's defaults), so a video's score equals what
+preprocess + test.py give it.
 Prints one line per file; with --out also detections.csv, frames.csv, detections.json and
 report.html. Exit code 1 when any file failed (unreadable, unsupported), 2 for usage errors.
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments
 
 
@@ -29,20 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         epilog=guide("detect"),
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="image, video, folder or .txt list")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", type=Path, help="run directory of train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
-    p.add_argument(
-        "--weights",
-        help="best | last (of --run; default best) | a file: torch checkpoint (ours or "
-        "DeepfakeBench's) or, for meso4/meso_inception4, the authors' Keras .h5",
-    )
-    p.add_argument("--model-config", type=Path, help="detector YAML for --detector")
-    p.add_argument(
-        "--variant",
-        choices=["deepfakebench", "paper"],
-        help="with --detector and no --model-config: the shipped deepfakebench or paper YAML",
-    )
+    add_detector_source(p)
     p.add_argument("--out", type=Path, help="write detections.csv/json, frames.csv, report.html")
     p.add_argument(
         "--crops",
@@ -81,6 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     from fairforensics.configs import import_modules
 
     import_modules(args.imports)
@@ -93,14 +84,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"--detector {args.detector!r} is not a registered detector; choose one of "
                 f"{', '.join(list_detectors())} (or --import the module that registers it)"
             )
-        if not args.weights or args.weights in ("best", "last"):
-            raise UserInputError("--detector needs --weights FILE (best/last belong to --run)")
     from fairforensics.evaluation.detection import detect, exit_code, terminal_table, write_outputs
 
     result = detect(
         args.paths,
         run=args.run,
         detector=args.detector,
+        model=args.model,
         weights=args.weights,
         model_config=args.model_config,
         variant=args.variant,

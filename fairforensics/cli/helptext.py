@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import ast
 import importlib.util
 from pathlib import Path
@@ -26,6 +25,8 @@ GUIDES = {
     "detectors": "detectors.md",
     "perturb": "evaluation.md",
     "robustness": "evaluation.md",
+    "export": "evaluation.md",
+    "models": "evaluation.md",
 }
 
 
@@ -51,27 +52,3 @@ def summary(verb: str) -> str:
     spec = importlib.util.find_spec(f"fairforensics.cli.{verb}")
     tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
     return (ast.get_docstring(tree) or "").split("\n")[0]
-
-
-def add_weights_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--weights``, ``--model-config`` and ``--variant``: what a command that loads a run's or
-    a registered detector's weights (``detectors.weights.load_named_detector``) accepts."""
-    parser.add_argument(
-        "--weights",
-        default="best",
-        help="best | last (of --run) | a file: torch checkpoint (ours or DeepfakeBench's) or, for "
-        "meso4/meso_inception4, the authors' Keras .h5",
-    )
-    parser.add_argument(
-        "--model-config",
-        type=Path,
-        help="detector YAML for --detector: a file, or a shipped name such as meso4 or paper/ucf "
-        "(default: the checkpoint's, else configs/detectors/NAME.yaml; for a Keras file "
-        "configs/detectors/paper/NAME.yaml)",
-    )
-    parser.add_argument(
-        "--variant",
-        choices=["deepfakebench", "paper"],
-        help="with --detector and no --model-config: configs/detectors/NAME.yaml (deepfakebench) "
-        "or configs/detectors/paper/NAME.yaml (paper)",
-    )

@@ -3,6 +3,7 @@ r"""Metamorphic fairness testing of a detector (paper 000): makeup test cases, p
   scripts/metamorphic.py --run RUN_DIR [--weights best|last|FILE] --test-data DATASET
   scripts/metamorphic.py --detector NAME --weights FILE [--variant paper | --model-config YAML]
       --test-data DATASET [--data-root DIR]
+  scripts/metamorphic.py --model PACKAGE_DIR|hf:OWNER/NAME[@REV] --test-data DATASET
 
 A score at or above the decision threshold is a fake decision: by default the run's validation
 threshold (see --threshold). --weights FILE is what scripts/test.py reads: a torch checkpoint
@@ -20,7 +21,8 @@ import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
-from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules
 
@@ -31,9 +33,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=guide("metamorphic"),
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", help="run directory written by scripts/train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
+    add_detector_source(p)
     p.add_argument(
         "--test-data", required=True, help="dataset name (<data_root>/<name>.json) or index path"
     )
@@ -50,9 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--out",
         default=None,
         help="output folder (default: RUN/metamorphic/<dataset>, or "
-        "metamorphic/<detector>_<weights name>/<dataset> with --detector)",
+        "metamorphic/<detector>_<weights or package name>/<dataset> with --detector or --model)",
     )
-    add_weights_arguments(p)
     p.add_argument("--split", default="test", choices=("train", "val", "test"))
     p.add_argument("--frame-num", type=int, default=None, help="frames per video (default: all)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -77,7 +76,7 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     from fairforensics.configs.crop import expected_crop
     from fairforensics.detectors import list_detectors
     from fairforensics.detectors.registry import plugin_failure_note
-    from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
+    from fairforensics.detectors.weights import load_named_detector, weights_config
     from fairforensics.evaluation.provenance import file_sha256
     from fairforensics.evaluation.thresholds import decision_threshold
     from fairforensics.fairness.metamorphic.pipeline import evaluate_detector
@@ -88,8 +87,6 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
             f"{plugin_failure_note(args.detector)}; choose one of "
             f"{', '.join(list_detectors())} (or --import the module that registers it)"
         )
-    if args.weights in ("best", "last"):
-        raise ConfigError(f"--detector needs --weights FILE: {ACCEPTED}")
     detector, model_cfg = load_named_detector(
         args.detector, args.weights, args.model_config, args.variant
     )
@@ -117,8 +114,40 @@ def _evaluate_named(args: argparse.Namespace, options: dict) -> dict[str, Path]:
     )
 
 
+def _evaluate_package(args: argparse.Namespace, options: dict) -> dict[str, Path]:
+    """``--model DIR|hf:OWNER/NAME[@REV]``: a model package, with its crop and threshold."""
+    from fairforensics.evaluation.model_package.load import load_model
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.fairness.metamorphic.pipeline import evaluate_detector
+
+    package = load_model(args.model)
+    meta = {
+        "detector": package.name,
+        "model_package": package.ref,
+        "weights_sha256": package.config["weights_sha256"],
+        "model": package.config["model"],
+    }
+    threshold = decision_threshold(
+        threshold=args.threshold, threshold_from=args.threshold_from, packaged=package.threshold
+    )
+    print_threshold(threshold)
+    return evaluate_detector(
+        package.detector,
+        args.test_data,
+        args.relations,
+        data_root=args.data_root or "datasets",
+        out_dir=args.out,
+        out_parent=Path("metamorphic") / f"{package.name}_{package.label}",
+        meta=meta,
+        expected_crop=package.crop,
+        threshold=threshold,
+        **options,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation.testing import check_writable
@@ -138,11 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         "n_examples": args.examples,
     }
     import_modules(args.imports)
-    if args.detector is not None:
+    if args.model is not None:
+        files = _evaluate_package(args, options)
+    elif args.detector is not None:
         files = _evaluate_named(args, options)
     else:
-        if args.model_config is not None or args.variant is not None:
-            raise ConfigError("--model-config and --variant go with --detector, not --run")
         threshold = decision_threshold(
             run=Path(args.run),
             threshold=args.threshold,

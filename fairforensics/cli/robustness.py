@@ -5,6 +5,7 @@ Seven perturbation types at five levels, each applied to the whole decoded frame
   fairforensics robustness --run RUN_DIR --test-data FF-c23 --source-root DATASET_ROOT
   fairforensics robustness --detector NAME --weights FILE --test-data FF-c23 \
       --source-root DATASET_ROOT [--types CS,GB,VC] [--levels 1,3,5] [--faces detect]
+  fairforensics robustness --model PACKAGE_DIR|hf:OWNER/NAME[@REV] --test-data FF-c23 ...
 
 The perturbations are applied to the whole decoded frames before the face crop (frames mode:
 an index made by ``preprocess``, whose ``source`` paths lie under --source-root, the
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
 from fairforensics.preprocessing.perturbations import TYPES
@@ -38,12 +40,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=guide("robustness"),
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", type=Path, help="run directory of scripts/train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
-    p.add_argument("--weights", default="best", help="best | last (of --run) | a file")
-    p.add_argument("--model-config", type=Path, help="detector YAML for --detector")
-    p.add_argument("--variant", choices=["deepfakebench", "paper"], help="as scripts/test.py")
+    add_detector_source(p)
     p.add_argument("--train-data", default="", help="training data shown in tables")
     p.add_argument("--test-data", nargs="+", required=True, help="dataset names")
     p.add_argument("--data-root", help="folder of the dataset indexes")
@@ -93,8 +90,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
+    from fairforensics.evaluation.model_package.load import load_model
     from fairforensics.evaluation.report import add_sections
     from fairforensics.evaluation.results import slug
     from fairforensics.evaluation.robustness import RobustnessConfig, read_cases, run_robustness
@@ -124,17 +123,23 @@ def main(argv: list[str] | None = None) -> int:
         crop_side=args.crop_side,
     )
     report_cfg = None if args.no_fairness else load_report_config(overrides=args.fairness_set)
-    weights_label = args.weights if args.weights in ("best", "last") else Path(args.weights).stem
+    package = load_model(args.model) if args.model else None
     out = args.out
-    if out is None:
+    if out is None and package is None:
+        weights_label = (
+            args.weights if args.weights in ("best", "last") else Path(args.weights).stem
+        )
         out = (
             args.run / "eval" / weights_label / "robustness"
             if args.run
             else Path("evals") / f"{args.detector}_{weights_label}" / "robustness"
         )
     detector, name, train_data, meta, out = testing.load_for_test(
-        args.run, args.detector, args.weights, args.model_config, cfg, out, variant=args.variant
-    )
+        args.run, args.detector, args.weights, args.model_config, cfg, out, variant=args.variant,
+        package=package,
+    )  # fmt: skip
+    if args.out is None and package is not None:  # evals/<detector>_<package>/robustness
+        out = out / "robustness"
     testing.check_writable(out)
     if args.val_data:
         if args.threshold is not None or args.threshold_from is not None:
@@ -150,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             threshold=args.threshold,
             threshold_from=args.threshold_from,
             weights=args.weights,
+            packaged=None if package is None else package.threshold,
         )
     cfg.threshold = threshold.value
     meta["threshold_from"] = threshold.source

@@ -3,6 +3,7 @@
   scripts/test.py --run RUN_DIR [--weights best|last|FILE] --test-data FF-c23 CDFv2 ...
       [--split train|val|test|all]
   scripts/test.py --detector NAME --weights FILE [--model-config YAML] --test-data ...
+  scripts/test.py --model PACKAGE_DIR|hf:OWNER/NAME[@REV] --test-data ...  (its threshold too)
   scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
   scripts/test.py --compare A.csv B.csv  (DeLong's test of two detectors' AUCs, JSON)
@@ -21,7 +22,8 @@ import sys
 from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
-from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
+from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
 
@@ -32,9 +34,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=guide("test"),
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--run", type=Path, help="run directory of scripts/train.py")
-    src.add_argument("--detector", help="registered detector name (with --weights FILE)")
+    src = add_detector_source(p)
     src.add_argument(
         "--predictions", nargs="+", metavar="SET=CSV", help="evaluate existing predictions files"
     )
@@ -44,7 +44,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     src.add_argument(
         "--compare", nargs=2, type=Path, metavar="CSV", help="DeLong test of two files"
     )
-    add_weights_arguments(p)
     p.add_argument("--name", help="detector name shown in tables for --predictions")
     p.add_argument(
         "--scores",
@@ -112,10 +111,22 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _sets_threshold(args: argparse.Namespace) -> bool:
+    """The user chose the decision threshold (``--set threshold=`` or a --config that sets it),
+    which then wins over a model package's."""
+    from fairforensics.configs import load_yaml, resolve_config
+
+    return any(o.startswith("threshold=") for o in args.overrides) or any(
+        "threshold" in (load_yaml(resolve_config(c, "test")) or {}) for c in args.config
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_detector_source(args)
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
+    from fairforensics.evaluation.model_package.load import load_model
     from fairforensics.preprocessing.resolve import resolve_index
 
     import_modules(args.imports)
@@ -173,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"{plugin_failure_note(args.detector)}; choose one of "
                     f"{', '.join(list_detectors())} (or --import the module that registers it)"
                 )
+        package = load_model(args.model) if args.model else None
         detector, name, train_data, meta, out = testing.load_for_test(
             args.run,
             args.detector,
@@ -181,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
             cfg,
             args.out,
             variant=args.variant,
+            package=package,
         )
+        if package is not None and package.threshold is not None and not _sets_threshold(args):
+            cfg.threshold = package.threshold.value
+            meta["threshold_from"] = package.threshold.source
         if args.val_data:  # a name under the data root, or a .json path (the one resolver)
             val_index = resolve_index(args.val_data, cfg.data_root or "datasets")
             cfg.threshold = testing.validation_threshold(detector, val_index, cfg, out_dir=out)

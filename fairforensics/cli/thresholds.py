@@ -13,8 +13,9 @@ if TYPE_CHECKING:  # not imported at run time: --help starts without scikit-lear
 
 THRESHOLD_HELP = (
     "a score at or above the decision threshold is a fake decision. Default: the validation "
-    "threshold the training run recorded (EER rule on its val split; a run's "
-    "validation_threshold.json), else the eval.json beside --predictions, else 0.5"
+    "threshold the training run (EER rule on its val split; a run's "
+    "validation_threshold.json) or the model package recorded, else the eval.json beside "
+    "--predictions, else 0.5"
 )
 
 
@@ -26,9 +27,10 @@ def add_threshold_arguments(parser: argparse.ArgumentParser) -> None:
     either.add_argument(
         "--threshold-from",
         type=Path,
-        metavar="EVAL_JSON|RUN_DIR",
-        help="the threshold of an eval.json of ff-test (e.g. chosen with --val-data) or the "
-        "validation threshold of a run directory",
+        metavar="EVAL_JSON|RUN_DIR|PACKAGE",
+        help="the threshold of an eval.json of ff-test (e.g. chosen with --val-data), the "
+        "validation threshold of a run directory, or the threshold of a model package (a folder "
+        "of fairforensics export or hf:OWNER/NAME[@REV])",
     )
 
 
