@@ -55,7 +55,7 @@ from fairforensics.preprocessing.perturbations import (
     LEVELS,
     TYPES,
     Perturbation,
-    PerturbationError,
+    check_cases,
 )
 from fairforensics.preprocessing.perturbed_faces import (
     CLEAN,
@@ -85,17 +85,7 @@ class RobustnessConfig:
     crop_side: float | None = None  # crops mode, BW: frame pixels a crop covers (None: its size)
 
     def __post_init__(self) -> None:
-        self.types = [t.strip().upper() for t in self.types if t.strip()]
-        bad = [t for t in self.types if t not in TYPES]
-        if bad or not self.types:
-            raise PerturbationError(
-                f"unknown perturbation types {bad or '(none)'}; allowed: {', '.join(TYPES)}"
-            )
-        bad_levels = [lv for lv in self.levels if lv not in LEVELS]
-        if bad_levels or not self.levels:
-            raise PerturbationError(
-                f"unknown perturbation levels {bad_levels or '(none)'}; allowed: 1-5"
-            )
+        self.types, self.levels = check_cases(self.types, self.levels)
         if self.faces not in ("clean", "detect"):
             raise ConfigError(f"faces must be clean or detect, got {self.faces!r}")
         if self.mode not in ("auto", "frames", "crops"):

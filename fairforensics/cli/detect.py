@@ -20,6 +20,7 @@ from pathlib import Path
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
 from fairforensics.cli.thresholds import add_threshold_arguments
+from fairforensics.configs.writable import check_writable
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -81,6 +82,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.detector and (not args.weights or args.weights in ("best", "last")):
+        raise UserInputError("--detector needs --weights FILE (best/last belong to --run)")
+    if args.out is not None:
+        check_writable(args.out)  # before any file is scored
     from fairforensics.configs import import_modules
 
     import_modules(args.imports)
@@ -93,8 +98,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"--detector {args.detector!r} is not a registered detector; choose one of "
                 f"{', '.join(list_detectors())} (or --import the module that registers it)"
             )
-        if not args.weights or args.weights in ("best", "last"):
-            raise UserInputError("--detector needs --weights FILE (best/last belong to --run)")
     from fairforensics.evaluation.detection import detect, exit_code, terminal_table, write_outputs
 
     result = detect(

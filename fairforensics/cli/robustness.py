@@ -22,7 +22,8 @@ from fairforensics.cli.errors import UserInputError, add_import_argument, config
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
-from fairforensics.preprocessing.perturbations import TYPES
+from fairforensics.configs.writable import check_writable
+from fairforensics.preprocessing.perturbations import TYPES, check_cases
 
 
 def _list(text: str, kind: type = str) -> list:
@@ -93,6 +94,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_cases(_list(args.types), _list(args.levels, int))  # before torch loads
+    if args.out is not None:
+        check_writable(args.out)  # before the model loads
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
     from fairforensics.evaluation.report import add_sections

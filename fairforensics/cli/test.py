@@ -23,6 +23,7 @@ from pathlib import Path
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import add_weights_arguments, config_help, guide
 from fairforensics.configs import ConfigError, import_modules
+from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
 
 
@@ -114,6 +115,12 @@ def _sections(items: list[str]) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.scores != "prob" and not (args.predictions or args.compare):
+        raise UserInputError("--scores applies to --predictions and --compare files only")
+    if args.predictions and not (args.out and args.name):
+        raise ConfigError("--predictions needs --name and --out")
+    if args.out is not None:
+        check_writable(args.out)  # before any model is loaded or file scored
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.preprocessing.resolve import resolve_index
@@ -130,8 +137,6 @@ def main(argv: list[str] | None = None) -> int:
     cfg = settings.load_test_config(*args.config, overrides=overrides)
     skipped: testing.TestSetsSkipped | None = None
     extra = _sections(args.section)
-    if args.scores != "prob" and not (args.predictions or args.compare):
-        raise UserInputError("--scores applies to --predictions and --compare files only")
     if args.compare:
         from dataclasses import asdict
 
@@ -155,8 +160,6 @@ def main(argv: list[str] | None = None) -> int:
             extra_sections=extra,
         )
     elif args.predictions:
-        if not args.out or not args.name:
-            raise ConfigError("--predictions needs --name and --out")
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
         results.evaluate_prediction_files(
