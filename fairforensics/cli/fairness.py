@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         notes = evaluation_notes(args.predictions)  # a partial set, another crop (eval.json)
         for note in notes:
             logging.getLogger("fairness").warning("%s", note)
-        warn_if_one_class(pred.score, threshold, args.predictions)
+        warn_if_one_class(pred.score, threshold, args.predictions, y_true=pred.label)
         reports = fairness_report(pred, args.attributes, cfg)
         if not reports:
             print("no attribute with two or more groups: nothing to report", file=sys.stderr)

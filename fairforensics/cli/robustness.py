@@ -171,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for test_data in cfg.test_data:
         _, cases = read_cases(out / "predictions" / slug(test_data))
-        warn_if_one_class(cases["clean"].score, threshold, f"{test_data} (clean)")
+        clean = cases["clean"]
+        warn_if_one_class(clean.score, threshold, f"{test_data} (clean)", y_true=clean.label)
     if report_cfg is not None:
         report_cfg.threshold = cfg.threshold
         rows = []
