@@ -52,6 +52,11 @@ def expand_inputs(paths: list[str | Path]) -> tuple[list[InputFile], list[Path]]
             seen.add(key)
             out.append(entry)
 
+    def skip(other: Path) -> None:
+        if other.resolve() not in seen:
+            seen.add(other.resolve())
+            others.append(other)
+
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
@@ -60,14 +65,14 @@ def expand_inputs(paths: list[str | Path]) -> tuple[list[InputFile], list[Path]]
                     continue
                 if supported(file):
                     add(InputFile(file))
-                elif file.resolve() not in seen:
-                    seen.add(file.resolve())
-                    others.append(file)
+                else:
+                    skip(file)
         elif path.suffix.lower() in LIST_SUFFIXES and path.is_file():
             entries, skipped = _listed(path)
             for entry in entries:
                 add(entry)
-            others += [p for p in skipped if p not in others]
+            for other in skipped:
+                skip(other)
         elif not path.exists():
             add(InputFile(path, "file not found"))
         else:
