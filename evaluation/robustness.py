@@ -35,6 +35,7 @@ from typing import Any, Literal
 import numpy as np
 
 from fairforensics.configs import ConfigError, config_to_dict
+from fairforensics.configs.crop import crop_from_mapping
 from fairforensics.evaluation import plots
 from fairforensics.evaluation.predict import clip_size_of, predict_images
 from fairforensics.evaluation.predictions import (
@@ -48,6 +49,7 @@ from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.scoring import evaluate_levels
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Table
+from fairforensics.preprocessing.crops import check_crop
 from fairforensics.preprocessing.device import resolve_device
 from fairforensics.preprocessing.files import jsonable, write_json
 from fairforensics.preprocessing.index import DatasetIndex
@@ -424,8 +426,14 @@ def run_robustness(
     skipped: list[dict[str, str]] = []
     timing: dict[str, Any] = {}
     modes: dict[str, str] = {}
+    expected = crop_from_mapping((meta or {}).get("expected_crop"), "expected_crop")
+    crop_notes: dict[str, str] = {}  # as test.py: a set cropped otherwise than the weights expect
     for name in test.test_data:
         index_path = resolve_index_path(name, root)
+        index = resolve_index(name, root)
+        note = check_crop(index, expected)
+        if note:
+            crop_notes[name] = note
         folder = out / "predictions" / slug(name)
         provenance = _provenance(producer, index_path, test, rcfg)
         cached = None if overwrite else _cached(folder, provenance)
@@ -433,9 +441,7 @@ def run_robustness(
             log.info("%s: reusing the case predictions in %s (same provenance)", name, folder)
             result = cached
         else:
-            result = predict_cases(
-                detector, resolve_index(name, root), rcfg, test, device, progress
-            )
+            result = predict_cases(detector, index, rcfg, test, device, progress)
             _save(folder, provenance, result)
             timing[name] = {
                 "videos": result.videos,
@@ -447,6 +453,8 @@ def run_robustness(
         modes[name] = result.mode
         skipped += [{"test_data": name, **s} for s in result.skipped]
         rows += robustness_rows(detector_name, name, result, test)
+    if crop_notes:
+        meta = {**(meta or {}), "crop_notes": crop_notes}
     _write_outputs(rows, out, test, rcfg, detector_name, train_data, meta, modes, skipped,
                    timing, extra_sections)  # fmt: skip
     return rows
@@ -497,11 +505,14 @@ def _write_outputs(
         + f", faces: {rcfg.faces}; decision threshold {test.threshold:.6g} "
         f"({info['threshold_from']})."
     )
+    text += "".join(f" Note: {n}" for n in info.get("crop_notes", {}).values())
+    header = {"detector": detector_name, "weights": str(info.get("weights_file", "-"))}
+    header["decision threshold"] = f"{test.threshold:.6g} ({info['threshold_from']})"
     if test.report:
         write_report(
             out / "report.html",
             f"Robustness of {detector_name}",
             [Section("Robustness", items, text=text)],
             extra_sections,
-            meta={"detector": detector_name, "test data": ", ".join(test.test_data)},
+            meta={**header, "test data": ", ".join(test.test_data)},
         )

@@ -349,3 +349,32 @@ def test_a_crop_perturbed_on_its_footprint_is_the_crop_of_the_whole_perturbed_fr
     outside = cv2.getRotationMatrix2D((0, 0), 0, 1.0)
     outside[:, 2] = (5000, 5000)
     assert not region_crop(frame, Perturbation("CS", 1), perturbation_rng(0), outside, 32).any()
+
+
+def test_a_set_cropped_otherwise_is_named_and_the_header_says_weights_and_threshold(
+    data, tmp_path, caplog
+) -> None:
+    """Issue 40, items 4 and 11: weights trained on another crop than the index's give the
+    warning ``test`` gives (and a note in robustness.json and the report), and the report's
+    header names the weights and the decision threshold."""
+    import logging
+
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.evaluation.robustness import run_robustness
+    from fairforensics.evaluation.testing import load_for_test
+
+    cfg = load_test_config(
+        overrides=["test_data=[faces]", f"data_root={data['processed']}", "n_boot=0"]
+    )
+    cfg.threshold = 0.5
+    detector, name, _, meta, out = load_for_test(data["run"], None, "best", None, cfg, tmp_path)
+    meta["expected_crop"] = CropSpec("mesonet", 1.3, 64).to_json()
+    rcfg = RobustnessConfig(types=["CS"], levels=[1], source_root=str(data["raw"]))
+    with caplog.at_level(logging.WARNING):
+        run_robustness(detector, name, cfg, rcfg, out, meta=meta, progress=False)
+    assert "were trained on the MesoNet authors' crop" in caplog.text
+    info = json.loads((out / "robustness.json").read_text())
+    assert "were trained on" in info["crop_notes"]["faces"]
+    report = (out / "report.html").read_text()
+    assert "were trained on" in report and "best.pt" in report
+    assert "decision threshold" in report and "0.5 (" in report
