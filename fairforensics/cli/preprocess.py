@@ -1,4 +1,4 @@
-"""Preprocess a dataset: aligned face crops, landmarks, masks and the dataset index JSON.
+r"""Preprocess a dataset: aligned face crops, landmarks, masks and the dataset index JSON.
 
 Example::
 

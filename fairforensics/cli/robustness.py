@@ -1,4 +1,4 @@
-"""Evaluate a detector under DeeperForensics-1.0's perturbations, with fairness under them.
+r"""Evaluate a detector under DeeperForensics-1.0's perturbations, with fairness under them.
 
 Seven perturbation types at five levels, each applied to the whole decoded frames.
 

@@ -1,4 +1,4 @@
-"""Train a detector from YAML configs; writes a run directory.
+r"""Train a detector from YAML configs; writes a run directory.
 
 Examples::
 
