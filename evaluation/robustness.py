@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -127,9 +127,10 @@ class _SetResult:
 
 def _video_cases(
     index: DatasetIndex, video: Any, mode: str, rcfg: RobustnessConfig, test: TestConfig,
-    clip_size: int | None, timing: dict[str, float],
+    clip_size: int | None, timing: dict[str, float], on_stage: Callable[[str], None] | None = None,
 ) -> VideoCases:  # fmt: skip
     common = {"frame_num": test.frame_num, "clip_size": clip_size, "seed": rcfg.seed}
+    common["on_stage"] = on_stage
     if mode == "frames":
         return frame_cases(
             index, video, rcfg.source_root, rcfg.cases, faces=rcfg.faces, timing=timing, **common
@@ -202,11 +203,16 @@ def predict_cases(
     videos = index.split(test.split)
     if not videos:
         raise ValueError(f"{index.dataset}: split {test.split!r} has no videos")
-    for video in tqdm(
-        videos, desc=f"robustness {index.dataset}", disable=None if progress else True
-    ):
+    bar = tqdm(videos, desc=f"robustness {index.dataset}", disable=None if progress else True)
+    for number, video in enumerate(bar, 1):
+        started = time.monotonic()
+        vid = f"{video.method}/{video.id}"
+
+        def stage(what: str, vid: str = vid) -> None:  # the bar shows the video and its case
+            bar.set_postfix_str(f"{vid}: {what}")
+
         try:
-            cases = _video_cases(index, video, mode, rcfg, test, clip_size, timing)
+            cases = _video_cases(index, video, mode, rcfg, test, clip_size, timing, stage)
         except (OSError, ValueError, RuntimeError) as exc:
             log.warning("%s/%s: skipped: %s", video.method, video.id, exc)
             skipped.append({"video": f"{video.method}/{video.id}", "reason": str(exc)})
@@ -229,6 +235,9 @@ def predict_cases(
                 continue
             parts[n].append(_rows(index, video, units, scores[start : start + len(units)], unit))
             start += len(units)
+        if bar.disable:  # no bar (not a terminal, or --no-progress): a line per video
+            log.info("%s: video %d of %d (%s, %d cases) done in %.1f s", index.dataset, number,
+                     len(videos), vid, len(names) - 1, time.monotonic() - started)  # fmt: skip
     done = len(videos) - len(skipped)
     if done == 0:
         raise ValueError(f"{index.dataset}: no video could be evaluated (see the log)")

@@ -172,7 +172,9 @@ def test_clean_crops_are_the_stored_crops_and_cases_change_them(data) -> None:
     video = index.split("test")[1]
     cases = [Perturbation(t, 5) for t in ("CS", "CC", "BW", "GNC", "GB", "JPEG", "VC")]
     timing: dict[str, float] = {}
-    got = frame_cases(index, video, data["raw"], cases, timing=timing)
+    stages: list[str] = []  # what a progress bar shows (issue 40, item 10)
+    got = frame_cases(index, video, data["raw"], cases, timing=timing, on_stage=stages.append)
+    assert stages == ["decode + 1 H.264 encodes", "faces", *map(str, cases)]
     clean = [u.crops[0] for u in got.units[CLEAN]]
     assert [u.frame for u in got.units[CLEAN]] == video.frame_indices
     assert all(np.array_equal(a, b) for a, b in zip(clean, _stored(index, video), strict=True))
@@ -370,9 +372,12 @@ def test_a_set_cropped_otherwise_is_named_and_the_header_says_weights_and_thresh
     detector, name, _, meta, out = load_for_test(data["run"], None, "best", None, cfg, tmp_path)
     meta["expected_crop"] = CropSpec("mesonet", 1.3, 64).to_json()
     rcfg = RobustnessConfig(types=["CS"], levels=[1], source_root=str(data["raw"]))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         run_robustness(detector, name, cfg, rcfg, out, meta=meta, progress=False)
     assert "were trained on the MesoNet authors' crop" in caplog.text
+    # no progress bar: a line per video (issue 40, item 10)
+    lines = [r.message for r in caplog.records if "done in" in r.message]
+    assert len(lines) == 8 and lines[-1].startswith("faces: video 8 of 8 (")
     info = json.loads((out / "robustness.json").read_text())
     assert "were trained on" in info["crop_notes"]["faces"]
     report = (out / "report.html").read_text()
