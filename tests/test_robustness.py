@@ -383,3 +383,22 @@ def test_a_set_cropped_otherwise_is_named_and_the_header_says_weights_and_thresh
     report = (out / "report.html").read_text()
     assert "were trained on" in report and "best.pt" in report
     assert "decision threshold" in report and "0.5 (" in report
+
+
+def test_the_report_fits_the_screen(data, tmp_path) -> None:
+    """Issue 40, item 2: robustness's page in headless Chromium (skips without it)."""
+    from fairforensics.evaluation.robustness import run_robustness
+    from fairforensics.evaluation.testing import load_for_test
+    from tests.test_report_layout import _browser, _check_fits, _layout
+
+    browser = _browser()
+    try:
+        cfg = load_test_config(
+            overrides=["test_data=[faces]", f"data_root={data['processed']}", "n_boot=0"]
+        )
+        detector, name, _, meta, out = load_for_test(data["run"], None, "best", None, cfg, tmp_path)
+        rcfg = RobustnessConfig(types=["GB"], levels=[1, 5], source_root=str(data["raw"]))
+        run_robustness(detector, name, cfg, rcfg, out, meta=meta, progress=False)
+        _check_fits(_layout(browser, out / "report.html"), out / "report.html")
+    finally:
+        browser.quit()
