@@ -161,6 +161,7 @@ def test_a_folder_with_bad_files(demo, tmp_path, capsys):
     }  # fmt: skip
     assert "no face in any of the 4 sampled frames" in status["004.mp4"]["reason"]
     assert status["005.mp4"]["score"] == ""
+    assert "cannot open video: no video container" in status["005.mp4"]["reason"]  # item 9
     for name in ("004.mp4", "005.mp4"):
         (line,) = [x for x in stdout.splitlines() if name in x]
         assert status[name]["status"] in line
