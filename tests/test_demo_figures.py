@@ -1,7 +1,11 @@
 """The demo's figures that README.md and docs/evaluation.md state are what the full demo gives
 (issue 40, item 3): ``make demo`` (the Makefile's own commands, full settings) and the docs'
 robustness command on its outputs, run here, and every stated figure compared, at the digits the
-docs print, with the outputs. One thread (``OMP_NUM_THREADS=1``), as the docs measured."""
+docs print, with the outputs. One thread (``OMP_NUM_THREADS=1``), as the docs measured.
+
+VC's H.264 re-encodes are not yet the same from run to run (the same frames through PyAV's
+libx264 give other bytes; docs/evaluation.md says by how much), so the robustness row's VC and
+average cells are compared within :data:`VC_TOLERANCE`, every other figure exactly."""
 
 from __future__ import annotations
 
@@ -25,6 +29,9 @@ ROBUSTNESS = (
     "--data-root demo_data/processed --source-root demo_data/raw --attributes lighting "
     "--out demo_data/robustness"
 )
+#: how far the robustness row's VC and average cells may move between runs (docs/evaluation.md)
+VC_TOLERANCE = 0.01
+VC_CELLS = (7, 8)  # clean, CS, CC, BW, GNC, GB, JPEG, VC, average
 
 
 def stated_figures() -> dict[str, list[str]]:
@@ -77,4 +84,8 @@ def test_the_docs_demo_figures_are_what_the_demo_gives(tmp_path: Path) -> None:
         "validation threshold": [_rounded(threshold, stated["validation threshold"][0])],
         "robustness row": [c.strip() for c in row.split("|")],
     }
+    for i in VC_CELLS:
+        got_vc, stated_vc = got["robustness row"][i], stated["robustness row"][i]
+        assert abs(float(got_vc) - float(stated_vc)) <= VC_TOLERANCE, (i, got_vc, stated_vc)
+        got["robustness row"][i] = stated_vc
     assert got == stated
