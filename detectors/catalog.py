@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from fairforensics.detectors.registry import get_detector_class, list_detectors
+from fairforensics.detectors.registry import detector_family, detector_input_kind, list_detectors
 
 #: forward parity results
 PASS = "pass"
@@ -110,11 +110,12 @@ COLUMNS = ("name", "family", "input", *(f.name for f in dataclasses.fields(Detec
 def detector_rows() -> list[dict[str, Any]]:
     """One row per registered detector (built-in, plugin or ``--import``-ed): name, family,
     input (``frame`` or ``clip``) and the :class:`DetectorInfo` fields (None where unknown,
-    e.g. for a user's detector). Imports every detector's module."""
+    e.g. for a user's detector). Read from the source: no built-in detector's module is
+    imported (so no model's dependencies load)."""
     rows = []
     for name in list_detectors():
-        cls = get_detector_class(name)
         info = CATALOG.get(name)
         known = dataclasses.asdict(info) if info else dict.fromkeys(COLUMNS[3:])
-        rows.append({"name": name, "family": cls.family, "input": cls.input_kind, **known})
+        kind = detector_input_kind(name)
+        rows.append({"name": name, "family": detector_family(name), "input": kind, **known})
     return rows

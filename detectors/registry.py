@@ -60,16 +60,36 @@ def register_detector(name: str, *, family: str | None = None) -> Callable[[D], 
     return wrap
 
 
+def _class_input_kind(node: ast.ClassDef) -> str | None:
+    """The constant a class body assigns to ``input_kind`` (None when it assigns none)."""
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign):
+            targets, value = stmt.targets, stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+        else:
+            continue
+        if any(getattr(t, "id", None) == "input_kind" for t in targets):
+            if isinstance(value, ast.Constant):
+                return str(value.value)
+    return None
+
+
 @cache
-def _builtin_decorators() -> dict[str, tuple[str, str | None]]:
-    """Detector name -> (module path, family), read from the decorators in the package's source."""
-    found: dict[str, tuple[str, str | None]] = {}
+def _builtin_decorators() -> dict[str, tuple[str, str | None, str]]:
+    """Detector name -> (module path, family, input kind), read from the package's source: the
+    decorators, and ``input_kind`` of the class or of the package's class it derives from."""
+    found: dict[str, tuple[str, str | None, str]] = {}
+    classes: dict[str, tuple[list[str], str | None]] = {}  # class name -> (bases, input_kind)
+    registered: list[tuple[str, str, str | None, str]] = []  # (name, module, family, class)
     for path in sorted(_PACKAGE_DIR.rglob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         module = ".".join((__package__, *path.relative_to(_PACKAGE_DIR).with_suffix("").parts))
         for node in ast.walk(tree):
             if not isinstance(node, ast.ClassDef):
                 continue
+            bases = [getattr(b, "id", getattr(b, "attr", "")) for b in node.bases]
+            classes[node.name] = (bases, _class_input_kind(node))
             for deco in node.decorator_list:
                 if (
                     isinstance(deco, ast.Call)
@@ -86,13 +106,20 @@ def _builtin_decorators() -> dict[str, tuple[str, str | None]]:
                         ),
                         None,
                     )
-                    found[str(deco.args[0].value)] = (module, family)
+                    registered.append((str(deco.args[0].value), module, family, node.name))
+    for name, module, family, cls in registered:
+        kind, seen = None, set()
+        while kind is None and cls in classes and cls not in seen:
+            seen.add(cls)
+            bases, kind = classes[cls]
+            cls = bases[0] if bases else ""
+        found[name] = (module, family, kind or Detector.input_kind)
     return found
 
 
 def _builtin_modules() -> dict[str, str]:
     """Detector name -> module path of the built-in detectors."""
-    return {name: module for name, (module, _) in _builtin_decorators().items()}
+    return {name: module for name, (module, _, _) in _builtin_decorators().items()}
 
 
 @cache
@@ -139,6 +166,17 @@ def detector_family(name: str) -> str:
         return builtin[1] or Detector.family
     load_entry_points()
     return _REGISTRY[name].family if name in _REGISTRY else Detector.family
+
+
+def detector_input_kind(name: str) -> str:
+    """``frame`` or ``clip`` (:attr:`Detector.input_kind`) of detector ``name``, without
+    importing a built-in detector's module (a KeyError for an unknown name)."""
+    if name in _REGISTRY:
+        return _REGISTRY[name].input_kind
+    builtin = _builtin_decorators().get(name)
+    if builtin is not None:
+        return builtin[2]
+    return get_detector_class(name).input_kind
 
 
 def list_detectors() -> list[str]:

@@ -23,14 +23,17 @@ from fairforensics.evaluation.tables import Table
 from fairforensics.preprocessing.files import atomic_write_text, write_json
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"}
+# Fits a 1400-pixel window (tests/test_report_layout.py): a table wider than the page scrolls
+# inside itself, a figure shows at its own size up to the page's width.
 _STYLE = """
-body{font-family:sans-serif;max-width:1200px;margin:2em auto;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:13px}
+body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px;display:block;max-width:100%;
+overflow-x:auto}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f0f0f0} td:first-child,td:nth-child(2){text-align:left}
 caption{font-weight:bold;text-align:left;padding:4px 0}
-figure{display:inline-block;margin:0.5em} img{max-width:560px}
-figcaption{font-size:12px;color:#555} .meta{font-size:12px;color:#555}
+figure{display:inline-block;margin:0.5em;max-width:100%} img{max-width:100%;height:auto}
+figcaption{font-size:12px;color:#555} .meta{font-size:12px;color:#555;overflow-wrap:anywhere}
 """
 
 

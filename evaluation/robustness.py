@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +42,7 @@ from typing import Any, Literal
 import numpy as np
 
 from fairforensics.configs import ConfigError, config_to_dict
+from fairforensics.configs.crop import crop_from_mapping
 from fairforensics.evaluation import plots
 from fairforensics.evaluation.predict import clip_size_of, predict_images
 from fairforensics.evaluation.predictions import (
@@ -55,6 +56,7 @@ from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.scoring import evaluate_levels
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Table
+from fairforensics.preprocessing.crops import check_crop
 from fairforensics.preprocessing.device import resolve_device
 from fairforensics.preprocessing.files import jsonable, write_json
 from fairforensics.preprocessing.index import DatasetIndex
@@ -62,7 +64,7 @@ from fairforensics.preprocessing.perturbations import (
     LEVELS,
     TYPES,
     Perturbation,
-    PerturbationError,
+    check_cases,
 )
 from fairforensics.preprocessing.perturbed_faces import (
     CLEAN,
@@ -95,17 +97,7 @@ class RobustnessConfig:
     crop_side: float | None = None  # crops mode, BW: frame pixels a crop covers (None: its size)
 
     def __post_init__(self) -> None:
-        self.types = [t.strip().upper() for t in self.types if t.strip()]
-        bad = [t for t in self.types if t not in TYPES]
-        if bad or not self.types:
-            raise PerturbationError(
-                f"unknown perturbation types {bad or '(none)'}; allowed: {', '.join(TYPES)}"
-            )
-        bad_levels = [lv for lv in self.levels if lv not in LEVELS]
-        if bad_levels or not self.levels:
-            raise PerturbationError(
-                f"unknown perturbation levels {bad_levels or '(none)'}; allowed: 1-5"
-            )
+        self.types, self.levels = check_cases(self.types, self.levels)
         if self.faces not in ("clean", "detect"):
             raise ConfigError(f"faces must be clean or detect, got {self.faces!r}")
         if self.mode not in ("auto", "frames", "crops"):
@@ -145,9 +137,10 @@ class _SetResult:
 
 def _video_cases(
     index: DatasetIndex, video: Any, mode: str, rcfg: RobustnessConfig, test: TestConfig,
-    clip_size: int | None, timing: dict[str, float],
+    clip_size: int | None, timing: dict[str, float], on_stage: Callable[[str], None] | None = None,
 ) -> VideoCases:  # fmt: skip
     common = {"frame_num": test.frame_num, "clip_size": clip_size, "seed": rcfg.seed}
+    common["on_stage"] = on_stage
     if mode == "frames":
         return frame_cases(
             index, video, rcfg.source_root, rcfg.cases, faces=rcfg.faces, timing=timing, **common
@@ -220,11 +213,16 @@ def predict_cases(
     videos = index.split(test.split)
     if not videos:
         raise ValueError(f"{index.dataset}: split {test.split!r} has no videos")
-    for video in tqdm(
-        videos, desc=f"robustness {index.dataset}", disable=None if progress else True
-    ):
+    bar = tqdm(videos, desc=f"robustness {index.dataset}", disable=None if progress else True)
+    for number, video in enumerate(bar, 1):
+        started = time.monotonic()
+        vid = f"{video.method}/{video.id}"
+
+        def stage(what: str, vid: str = vid) -> None:  # the bar shows the video and its case
+            bar.set_postfix_str(f"{vid}: {what}")
+
         try:
-            cases = _video_cases(index, video, mode, rcfg, test, clip_size, timing)
+            cases = _video_cases(index, video, mode, rcfg, test, clip_size, timing, stage)
         except (OSError, ValueError, RuntimeError) as exc:
             log.warning("%s/%s: skipped: %s", video.method, video.id, exc)
             skipped.append({"video": f"{video.method}/{video.id}", "reason": str(exc)})
@@ -247,6 +245,9 @@ def predict_cases(
                 continue
             parts[n].append(_rows(index, video, units, scores[start : start + len(units)], unit))
             start += len(units)
+        if bar.disable:  # no bar (not a terminal, or --no-progress): a line per video
+            log.info("%s: video %d of %d (%s, %d cases) done in %.1f s", index.dataset, number,
+                     len(videos), vid, len(names) - 1, time.monotonic() - started)  # fmt: skip
     done = len(videos) - len(skipped)
     if done == 0:
         raise ValueError(f"{index.dataset}: no video could be evaluated (see the log)")
@@ -447,8 +448,14 @@ def run_robustness(
     skipped: list[dict[str, str]] = []
     timing: dict[str, Any] = {}
     modes: dict[str, str] = {}
+    expected = crop_from_mapping((meta or {}).get("expected_crop"), "expected_crop")
+    crop_notes: dict[str, str] = {}  # as test.py: a set cropped otherwise than the weights expect
     for name in test.test_data:
         index_path = resolve_index_path(name, root)
+        index = resolve_index(name, root)
+        note = check_crop(index, expected)
+        if note:
+            crop_notes[name] = note
         folder = out / "predictions" / slug(name)
         provenance = _provenance(producer, index_path, test, rcfg)
         cached = None if overwrite else _cached(folder, provenance)
@@ -456,9 +463,7 @@ def run_robustness(
             log.info("%s: reusing the case predictions in %s (same provenance)", name, folder)
             result = cached
         else:
-            result = predict_cases(
-                detector, resolve_index(name, root), rcfg, test, device, progress
-            )
+            result = predict_cases(detector, index, rcfg, test, device, progress)
             _save(folder, provenance, result)
             timing[name] = {
                 "videos": result.videos,
@@ -470,6 +475,8 @@ def run_robustness(
         modes[name] = result.mode
         skipped += [{"test_data": name, **s} for s in result.skipped]
         rows += robustness_rows(detector_name, name, result, test)
+    if crop_notes:
+        meta = {**(meta or {}), "crop_notes": crop_notes}
     _write_outputs(rows, out, test, rcfg, detector_name, train_data, meta, modes, skipped,
                    timing, extra_sections)  # fmt: skip
     return rows
@@ -521,11 +528,14 @@ def _write_outputs(
         + f", faces: {rcfg.faces}; decision threshold {test.threshold:.6g} "
         f"({info['threshold_from']})."
     )
+    text += "".join(f" Note: {n}" for n in info.get("crop_notes", {}).values())
+    header = {"detector": detector_name, "weights": str(info.get("weights_file", "-"))}
+    header["decision threshold"] = f"{test.threshold:.6g} ({info['threshold_from']})"
     if test.report:
         write_report(
             out / "report.html",
             f"Robustness of {detector_name}",
             [Section("Robustness", items, text=text)],
             extra_sections,
-            meta={"detector": detector_name, "test data": ", ".join(test.test_data)},
+            meta={**header, "test data": ", ".join(test.test_data)},
         )

@@ -10,6 +10,7 @@ from typing import Any
 
 from fairforensics.configs import ConfigError
 from fairforensics.configs.crop import crop_from_mapping, expected_crop
+from fairforensics.configs.writable import check_writable
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
 from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of, predict_index
@@ -195,22 +196,6 @@ def _index_exists(name: str, root: Path) -> bool:
     except DatasetIndexError:
         return False
     return True
-
-
-def check_writable(folder: str | Path) -> None:
-    """Create ``folder`` and prove a file can be written in it, before any prediction is made
-    (a ``ConfigError`` naming the folder otherwise)."""
-    folder = Path(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".write_test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError(
-            f"{folder}: output folder is not writable ({exc.strerror or exc}); "
-            "pass --out to a folder you can write"
-        ) from None
 
 
 def validation_threshold(

@@ -241,26 +241,35 @@ def eval_json_beside(predictions: str | Path) -> Path | None:
     return found if folder.name == "predictions" and found.is_file() else None
 
 
-def warn_if_one_class(y_score: Any, threshold: DecisionThreshold, what: str) -> bool:
+def warn_if_one_class(
+    y_score: Any, threshold: DecisionThreshold, what: str, *, y_true: Any | None = None
+) -> bool:
     """Log a warning when every score of ``what`` falls on one side of ``threshold`` (every
-    decision is "fake", or every one "real"); True if so."""
+    decision is "fake", or every one "real") although ``y_true`` holds both classes; True if so.
+
+    All decisions on one side are right when the set holds one class (only real videos), so
+    then nothing is logged; with ``y_true=None`` (labels unknown, e.g. ``detect``) what the
+    decisions were is logged as information, without advice."""
     scores = np.asarray(y_score, dtype=np.float64).reshape(-1)
     if scores.size == 0:
         return False
     fake = scores >= threshold.value
-    if fake.all() == fake.any():  # not mixed: all True or all False
-        side = "at or above" if fake.all() else "below"
-        log.warning(
-            "%s: all %d decisions are %s: every score (%.4g to %.4g) is %s the decision "
-            "threshold %s; give a threshold chosen on validation data (--threshold-from, "
-            "--threshold)",
-            what,
-            scores.size,
-            "fake" if fake.all() else "real",
-            scores.min(),
-            scores.max(),
-            side,
-            threshold,
-        )
-        return True
-    return False
+    if fake.all() != fake.any():  # mixed decisions
+        return False
+    decided = "fake" if fake.all() else "real"
+    side = "at or above" if fake.all() else "below"
+    stated = (
+        f"{what}: all {scores.size} decisions are {decided}: every score "
+        f"({scores.min():.4g} to {scores.max():.4g}) is {side} the decision threshold {threshold}"
+    )
+    if y_true is None:
+        log.info("%s", stated)
+        return False
+    if len(np.unique(np.asarray(y_true).reshape(-1))) < 2:
+        return False
+    log.warning(
+        "%s, on a set of real and fake; give a threshold chosen on validation data "
+        "(--threshold-from, --threshold)",
+        stated,
+    )
+    return True

@@ -15,9 +15,16 @@ from fairforensics.fairness.abf import FairnessCurves
 
 
 def plot_group_roc(
-    y_true: np.ndarray, y_score: np.ndarray, groups: np.ndarray, path: str | Path, title: str = ""
+    y_true: np.ndarray,
+    y_score: np.ndarray,
+    groups: np.ndarray,
+    path: str | Path,
+    title: str = "",
+    *,
+    pad: bool = False,
 ) -> Path:
-    """One ROC curve per group (groups holding one class are skipped)."""
+    """One ROC curve per group (groups holding one class are skipped); ``pad``: the axes also
+    named by ISO/IEC 30107-3's rates (BPCER, 1 - APCER)."""
     fig = Figure(figsize=(5, 5))
     ax = fig.add_subplot()
     for g in sorted(set(groups)):
@@ -27,7 +34,8 @@ def plot_group_roc(
         fpr, tpr, _ = roc_curve(y_true[rows], y_score[rows])
         ax.plot(fpr, tpr, label=f"{g} (n={rows.sum()})")
     ax.plot([0, 1], [0, 1], color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="FPR (BPCER)", ylabel="TPR (1 - APCER)", title=title or "ROC per group")
+    xlabel, ylabel = ("FPR (BPCER)", "TPR (1 - APCER)") if pad else ("FPR", "TPR")
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title or "ROC per group")
     ax.legend(loc="lower right", fontsize=8)
     return save_figure(fig, path, dpi=120)[0]
 

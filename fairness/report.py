@@ -18,7 +18,9 @@ text that ``scripts/fairness.py`` prints.
 from __future__ import annotations
 
 import dataclasses
+import html
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -86,6 +88,9 @@ class ReportConfig:
     # pair with the largest clean gap, interval and p corrected for the number of pairs
     seed: int = 0
     figures: bool = True
+    # deepfake | pad | auto (pad when the real class's method is bona fide): the report shows
+    # the ISO/IEC 30107-3 metrics and APCER/BPCER axis names for presentation attacks only
+    task: Literal["auto", "deepfake", "pad"] = "auto"
 
     @property
     def decision_threshold(self) -> float:
@@ -141,6 +146,7 @@ class AttributeReport:
     group_of: np.ndarray
     errors: list[str] = field(default_factory=list)
     threshold: float = DEFAULT_THRESHOLD  # of every decision (ACC, FPR, FNR, bias factor)
+    task: str = "deepfake"  # or "pad": which metric families the report shows (task_of)
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(
@@ -504,12 +510,25 @@ def fairness_report(
             f"unknown attribute {', '.join(missing)} (asked: {' '.join(names)}); the "
             f"predictions' attribute columns are {', '.join(sorted(pred.attributes)) or 'none'}"
         )
+    task = task_of(pred) if cfg.task == "auto" else cfg.task
     reports = {}
     for a in names:
         rep = attribute_report(pred, a, cfg)
         if rep is not None:
+            rep.task = task
             reports[a] = rep
     return reports
+
+
+#: the method of the bona fide class in the presentation-attack indexes (preprocessing.datasets.pad)
+BONA_FIDE_METHODS = frozenset({"bonafide", "bona_fide", "bona fide"})
+
+
+def task_of(pred: Predictions) -> str:
+    """``pad`` when the real rows' method is bona fide (a presentation-attack set), else
+    ``deepfake``."""
+    methods = {str(m).lower() for m in np.asarray(pred.method)[np.asarray(pred.label) == 0]}
+    return "pad" if methods & BONA_FIDE_METHODS else "deepfake"
 
 
 _GROUP_COLUMNS = (
@@ -739,7 +758,12 @@ def write_report(
         fig_dir = out / "figures"
         for a, rep in reports.items():
             plots.plot_group_roc(
-                rep.y_true, rep.y_score, rep.group_of, fig_dir / f"{a}_roc.png", f"ROC per {a}"
+                rep.y_true,
+                rep.y_score,
+                rep.group_of,
+                fig_dir / f"{a}_roc.png",
+                f"ROC per {a}",
+                pad=rep.task == "pad",
             )
             plots.plot_group_accuracy(
                 {g: m["acc"] for g, m in rep.groups.items()},
@@ -840,15 +864,71 @@ def _area_text(rep: AttributeReport, tg: str, key: str) -> str:
     return f"{v:.3f}" + (f" [{note}]" if note else "")
 
 
+#: The families of the summary's HTML tables (each after the attribute; intervals as cells).
+SUMMARY_FAMILIES = {
+    "Bias factor and accuracy gap": ("groups", "ranked_groups", "bias_factor", "bias_low_group")
+    + ("bias_high_group", "favoured", "acc_diff", "acc_diff_of", "acc_p_value", "class_ratio"),
+    "Lin et al. and FDR/ABF-AUC (fused threshold)": (),  # every other metric
+}
+
+
 def html_section(reports: dict[str, AttributeReport]) -> str:
-    """The summary and per-group tables as an HTML fragment."""
+    """The summary and per-group tables as an HTML fragment, narrow enough for a screen: one
+    table per metric family (intervals as ``[low, high]`` cells; the ISO/IEC 30107-3 family
+    only for presentation attacks) and the notes as a list under the tables."""
 
-    def table(rows: list[dict[str, Any]]) -> str:
-        cols = columns_of(rows)
+    def table(rows: list[dict[str, Any]], caption: str) -> str:
+        cols = list(rows[0])
         cells = [[r.get(c) for c in cols] for r in rows]
-        return html_text(cols, cells, lambda i, j, v: format_number(v, 4), sections=False)
+        fmt = lambda i, j, v: format_number(v, 4)  # noqa: E731
+        return html_text(cols, cells, fmt, caption=caption, sections=False)
 
-    return "\n".join([table(summary_rows(reports)), table(group_rows(reports))])
+    def with_intervals(row: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+        out = {}
+        for k in keys:
+            out[k] = row.get(k)
+            if f"{k}_low" in row:
+                out[f"{k} interval"] = _interval_cell(row, k, 4)
+        return out
+
+    pad = any(rep.task == "pad" for rep in reports.values())
+    summary = summary_rows(reports)
+    parts = []
+    for title, family in SUMMARY_FAMILIES.items():
+        keys = list(family) or [
+            c
+            for c in summary[0]
+            if c not in ("attribute", "notes", *SUMMARY_FAMILIES["Bias factor and accuracy gap"])
+            and not c.endswith(("_low", "_high"))
+        ]
+        parts.append(
+            table(
+                [{"attribute": r["attribute"], **with_intervals(r, keys)} for r in summary], title
+            )
+        )
+    groups = group_rows(reports)
+    lows = [c[: -len("_low")] for c in groups[0] if c.endswith("_low")]
+    lows = [m for m in lows if pad or not m.startswith("iso_")]
+    for title, family in GROUP_FAMILIES.items():
+        if title == "Notes" or (title.startswith("ISO") and not pad):
+            continue
+        wanted = list(family)
+        if title.startswith("ISO"):
+            wanted += [c for c in groups[0] if c.startswith(("apcer[", "bpcer@"))]
+        key = ("attribute", "group")
+        rows = [
+            {**{k: r[k] for k in key}, **{m: _interval_cell(r, m, 4) for m in lows}}
+            if title == "Intervals"
+            else {k: r.get(k) for k in (*key, *wanted)}
+            for r in groups
+        ]
+        parts.append(table(rows, f"Per group: {title.lower()}"))
+    notes = [(r["attribute"], r["notes"]) for r in summary if r["notes"]]
+    notes += [(r["attribute"], r["notes"]) for r in groups if r["notes"]]
+    if notes:
+        items = "".join(f"<li><b>{html.escape(a)}</b>: {html.escape(n)}</li>" for a, n in notes)
+        parts.append(f"<p><b>Notes</b></p><ul class='notes'>{items}</ul>")
+    return "\n".join(parts)
 
 
 def report_sections(

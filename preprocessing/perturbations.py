@@ -61,6 +61,23 @@ class PerturbationError(ValueError):
     """An unknown type or level, or a perturbation that cannot apply to the input."""
 
 
+def check_cases(types: Sequence[str], levels: Sequence[int]) -> tuple[list[str], list[int]]:
+    """``types`` (upper-cased, blanks dropped) and ``levels`` of a robustness run, checked: a
+    :class:`PerturbationError` for an unknown one or an empty list."""
+    types = [t.strip().upper() for t in types if t.strip()]
+    bad = [t for t in types if t not in TYPES]
+    if bad or not types:
+        raise PerturbationError(
+            f"unknown perturbation types {bad or '(none)'}; allowed: {', '.join(TYPES)}"
+        )
+    bad_levels = [lv for lv in levels if lv not in LEVELS]
+    if bad_levels or not levels:
+        raise PerturbationError(
+            f"unknown perturbation levels {bad_levels or '(none)'}; allowed: 1-5"
+        )
+    return types, list(levels)
+
+
 @dataclass(frozen=True)
 class Perturbation:
     """One perturbation: a type of :data:`TYPES` at a level of :data:`LEVELS`."""

@@ -21,7 +21,7 @@ crop; VC encodes the video's stored crops as one clip (they are not consecutive 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -232,8 +232,11 @@ def frame_cases(
     seed: int = 0,
     analyzer: FaceAnalyzer | None = None,
     timing: dict[str, float] | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> VideoCases:
-    """Frames mode (module docstring) for one video: the clean units and those of every case."""
+    """Frames mode (module docstring) for one video: the clean units and those of every case.
+    ``on_stage`` is told each stage as it starts (``decode``, ``faces``, then each case)."""
+    stage = on_stage or (lambda what: None)
     settings = FaceSettings.from_json(index.preprocess, f"{index.dataset}: preprocess")
     if settings.face.keep != "largest":
         raise ValueError(
@@ -248,6 +251,7 @@ def frame_cases(
     frame_units = [[indices[p] for p in unit] for unit in positions]
     needed = {i for unit in frame_units for i in unit}
     crfs = sorted({int(p.param) for p in cases if p.type == "VC"})
+    stage("decode" + (f" + {len(crfs)} H.264 encodes" if crfs else ""))
     t0 = time.process_time()
     if crfs:
         frames, compressed = _compressed_frames(path, set(indices), crfs, timing)
@@ -264,6 +268,7 @@ def frame_cases(
         clips = [[indices[s + j] for j in range(n)] for s, n in video.clips]
     decoded = DecodedFrames(path, frames, len(frames), indices, clips)
     log = FaceLog()
+    stage("faces")
     t0 = time.process_time()
     analyzer = analyzer or face_analyzer(settings.face)
     clean_faces = find_faces(decoded, settings, analyzer, log)
@@ -300,6 +305,7 @@ def frame_cases(
         result.notes.append(f"clean: {lost} units without a face crop")
     for case in cases:
         name = str(case)
+        stage(name)
         t0 = time.process_time()
         if faces == "clean" and case.type in REGION_TYPES:
             rng = perturbation_rng(seed, index.dataset, video.method, video.id, name)
@@ -412,8 +418,12 @@ def crop_cases(
     frame_size: tuple[int, int] = (720, 1280),
     crop_side: float | None = None,
     timing: dict[str, float] | None = None,
+    on_stage: Callable[[str], None] | None = None,
 ) -> VideoCases:
-    """Crops mode (module docstring) for one video: the clean units and those of every case."""
+    """Crops mode (module docstring) for one video: the clean units and those of every case
+    (``on_stage``: as :func:`frame_cases`'s, from ``decode``)."""
+    stage = on_stage or (lambda what: None)
+    stage("decode")
     t0 = time.process_time()
     positions = sorted({p for unit in scored_positions(video, frame_num, clip_size) for p in unit})
     crops: dict[int, np.ndarray] = {}
@@ -436,6 +446,7 @@ def crop_cases(
     order = sorted(crops)
     for case in cases:
         name = str(case)
+        stage(name)
         t0 = time.process_time()
         if case.type == "VC":
             _add(timing, "perturb", t0)

@@ -15,7 +15,10 @@ from typing import Literal
 import cv2
 import numpy as np
 
+from fairforensics.preprocessing.video_problems import libav_messages, why_unopenable
+
 logger = logging.getLogger(__name__)
+libav_messages(verbose=False)  # OpenCV's FFmpeg prints "moov atom not found" lines otherwise
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp"})
 VIDEO_SUFFIXES = frozenset(
@@ -92,7 +95,7 @@ def count_frames(path: str | Path) -> int:
     cap = cv2.VideoCapture(str(path))
     try:
         if not cap.isOpened():
-            raise MediaReadError(f"{path}: cannot open video")
+            raise MediaReadError(f"{path}: cannot open video: {why_unopenable(path)}")
         return max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT)), 0)
     finally:
         cap.release()
@@ -143,7 +146,7 @@ def _read_opencv(path: str | Path, indices: list[int] | None, gray: bool) -> dic
     cap = cv2.VideoCapture(str(path))
     try:
         if not cap.isOpened():
-            raise MediaReadError(f"{path}: cannot open video")
+            raise MediaReadError(f"{path}: cannot open video: {why_unopenable(path)}")
         wanted = set(indices) if indices is not None else None
         last = max(indices) if indices else (None if indices is None else -1)
         out: dict[int, np.ndarray] = {}

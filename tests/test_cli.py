@@ -189,3 +189,14 @@ def test_wheel_installs_the_commands(tmp_path, wheel) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert imported.returncode == 0, imported.stderr[-2000:]
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_help_examples_keep_their_line_breaks(verb: str) -> None:
+    """Issue 40, item 11: a ``\\`` continuation in a docstring that is no raw string joins the
+    example's lines with a run of spaces (``FF-c23       --source-root``) in ``--help``."""
+    import importlib
+    import re
+
+    doc = importlib.import_module(f"fairforensics.cli.{VERBS[verb]}").__doc__
+    assert not re.search(r"\S {3,}--\w", doc), re.search(r".*\S {3,}--\w.*", doc)[0]

@@ -150,7 +150,8 @@ def detect_main_exit(argv: list[str]) -> None:
 
 def test_a_folder_with_bad_files(demo, tmp_path, capsys):
     """A video without a face, a corrupt file and a text file: the good files are scored, each
-    bad one is one line, exit 1, and the report opens offline with its images."""
+    bad video is one line, the text file (neither image nor video, found by the folder search)
+    is skipped and counted, exit 1, and the report opens offline with its images."""
     _, _, run = demo
     raw = make_ff_tree(tmp_path / "raw")  # 004 has no face, 005 is corrupt
     folder = tmp_path / "inbox"
@@ -164,21 +165,23 @@ def test_a_folder_with_bad_files(demo, tmp_path, capsys):
     status = {Path(r["path"]).name: r for r in csv.DictReader(open(out / "detections.csv"))}
     assert {k: r["status"] for k, r in status.items()} == {
         "000.mp4": "scored", "001.mp4": "scored", "002.mp4": "scored", "003.mp4": "scored",
-        "004.mp4": "no_face", "005.mp4": "failed", "notes.txt": "failed",
+        "004.mp4": "no_face", "005.mp4": "failed",
     }  # fmt: skip
     assert "no face in any of the 4 sampled frames" in status["004.mp4"]["reason"]
-    assert (
-        status["005.mp4"]["score"] == ""
-        and "unsupported file type" in status["notes.txt"]["reason"]
-    )
-    for name in ("004.mp4", "005.mp4", "notes.txt"):
+    assert status["005.mp4"]["score"] == ""
+    assert "cannot open video: no video container" in status["005.mp4"]["reason"]  # item 9
+    for name in ("004.mp4", "005.mp4"):
         (line,) = [x for x in stdout.splitlines() if name in x]
         assert status[name]["status"] in line
-    assert "4 scored, 1 without a face, 2 failed" in stdout
+    assert (
+        "4 scored, 1 without a face, 1 failed; skipped 1 other file in the folders (.txt 1)"
+        in stdout
+    )
     frames = list(csv.DictReader(open(out / "frames.csv")))
     assert len(frames) == 4 * 3 and {r["track"] for r in frames} == {"0"}
     data = json.loads((out / "detections.json").read_text())
-    assert data["counts"] == {"scored": 4, "no_face": 1, "failed": 2}
+    assert data["counts"] == {"scored": 4, "no_face": 1, "failed": 1}
+    assert data["other_files_skipped"] == [str(folder / "notes.txt")]
     check_offline(out / "report.html", n_images=4 * 3)
 
 
@@ -317,16 +320,18 @@ def test_inputs_folders_lists_and_problems(tmp_path):
     for name in ("a/x.mp4", "a/b/y.JPG", "a/.hidden.mp4", "a/notes.md", "z.png"):
         (tmp_path / name).write_bytes(b"")
     (tmp_path / "list.txt").write_text("# my files\nz.png\n\na\nmissing.mp4\na/x.mp4\n")
-    got = expand_inputs([tmp_path / "list.txt", tmp_path / "z.png"])
+    (tmp_path / "a" / "metadata.json").write_text("{}")
+    got, others = expand_inputs([tmp_path / "list.txt", tmp_path / "z.png", tmp_path / "a"])
     names = [(e.path.relative_to(tmp_path).as_posix(), e.kind, e.problem) for e in got]
     assert names == [
         ("z.png", "image", None),
         ("a/b/y.JPG", "image", None),
-        ("a/notes.md", "other", names[2][2]),
         ("a/x.mp4", "video", None),
         ("missing.mp4", "video", "file not found"),
-    ]
-    assert "unsupported file type '.md'" in names[2][2]
+    ]  # a folder's other files are skipped and counted (once), not failed rows
+    assert [p.relative_to(tmp_path).as_posix() for p in others] == ["a/metadata.json", "a/notes.md"]
+    (named,), _ = expand_inputs([tmp_path / "a" / "notes.md"])  # named explicitly: an error
+    assert named.kind == "other" and "unsupported file type '.md'" in named.problem
 
 
 def test_a_detector_without_a_run_crops_as_its_config_says(tmp_path):

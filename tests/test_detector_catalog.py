@@ -82,3 +82,39 @@ def test_new_verbs_are_dispatched(verb, capsys) -> None:
     with pytest.raises(SystemExit) as stop:
         main([verb, "--help"])
     assert stop.value.code == 0 and f"fairforensics {verb}" in capsys.readouterr().out
+
+
+def test_family_and_input_read_from_the_source_match_the_classes() -> None:
+    """``fairforensics detectors`` reads family and input kind from the source (issue 40, item
+    7); what it reads is what each class says."""
+    from fairforensics.detectors.registry import (
+        detector_family,
+        detector_input_kind,
+        get_detector_class,
+    )
+
+    read = {name: (detector_family(name), detector_input_kind(name)) for name in CATALOG}
+    for name in CATALOG:
+        cls = get_detector_class(name)
+        assert read[name] == (cls.family, cls.input_kind), name
+
+
+def test_listing_imports_no_detector_module() -> None:
+    """The table is built without importing any built-in detector's module (no model is built,
+    no backbone library loaded)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from fairforensics.cli.detectors import main\n"
+        "main([])\n"
+        "from fairforensics.detectors.registry import _builtin_modules\n"
+        "print(sorted(set(_builtin_modules().values()) & set(sys.modules)), 'timm' in sys.modules,"
+        " file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines()[-1] == "[] False", done.stderr[-2000:]

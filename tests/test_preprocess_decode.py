@@ -257,3 +257,65 @@ def test_cuda_device_needs_pyav():
     assert cfg.decode.device == "cuda"
     with pytest.raises(ConfigError, match="decode.backend: pyav"):
         load_preprocess_config(overrides=[*base, "decode.device=cuda", "decode.backend=opencv"])
+
+
+def _unopenable(folder: Path) -> dict[str, Path]:
+    """A text file named .mp4, an mp4 cut off before its index, an empty file, audio only."""
+    files = {name: folder / name for name in ("text.mp4", "cut.mp4", "empty.mp4", "audio.mkv")}
+    files["text.mp4"].write_text("hello, not a video\n")
+    files["cut.mp4"].write_bytes((VIDEOS / "short_hamilton_clip.mp4").read_bytes()[:20000])
+    files["empty.mp4"].write_bytes(b"")
+    with av.open(str(files["audio.mkv"]), "w") as container:
+        stream = container.add_stream("pcm_s16le", rate=8000)
+        frame = av.AudioFrame.from_ndarray(
+            np.zeros((1, 800), np.int16), format="s16", layout="mono"
+        )
+        frame.sample_rate = 8000
+        for packet in [*stream.encode(frame), *stream.encode(None)]:
+            container.mux(packet)
+    return files
+
+
+def test_why_a_video_does_not_open(tmp_path: Path) -> None:
+    """Issue 40, item 9: the reason, not only "cannot open video"."""
+    from fairforensics.preprocessing.video import MediaReadError, count_frames
+
+    files = _unopenable(tmp_path)
+    want = {
+        "text.mp4": "no video container",
+        "cut.mp4": "truncated or damaged MP4/QuickTime file",
+        "empty.mp4": "empty file",
+        "audio.mkv": "no video stream (the container holds: audio)",
+    }
+    for name, reason in want.items():
+        with pytest.raises(MediaReadError, match=r"cannot open video: .*") as info:
+            count_frames(files[name])
+        assert reason in str(info.value), (name, str(info.value))
+
+
+def test_libav_lines_stay_off_the_terminal_unless_verbose(tmp_path: Path) -> None:
+    """OpenCV's FFmpeg prints ``moov atom not found`` for a cut-off mp4 on stderr, unless kept
+    quiet (the default); ``libav_messages(True)`` (--verbose) lets it through."""
+    import os
+    import subprocess
+    import sys
+
+    cut = _unopenable(tmp_path)["cut.mp4"]
+    repo = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k != "OPENCV_FFMPEG_LOGLEVEL"}
+    env["PYTHONPATH"] = str(repo)
+    stderr = {}
+    for verbose in (False, True):
+        loud = "from fairforensics.preprocessing.video_problems import libav_messages\n"
+        code = (
+            "from fairforensics.preprocessing.video import MediaReadError, count_frames\n"
+            + (loud + "libav_messages(True)\n" if verbose else "")  # not verbose: the default
+            + f"try:\n    count_frames({str(cut)!r})\nexcept MediaReadError as e:\n    print(e)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert "truncated or damaged" in done.stdout, done.stdout + done.stderr
+        stderr[verbose] = done.stderr
+    assert "moov atom not found" not in stderr[False], stderr[False]
+    assert "moov atom not found" in stderr[True], stderr[True]

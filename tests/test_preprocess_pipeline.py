@@ -556,7 +556,10 @@ def test_a_partial_dataset_allowed_is_counted_and_named(first_run):
     assert index.label == "demo (partial: 10 of 12 listed videos)"
     manifest = json.loads((out / "demo.manifest.json").read_text())
     assert manifest["summary"]["videos_listed"] == 12 and manifest["summary"]["videos_found"] == 10
-    assert any("2 of 12 videos" in p["reason"] for p in manifest["layout_problems"])
+    (reason,) = [
+        p["reason"] for p in manifest["layout_problems"] if "2 of 12 videos" in p["reason"]
+    ]
+    assert "allow_partial is true" in reason and "needs" not in reason  # issue 40, item 8
 
 
 def test_a_truncated_video_is_a_warning_in_the_manifest(tmp_path, caplog):

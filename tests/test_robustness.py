@@ -173,7 +173,9 @@ def test_clean_crops_are_the_stored_crops_and_cases_change_them(data) -> None:
     video = index.split("test")[1]
     cases = [Perturbation(t, 5) for t in ("CS", "CC", "BW", "GNC", "GB", "JPEG", "VC")]
     timing: dict[str, float] = {}
-    got = frame_cases(index, video, data["raw"], cases, timing=timing)
+    stages: list[str] = []  # what a progress bar shows (issue 40, item 10)
+    got = frame_cases(index, video, data["raw"], cases, timing=timing, on_stage=stages.append)
+    assert stages == ["decode + 1 H.264 encodes", "faces", *map(str, cases)]
     clean = [u.crops[0] for u in got.units[CLEAN]]
     assert [u.frame for u in got.units[CLEAN]] == video.frame_indices
     assert all(np.array_equal(a, b) for a, b in zip(clean, _stored(index, video), strict=True))
@@ -405,3 +407,54 @@ def test_figure_series_follow_the_case_order(monkeypatch) -> None:
     robustness_figure(rows, "video", Path("unused"))
     assert list(drawn["d on t"]) == order
     assert [p[0] for p in drawn["d on t"]["VC"]] == [0, 1, 5]
+
+
+def test_a_set_cropped_otherwise_is_named_and_the_header_says_weights_and_threshold(
+    data, tmp_path, caplog
+) -> None:
+    """Issue 40, items 4 and 11: weights trained on another crop than the index's give the
+    warning ``test`` gives (and a note in robustness_run.json and the report), and the report's
+    header names the weights and the decision threshold."""
+    import logging
+
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.evaluation.robustness import run_robustness
+    from fairforensics.evaluation.testing import load_for_test
+
+    cfg = load_test_config(
+        overrides=["test_data=[faces]", f"data_root={data['processed']}", "n_boot=0"]
+    )
+    cfg.threshold = 0.5
+    detector, name, _, meta, out = load_for_test(data["run"], None, "best", None, cfg, tmp_path)
+    meta["expected_crop"] = CropSpec("mesonet", 1.3, 64).to_json()
+    rcfg = RobustnessConfig(types=["CS"], levels=[1], source_root=str(data["raw"]))
+    with caplog.at_level(logging.INFO):
+        run_robustness(detector, name, cfg, rcfg, out, meta=meta, progress=False)
+    assert "were trained on the MesoNet authors' crop" in caplog.text
+    # no progress bar: a line per video (issue 40, item 10)
+    lines = [r.message for r in caplog.records if "done in" in r.message]
+    assert len(lines) == 8 and lines[-1].startswith("faces: video 8 of 8 (")
+    info = json.loads((out / "robustness_run.json").read_text())
+    assert "were trained on" in info["crop_notes"]["faces"]
+    report = (out / "report.html").read_text()
+    assert "were trained on" in report and "best.pt" in report
+    assert "decision threshold" in report and "0.5 (" in report
+
+
+def test_the_report_fits_the_screen(data, tmp_path) -> None:
+    """Issue 40, item 2: robustness's page in headless Chromium (skips without it)."""
+    from fairforensics.evaluation.robustness import run_robustness
+    from fairforensics.evaluation.testing import load_for_test
+    from tests.test_report_layout import _browser, _check_fits, _layout
+
+    browser = _browser()
+    try:
+        cfg = load_test_config(
+            overrides=["test_data=[faces]", f"data_root={data['processed']}", "n_boot=0"]
+        )
+        detector, name, _, meta, out = load_for_test(data["run"], None, "best", None, cfg, tmp_path)
+        rcfg = RobustnessConfig(types=["GB"], levels=[1, 5], source_root=str(data["raw"]))
+        run_robustness(detector, name, cfg, rcfg, out, meta=meta, progress=False)
+        _check_fits(_layout(browser, out / "report.html"), out / "report.html")
+    finally:
+        browser.quit()

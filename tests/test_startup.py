@@ -95,3 +95,92 @@ def test_library_user_errors_exist_and_exit_2(module: str, name: str, capsys) ->
         run_cli(fail, [])
     assert stop.value.code == 2
     assert capsys.readouterr().err == "error: the input is wrong\n"
+
+
+#: verb -> an argument error that argparse accepts and the command itself rejects (issue 40,
+#: item 7): each must be one ``error:`` line, exit 2, before torch is imported
+VALUE_ERRORS = {
+    "preprocess": ["--import-deepfakebench", "x.json"],
+    "train": ["--resume", "runs/x", "--detector", "meso4"],
+    "test": ["--run", "runs/x", "--scores", "logits"],
+    "fairness": ["--protocol", "p.yaml", "--threshold", "0.5"],
+    "metamorphic": ["--run", "runs/x", "--test-data", "demo", "--variant", "paper"],
+    "benchmark": ["--out", "{file}", "--detectors", "meso4", "--train-data", "demo"],
+    "detect": ["a.jpg", "--detector", "meso4"],
+    "demographics": [
+        "--index",
+        "i.json",
+        "--csv",
+        "a.csv",
+        "--out",
+        "o.json",
+        "--attributes",
+        "XX",
+    ],
+    "combine": ["a.json", "--name", "x", "--out", "{folder}"],
+    "detectors": ["--import", "no_such_module_anywhere"],
+    "perturb": ["--type", "XX", "--level", "1", "in.png", "out.png"],
+    "robustness": ["--detector", "meso4", "--weights", "w.h5", "--test-data", "d", "--types", "XX"],
+}
+
+#: verb -> its arguments with an output path that cannot be written ({out}: a file stands in the
+#: way of the folder) and inputs that do not exist: the output must fail first (issue 40, item 1)
+UNWRITABLE_OUT = {
+    "preprocess": ["--config", "generic", "--set", "output.root={out}"],
+    "train": ["--detector", "meso4", "--output-dir", "{out}"],
+    "test": ["--run", "no_run", "--test-data", "demo", "--out", "{out}"],
+    "fairness": ["--predictions", "no.csv", "--out", "{out}"],
+    "metamorphic": ["--run", "no_run", "--test-data", "demo", "--out", "{out}"],
+    "benchmark": ["--out", "{out}", "--detectors", "meso4", "--train-data", "demo"],
+    "detect": ["no.jpg", "--detector", "meso4", "--weights", "no.h5", "--out", "{out}"],
+    "demographics": ["--index", "no.json", "--csv", "no.csv", "--out", "{out}/i.json"],
+    "combine": ["no.json", "--name", "x", "--out", "{out}/c.json"],
+    "perturb": ["--type", "GB", "--level", "1", "no.png", "{out}/o.png"],
+    "robustness": [
+        "--detector",
+        "meso4",
+        "--weights",
+        "no.h5",
+        "--test-data",
+        "d",
+        "--out",
+        "{out}",
+    ],
+}
+
+
+def _run_verb(verb: str, argv: list[str], cwd: Path) -> tuple[int, str, bool]:
+    """(exit code, stderr, whether torch was imported) of ``fairforensics VERB ARGV``."""
+    code = (
+        "import sys\n"
+        "from fairforensics.cli import main\n"
+        "try:\n"
+        f"    main({[verb, *argv]!r})\n"
+        "except SystemExit as stop:\n"
+        "    print('@@', stop.code, 'torch' in sys.modules, file=sys.__stderr__)\n"
+    )
+    done = _python(code, cwd=cwd)
+    last = done.stderr.strip().splitlines()[-1].split()
+    assert last[0] == "@@", done.stderr[-2000:]
+    return int(last[1]), done.stderr, last[2] == "True"
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_value_errors_of_every_verb_import_no_torch(verb: str, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    argv = [a.format(file=tmp_path / "file", folder=tmp_path) for a in VALUE_ERRORS[verb]]
+    code, err, torch_loaded = _run_verb(verb, argv, tmp_path)
+    assert code == 2 and "error" in err, err[-2000:]
+    assert not torch_loaded, f"{verb}: torch imported before the argument error"
+
+
+@pytest.mark.parametrize("verb", sorted(UNWRITABLE_OUT))
+def test_an_unwritable_output_fails_before_any_work(verb: str, tmp_path: Path) -> None:
+    """A file where the output folder must go: one line naming it, exit 2, no torch loaded
+    (so nothing was scored, trained or decoded first)."""
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file, not a folder")
+    argv = [a.format(out=blocker) for a in UNWRITABLE_OUT[verb]]
+    code, err, torch_loaded = _run_verb(verb, argv, tmp_path)
+    assert code == 2 and str(blocker) in err and "not writable" in err, err[-2000:]
+    assert not torch_loaded, f"{verb}: torch imported before the output folder was checked"

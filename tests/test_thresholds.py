@@ -127,14 +127,29 @@ def test_resolution_order_and_sources(tmp_path: Path) -> None:
 def test_warn_if_one_class(caplog: pytest.LogCaptureFixture) -> None:
     t = DecisionThreshold(0.5, "0.5 (default)")
     with caplog.at_level(logging.WARNING):
-        assert warn_if_one_class(np.array([0.61, 0.9, 0.7]), t, "demo/test")
+        assert warn_if_one_class(np.array([0.61, 0.9, 0.7]), t, "demo/test", y_true=[0, 1, 1])
     assert "all 3 decisions are fake" in caplog.text and "0.61 to 0.9" in caplog.text
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        assert warn_if_one_class([0.1, 0.2], t, "x")
-        assert not warn_if_one_class([0.1, 0.7], t, "x")
-        assert not warn_if_one_class([], t, "x")
+        assert warn_if_one_class([0.1, 0.2], t, "x", y_true=[1, 0])
+        assert not warn_if_one_class([0.1, 0.7], t, "x", y_true=[1, 0])
+        assert not warn_if_one_class([], t, "x", y_true=[])
     assert "all 2 decisions are real" in caplog.text and caplog.text.count("WARNING") == 1
+
+
+def test_one_class_decisions_on_a_one_class_set_are_not_flagged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 40, item 6: only real files, all decided real, is right: no warning. Without
+    labels (``detect``) the decisions are stated as information, with no advice."""
+    t = DecisionThreshold(0.5, "0.5 (default)")
+    with caplog.at_level(logging.INFO):
+        assert not warn_if_one_class([0.1, 0.2, 0.3], t, "originals", y_true=[0, 0, 0])
+        assert caplog.records == []
+        assert not warn_if_one_class([0.1, 0.2], t, "my photos")
+    (record,) = caplog.records
+    assert record.levelno == logging.INFO and "all 2 decisions are real" in record.message
+    assert "threshold" in record.message and "--threshold" not in record.message
 
 
 def test_fairness_decides_at_the_evaluation_threshold_and_says_so(

@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fairforensics.configs import ConfigError
-from fairforensics.evaluation.detection.inputs import InputFile, expand_inputs
+from fairforensics.evaluation.detection.inputs import InputFile, expand_inputs, other_files_note
 from fairforensics.evaluation.detection.results import DetectResult, FaceScore, FileResult
 from fairforensics.evaluation.detection.scoring import Unit, score_units, short_for_clips
 from fairforensics.evaluation.detection.source import Scorer, load_scorer
@@ -123,9 +123,12 @@ def detect(
                 "whose clips follow the largest face"
             )
         settings = replace(settings, face=replace(settings.face, keep="all"))
-    inputs = expand_inputs(paths)
+    inputs, others = expand_inputs(paths)
     if not inputs:
-        raise ConfigError(f"no files found in {', '.join(map(str, paths))}")
+        found = f" (only {len(others)} other files)" if others else ""
+        raise ConfigError(f"no images or videos found in {', '.join(map(str, paths))}{found}")
+    if others:
+        log.info("skipped %s", other_files_note(others))
     if settings.face.device != "cpu" and not crops:
         # MTCNN on a device this machine lacks: an error
         resolve_device(settings.face.device, option="--set face.device=cpu")
@@ -147,6 +150,7 @@ def detect(
         frame_num=scorer.frame_num,
         reduce=scorer.reduce,
         device=dev,
+        other_files=[str(p) for p in others],
         timing=timing,
         explain=_explain_note(scorer) if explain else None,
         meta={**scorer.meta, "run": None if scorer.run is None else str(scorer.run)},

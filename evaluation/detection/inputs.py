@@ -4,6 +4,7 @@ starting with ``#`` are ignored)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,12 +33,17 @@ def supported(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_SUFFIXES | VIDEO_SUFFIXES
 
 
-def expand_inputs(paths: list[str | Path]) -> list[InputFile]:
-    """Every file ``paths`` name, in order, each once. A folder gives every file under it (sorted;
-    hidden ones left out), a ``.txt``/``.lst`` file on the command line the paths it lists. A
-    missing path, an unsupported file found in a folder and a list that cannot be read become
-    entries with a ``problem``, so that each is reported and the others are scored."""
+def expand_inputs(paths: list[str | Path]) -> tuple[list[InputFile], list[Path]]:
+    """Every file ``paths`` name, in order, each once, and the other files the folders hold.
+
+    A folder gives every image and video under it (sorted; hidden ones left out); its other
+    files (a dataset's ``metadata.json``, a README) are returned second, to be counted, not
+    scored. A ``.txt``/``.lst`` file on the command line gives the paths it lists. A missing
+    path, an unsupported file named on the command line or in a list, and a list that cannot be
+    read become entries with a ``problem``, so that each is reported and the others are
+    scored."""
     out: list[InputFile] = []
+    others: list[Path] = []
     seen: set[Path] = set()
 
     def add(entry: InputFile) -> None:
@@ -46,20 +52,40 @@ def expand_inputs(paths: list[str | Path]) -> list[InputFile]:
             seen.add(key)
             out.append(entry)
 
+    def skip(other: Path) -> None:
+        if other.resolve() not in seen:
+            seen.add(other.resolve())
+            others.append(other)
+
     for raw in paths:
         path = Path(raw).expanduser()
         if path.is_dir():
             for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                if not any(part.startswith(".") for part in file.relative_to(path).parts):
-                    add(_checked(file))
+                if any(part.startswith(".") for part in file.relative_to(path).parts):
+                    continue
+                if supported(file):
+                    add(InputFile(file))
+                else:
+                    skip(file)
         elif path.suffix.lower() in LIST_SUFFIXES and path.is_file():
-            for entry in _listed(path):
+            entries, skipped = _listed(path)
+            for entry in entries:
                 add(entry)
+            for other in skipped:
+                skip(other)
         elif not path.exists():
             add(InputFile(path, "file not found"))
         else:
             add(_checked(path))
-    return out
+    return out, others
+
+
+def other_files_note(others: list[str] | list[Path]) -> str:
+    """``3 other files in the folders (.json 2, .md 1): neither images nor videos``."""
+    suffixes = Counter(Path(p).suffix.lower() or "(none)" for p in others)
+    kinds = ", ".join(f"{s} {n}" for s, n in sorted(suffixes.items(), key=lambda x: (-x[1], x[0])))
+    s = "" if len(others) == 1 else "s"
+    return f"{len(others)} other file{s} in the folders ({kinds}): neither images nor videos"
 
 
 def _checked(path: Path) -> InputFile:
@@ -70,19 +96,23 @@ def _checked(path: Path) -> InputFile:
                            f"videos are {allowed}")  # fmt: skip
 
 
-def _listed(list_file: Path) -> list[InputFile]:
-    """The entries of a list file (a line naming a folder gives the files under it)."""
+def _listed(list_file: Path) -> tuple[list[InputFile], list[Path]]:
+    """The entries of a list file (a line naming a folder gives the files under it), and the
+    other files of the folders it names."""
     try:
         lines = list_file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
-        return [InputFile(list_file, f"cannot read the list: {exc}")]
+        return [InputFile(list_file, f"cannot read the list: {exc}")], []
     names = [s.strip() for s in lines if s.strip() and not s.strip().startswith("#")]
     out: list[InputFile] = []
+    others: list[Path] = []
     for name in names:
         path = Path(name).expanduser()
         path = path if path.is_absolute() else list_file.parent / path
         if path.suffix.lower() in LIST_SUFFIXES and path.is_file():
             out.append(InputFile(path, "a list inside a list is not read"))
         else:
-            out.extend(expand_inputs([path]))
-    return out
+            entries, skipped = expand_inputs([path])
+            out += entries
+            others += skipped
+    return out, others

@@ -14,6 +14,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from fairforensics.evaluation.detection.inputs import other_files_note
 from fairforensics.evaluation.detection.results import (
     DETECTION_COLUMNS,
     FRAME_COLUMNS,
@@ -68,9 +69,10 @@ def terminal_table(result: DetectResult) -> str:
         for r in [header, *lines]
     ]
     counts = result.counts()
+    skipped = f"; skipped {other_files_note(result.other_files)}" if result.other_files else ""
     text.append(
         f"{counts['scored']} scored, {counts['no_face']} without a face, {counts['failed']} "
-        f"failed; decision threshold: {result.threshold_source}"
+        f"failed{skipped}; decision threshold: {result.threshold_source}"
     )
     return "\n".join(text)
 
@@ -182,6 +184,8 @@ def write_detect_report(result: DetectResult, out: Path) -> Path:
         f"{counts['failed']} failed",
         "device": result.device,
     }
+    if result.other_files:
+        meta["skipped"] = other_files_note(result.other_files)
     if result.explain:
         meta["Grad-CAM"] = result.explain
     sections = [Section("Summary", ["\n".join(summary)]), Section("Files", items)]

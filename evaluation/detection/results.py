@@ -114,6 +114,7 @@ class DetectResult:
     timing: dict[str, float] = field(default_factory=dict)  # CPU seconds per stage
     explain: str | None = None  # what --explain did (or why it could not)
     meta: dict[str, Any] = field(default_factory=dict)  # weights file, its sha256, run, ...
+    other_files: list[str] = field(default_factory=list)  # folders' files, neither image nor video
 
     @property
     def failed(self) -> list[FileResult]:
@@ -156,6 +157,7 @@ class DetectResult:
             "counts": self.counts(),
             "timing_cpu_s": self.timing,
             "explain": self.explain,
+            "other_files_skipped": self.other_files,
             **self.meta,
             "files": [f.to_json() for f in self.files],
         }

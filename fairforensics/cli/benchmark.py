@@ -19,6 +19,7 @@ from pathlib import Path
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
+from fairforensics.configs.writable import check_writable
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_import_argument(p)
     args = p.parse_args(argv)
+    check_writable(args.out)  # before any run trains
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, run_sweep

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.configs.writable import check_writable_file
 from fairforensics.preprocessing.combine import combine_indexes
 from fairforensics.preprocessing.index import read_index, write_index
 
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", required=True, help="dataset name of the combined index")
     p.add_argument("--out", required=True, type=Path, help="combined index JSON to write")
     args = p.parse_args(argv)
+    check_writable_file(args.out)  # before the inputs are read
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     combined = combine_indexes(
         [read_index(path) for path in args.indexes], args.name, args.out.parent

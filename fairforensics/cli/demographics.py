@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.configs.writable import check_writable_file
 from fairforensics.preprocessing.demographic_formats import CODES, read_demographics_csv
 
 
@@ -52,14 +53,15 @@ def main(argv: list[str] | None = None) -> int:
         "that covers more than the index (several datasets, or all splits of a partial index)",
     )
     args = p.parse_args(argv)
+    check_writable_file(args.out)  # before the inputs are read
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    wanted = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
+    files = [read_demographics_csv(path, wanted) for path in args.csv]  # before torch loads
     from fairforensics.fairness.splits import save_index
     from fairforensics.preprocessing.demographics import import_demographics
     from fairforensics.preprocessing.index import read_index
 
-    wanted = [a.strip() for a in (args.attributes or "").split(",") if a.strip()] or None
     index = read_index(args.index)
-    files = [read_demographics_csv(path, wanted) for path in args.csv]
     attributes = [a for a in CODES if any(a in f.attributes for f in files)]
     rows = [r for f in files for r in f.rows]
     labelled, report = import_demographics(index, rows, attributes, args.max_unmatched)

@@ -23,6 +23,7 @@ from fairforensics.cli.errors import UserInputError, add_import_argument, config
 from fairforensics.cli.helptext import guide
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments
+from fairforensics.configs.writable import check_writable
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -65,6 +66,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="change a face-crop setting (e.g. sampling.num_frames=8, face.detector=mtcnn); "
         "scores then differ from test.py's",
     )
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show libav's (FFmpeg's) own lines about videos it cannot read",
+    )
     add_import_argument(p)
     return p.parse_args(argv)
 
@@ -72,7 +79,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
+    if args.out is not None:
+        check_writable(args.out)  # before any file is scored
     from fairforensics.configs import import_modules
+    from fairforensics.preprocessing.video_problems import libav_messages
+
+    libav_messages(args.verbose)  # before the first video opens
 
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="print the rows as JSON")
     add_import_argument(p)
     args = p.parse_args(argv)
+    import_modules(args.imports)  # a wrong name fails before the registry loads torch
     from fairforensics.detectors.catalog import COLUMNS, detector_rows
 
-    import_modules(args.imports)
     rows = detector_rows()
     print(json.dumps(rows, indent=1) if args.json else format_table(rows, COLUMNS))
     return 0

@@ -32,6 +32,7 @@ from fairforensics.cli.errors import (
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules, shipped_configs
+from fairforensics.configs.writable import check_writable
 
 if TYPE_CHECKING:
     from fairforensics.evaluation.thresholds import DecisionThreshold
@@ -159,9 +160,22 @@ def main(argv: list[str] | None = None) -> int:
     add_threshold_arguments(parser)
     add_import_argument(parser)
     args = parser.parse_args(argv)
+    if args.protocol:
+        if args.paired_with:
+            raise UserInputError("--paired-with compares two predictions files, not a protocol")
+        if args.threshold is not None or args.threshold_from is not None:
+            raise UserInputError(
+                "--threshold and --threshold-from apply to --predictions: a protocol "
+                "compares groups at APCER operating points"
+            )
+        if not (args.data_root and args.dataset):
+            parser.error("--protocol needs --data-root and --dataset")
+    elif not args.predictions:
+        parser.error("give --predictions FILE (or --protocol FILE)")
+    if args.out is not None:
+        check_writable(args.out)  # before any fairness protocol trains
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation.predictions import PredictionsError, read_predictions
-    from fairforensics.evaluation.testing import check_writable
     from fairforensics.evaluation.thresholds import warn_if_one_class
     from fairforensics.fairness import protocols
     from fairforensics.fairness.evaluation_section import (
@@ -189,22 +203,11 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, key) is not None:
             overrides.append(f"{key}={getattr(args, key)}")
     explicit_alpha = any(o.split("=", 1)[0].strip() == "alpha" for o in overrides)
-    if args.out is not None:
-        check_writable(args.out)  # before any fairness protocol trains
     try:
         import_modules(args.imports)
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
-            if args.paired_with:
-                raise UserInputError("--paired-with compares two predictions files, not a protocol")
-            if args.threshold is not None or args.threshold_from is not None:
-                raise UserInputError(
-                    "--threshold and --threshold-from apply to --predictions: a protocol "
-                    "compares groups at APCER operating points"
-                )
             protocol = protocols.load_protocol(args.protocol)
-            if not (args.data_root and args.dataset):
-                parser.error("--protocol needs --data-root and --dataset")
             if not explicit_alpha:  # --alpha / --set alpha= > the protocol's alpha > report's
                 cfg.alpha = protocol.alpha
             tables = protocols.run_protocol(
@@ -220,8 +223,6 @@ def main(argv: list[str] | None = None) -> int:
             for name, path in tables.items():
                 print(f"{name}: {path}")
             return 0
-        if not args.predictions:
-            parser.error("give --predictions FILE (or --protocol FILE)")
         threshold = report_threshold(cfg, args)
         cfg.threshold = threshold.value
         if args.paired_with:
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         notes = evaluation_notes(args.predictions)  # a partial set, another crop (eval.json)
         for note in notes:
             logging.getLogger("fairness").warning("%s", note)
-        warn_if_one_class(pred.score, threshold, args.predictions)
+        warn_if_one_class(pred.score, threshold, args.predictions, y_true=pred.label)
         reports = fairness_report(pred, args.attributes, cfg)
         if not reports:
             print("no attribute with two or more groups: nothing to report", file=sys.stderr)

@@ -25,6 +25,7 @@ from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules
+from fairforensics.configs.writable import check_writable
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -149,14 +150,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
     configure_logging(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.run is not None and (args.model_config is not None or args.variant is not None):
+        raise ConfigError("--model-config and --variant go with --detector, not --run")
+    if args.out is not None:
+        check_writable(args.out)  # before the transformations and predictions
     # after the arguments are read, so that --help and argument errors import no torch
-    from fairforensics.evaluation.testing import check_writable
     from fairforensics.evaluation.thresholds import decision_threshold
     from fairforensics.fairness.metamorphic.pipeline import evaluate_run
     from fairforensics.fairness.metamorphic.relations import DEFAULT_RELATIONS
 
-    if args.out is not None:
-        check_writable(args.out)  # before the transformations and predictions
     args.relations = args.relations or str(DEFAULT_RELATIONS)
     options = {
         "split": args.split,

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.configs.writable import check_writable_file
 from fairforensics.preprocessing.perturb_files import perturb_file
 from fairforensics.preprocessing.perturbations import chain_name
 
@@ -43,6 +44,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_writable_file(args.output, "OUTPUT")  # before any frame is decoded
     configure_logging(level=logging.INFO, format="%(message)s")
     chain = perturb_file(args.input, args.output, args.type, args.level, args.seed, args.meta)
     print(f"{args.output}: {chain_name(chain)}")

@@ -1,4 +1,4 @@
-"""Preprocess a dataset: aligned face crops, landmarks, masks and the dataset index JSON.
+r"""Preprocess a dataset: aligned face crops, landmarks, masks and the dataset index JSON.
 
 Example::
 
@@ -19,6 +19,7 @@ from pathlib import Path
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
+from fairforensics.configs.writable import check_writable, check_writable_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.import_deepfakebench:
         if not (args.data_root and args.out):
             parser.error("--import-deepfakebench needs --data-root and --out")
+        check_writable_file(args.out)  # before the JSON is read
         return _import(args)
     if not args.config:
         parser.error("--config is required")
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import_modules(args.imports)
     cfg = load_preprocess_config(*args.config, overrides=args.overrides)
+    check_writable(cfg.output.root, "output.root (--set output.root=DIR)")  # before any video
     try:
         summary = run_preprocess(
             cfg,

@@ -1,4 +1,4 @@
-"""Evaluate a detector under DeeperForensics-1.0's perturbations, with fairness under them.
+r"""Evaluate a detector under DeeperForensics-1.0's perturbations, with fairness under them.
 
 Seven perturbation types at five levels, each applied to the whole decoded frames.
 
@@ -24,7 +24,8 @@ from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
-from fairforensics.preprocessing.perturbations import TYPES
+from fairforensics.configs.writable import check_writable
+from fairforensics.preprocessing.perturbations import TYPES, check_cases
 
 
 def _list(text: str, kind: type = str) -> list:
@@ -91,6 +92,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
+    check_cases(_list(args.types), _list(args.levels, int))  # before torch loads
+    if args.out is not None:
+        check_writable(args.out)  # before the model loads
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
     from fairforensics.evaluation.model_package.load import load_model
@@ -173,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     for test_data in cfg.test_data:
         _, cases = read_cases(out / "predictions" / slug(test_data))
-        warn_if_one_class(cases["clean"].score, threshold, f"{test_data} (clean)")
+        clean = cases["clean"]
+        warn_if_one_class(clean.score, threshold, f"{test_data} (clean)", y_true=clean.label)
     if report_cfg is not None:
         report_cfg.threshold = cfg.threshold
         rows = []

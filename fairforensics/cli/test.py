@@ -25,6 +25,7 @@ from fairforensics.cli.errors import UserInputError, add_import_argument, config
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
+from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
 
 
@@ -124,6 +125,12 @@ def _sets_threshold(args: argparse.Namespace) -> bool:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
+    if args.scores != "prob" and not (args.predictions or args.compare):
+        raise UserInputError("--scores applies to --predictions and --compare files only")
+    if args.predictions and not (args.out and args.name):
+        raise ConfigError("--predictions needs --name and --out")
+    if args.out is not None:
+        check_writable(args.out)  # before any model is loaded or file scored
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model
@@ -141,8 +148,6 @@ def main(argv: list[str] | None = None) -> int:
     cfg = settings.load_test_config(*args.config, overrides=overrides)
     skipped: testing.TestSetsSkipped | None = None
     extra = _sections(args.section)
-    if args.scores != "prob" and not (args.predictions or args.compare):
-        raise UserInputError("--scores applies to --predictions and --compare files only")
     if args.compare:
         from dataclasses import asdict
 
@@ -166,8 +171,6 @@ def main(argv: list[str] | None = None) -> int:
             extra_sections=extra,
         )
     elif args.predictions:
-        if not args.out or not args.name:
-            raise ConfigError("--predictions needs --name and --out")
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
         results.evaluate_prediction_files(

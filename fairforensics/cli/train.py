@@ -1,4 +1,4 @@
-"""Train a detector from YAML configs; writes a run directory.
+r"""Train a detector from YAML configs; writes a run directory.
 
 Examples::
 
@@ -19,6 +19,7 @@ from fairforensics.cli.errors import UserInputError, add_import_argument, config
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
+from fairforensics.configs.writable import check_writable
 
 if TYPE_CHECKING:
     from fairforensics.training.config import TrainConfig
@@ -113,14 +114,6 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(
         level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # after the arguments are read: --help and argument errors import no torch
-    from fairforensics.fairness.fairswap import fairswap_transforms
-    from fairforensics.training.config import load_train_config
-    from fairforensics.training.distributed import teardown
-    from fairforensics.training.trainer import Trainer
-
-    log = logging.getLogger("train")
-    import_modules(args.imports)
     if args.resume:
         given = [
             f"--{k.replace('_', '-')}"
@@ -133,6 +126,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"--resume continues the saved config; {', '.join(given)} cannot be "
                 f"combined with it (only --set {'/'.join(RESUME_SAFE)})"
             )
+    elif args.output_dir:
+        check_writable(args.output_dir, "--output-dir")  # before any data is read
+    # after the arguments are read: --help and argument errors import no torch
+    from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.training.config import load_train_config
+    from fairforensics.training.distributed import teardown
+    from fairforensics.training.trainer import Trainer
+
+    log = logging.getLogger("train")
+    import_modules(args.imports)
+    if args.resume:
         cfg = resume_config(args.resume, args.overrides)
         trainer = Trainer(cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train))
     else:

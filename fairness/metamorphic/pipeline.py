@@ -96,7 +96,9 @@ def evaluate_detector(
         n_examples=n_examples,
         threshold=threshold,
     )
-    warn_if_one_class(result.scores[BENCHMARK], threshold, f"{index_path.stem}/{split}")
+    warn_if_one_class(
+        result.scores[BENCHMARK], threshold, f"{index_path.stem}/{split}", y_true=result.labels
+    )
     return write_report(result, out, meta=meta, notes=notes)
 
 

@@ -188,7 +188,7 @@ def list_faceforensics(root: Path, opts: FFOptions) -> Listing:
                     identity=vid.split("_")[0],
                 )
             )
-    _count_missing(listing, split_of, folders, splits_dir)
+    _count_missing(listing, split_of, folders, splits_dir, opts.allow_partial)
     return listing
 
 
@@ -197,9 +197,11 @@ def _count_missing(
     split_of: dict[str, str],
     folders: list[tuple[str, int, Path, Path | None]],
     splits_dir: Path,
+    allow_partial: bool,
 ) -> None:
     """Count the videos the split files name (every source, and every fake of each method) that
-    are not on disk; one problem names how many and where, with an example."""
+    are not on disk; one problem names how many and where, with an example, and whether
+    ``allow_partial`` already says that the subset is intended."""
     found = {item.key for item in listing.items}
     absent = [
         vdir / f"{vid}.mp4"
@@ -209,11 +211,16 @@ def _count_missing(
     ]
     listing.missing = len(absent)
     if absent:
+        intended = (
+            "dataset.options.allow_partial is true, so this subset is intended: tables name "
+            "the set as partial"
+            if allow_partial
+            else "an intended subset needs dataset.options.allow_partial: true"
+        )
         listing.problem(
             absent[0].parent,
             f"{len(absent)} of {listing.videos_listed} videos named by the split files in "
-            f"{splits_dir} are not on disk (e.g. {absent[0].name}); an intended subset needs "
-            "dataset.options.allow_partial: true",
+            f"{splits_dir} are not on disk (e.g. {absent[0].name}); {intended}",
         )
 
 
