@@ -172,3 +172,27 @@ def test_df40_json_through_the_deepfakebench_import(tmp_path):
         ("fomm", "000_003", 1, (("domain", "ff"), ("family", "FR"), ("known", "known"))),
         ("real", "000", 0, (("domain", "ff"),)),
     }
+
+
+def test_preprocess_list_writes_the_listing_and_counts_without_decoding(tmp_path, capsys):
+    from fairforensics.cli.preprocess import main
+
+    root = cdfpp_tree(tmp_path / "cdfpp")  # empty .mp4 files: nothing is decoded
+    out = tmp_path / "listing.csv"
+    argv = ["--config", "Celeb-DF-pp", "--set", f"dataset.root={root}", "--list"]
+    assert main([*argv, "--set", "dataset.options.validation=test", "--list-out", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["videos"] == 72 and summary["counts"]["test"]["real"] == 2
+    assert summary["counts"]["train"]["SadTalker"] == 2
+    lines = out.read_text().splitlines()
+    assert lines[0] == "video_id,path,label,method,split,family,scenario"
+    assert (
+        "id1_id2_0000,Celeb-synthesis/FaceSwap/Celeb-DF-v2/id1_id2_0000.mp4,1,Celeb-DF,train,FS,FaceSwap"
+        in lines
+    )
+    listed = {tuple(r.split(",")[i] for i in (3, 0, 2, 4)) for r in lines[1:]}
+    assert {(m, v, int(lab), s) for m, v, lab, s in listed} == authors_listing()
+    assert not list(tmp_path.glob("datasets*"))  # nothing preprocessed
+    (root / "List_of_testing_videos.txt").unlink()
+    with pytest.raises(DatasetLayoutError, match="test list not found"):
+        main(argv)
