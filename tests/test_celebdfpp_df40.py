@@ -168,8 +168,18 @@ def test_df40_json_through_the_deepfakebench_import(tmp_path):
     assert annotate_df40(index) == 2
     got = {(v.method, v.id, v.label, tuple(sorted(v.attributes.items()))) for v in index.videos}
     assert got == {
-        ("simswap", "000_003", 1, (("domain", "ff"), ("family", "FS"), ("known", "known"))),
-        ("fomm", "000_003", 1, (("domain", "ff"), ("family", "FR"), ("known", "known"))),
+        (
+            "simswap",
+            "000_003",
+            1,
+            (("df40_method", "simswap"), ("domain", "ff"), ("family", "FS"), ("known", "known")),
+        ),
+        (
+            "fomm",
+            "000_003",
+            1,
+            (("df40_method", "fomm"), ("domain", "ff"), ("family", "FR"), ("known", "known")),
+        ),
         ("real", "000", 0, (("domain", "ff"),)),
     }
 

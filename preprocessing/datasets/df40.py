@@ -58,8 +58,9 @@ OWN_FOLDERS = {"fake": 1, "real": 0}
 
 
 def method_info(method: str) -> dict[str, str]:
-    """``family`` and ``known`` of a DF40 method (its folder name)."""
-    return {"family": FAMILY_OF[method],
+    """``df40_method`` (the folder name, also on the reals of a method made from its own
+    source), ``family`` and ``known`` of a DF40 method."""
+    return {"df40_method": method, "family": FAMILY_OF[method],
             "known": "unknown" if method in OWN_SOURCE else "known"}  # fmt: skip
 
 
