@@ -23,6 +23,15 @@ from pathlib import Path
 from typing import Literal
 
 from fairforensics.benchmarks.sweep import Runner, Sweep, SweepError, _subprocess_runner, run_sweep
+
+__all__ = [
+    "Protocol",
+    "SweepError",
+    "build_indexes",
+    "load_protocol",
+    "run_protocol",
+    "write_tables",
+]
 from fairforensics.configs.loader import load_config
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.evaluation.protocol_tables import (
