@@ -162,3 +162,19 @@ def test_celebdfpp_gf_eval_runs_end_to_end(tmp_path):
         ("TF", "mean"),
         ("all", "mean"),
     ]
+
+
+def test_combine_cli_takes_a_filter_per_index(tmp_path, capsys):
+    from fairforensics.cli.combine import main
+
+    df40_data(tmp_path)
+    out = tmp_path / "FR-ff.json"
+    parts = [f"{tmp_path}/DF40.json::family=FR,domain=ff,split=test",
+             f"{tmp_path}/FF-c23.json::method=real,split=test"]  # fmt: skip
+    assert main([*parts, "--name", "FR-ff", "--out", str(out)]) == 0
+    index = read_index(out)
+    assert {(v.method, v.split) for v in index.videos} == {("fomm", "test"), ("real", "test")}
+    assert len(index.videos) == 3 + 6
+    with pytest.raises(SystemExit):
+        main([f"{tmp_path}/DF40.json::family", "--name", "x", "--out", str(out)])
+    assert "is not key=value" in capsys.readouterr().err
