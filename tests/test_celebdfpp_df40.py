@@ -77,11 +77,11 @@ def test_celebdfpp_validation_is_held_out_of_train_by_identity(tmp_path):
     ours = rows(listing)
     moved = {(m, v, lab, "train") for m, v, lab, s in ours if s == "val"}
     assert moved and {r for r in ours if r[3] != "val"} | moved == authors_listing()
-    splits_of: dict[str, set[str]] = {}
+    splits_of: dict[str, set[str]] = {}  # the person of the source video: id0 of id0_id1_0000
     for item in listing.items:
-        if item.split != "test" and item.identity:
-            splits_of.setdefault(item.identity, set()).add(item.split)
-    assert all(len(s) == 1 for s in splits_of.values()), splits_of
+        if item.split != "test" and item.id.startswith("id"):
+            splits_of.setdefault(item.id.split("_")[0], set()).add(item.split)
+    assert len(splits_of) == 3 and all(len(s) == 1 for s in splits_of.values()), splits_of
 
 
 def test_celebdfpp_partial_download_and_layout_errors(tmp_path):

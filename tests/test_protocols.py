@@ -178,3 +178,18 @@ def test_combine_cli_takes_a_filter_per_index(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([f"{tmp_path}/DF40.json::family", "--name", "x", "--out", str(out)])
     assert "is not key=value" in capsys.readouterr().err
+
+
+def test_one_vs_all_matrix_and_its_heatmap_mark_the_diagonal(tmp_path):
+    from fairforensics.evaluation.plots import heatmaps
+    from fairforensics.evaluation.protocol_tables import one_vs_all, one_vs_all_heatmap
+
+    cells = {(tr, te): auc_interval(_predictions(te, 0.9 if tr == te else 0.1))
+             for tr in ("simswap", "fomm") for te in ("simswap", "fomm", "e4s") if (tr, te) != ("fomm", "e4s")}  # fmt: skip
+    grid, long = one_vs_all(cells, ["simswap", "fomm", "e4s"])
+    assert grid.columns == ["train \\ test", "simswap", "fomm", "e4s"]
+    assert [r[0] for r in grid.rows] == ["simswap", "fomm"] and math.isnan(grid.rows[1][3])
+    assert grid.rows[0][1] > grid.rows[0][2] and len(long.rows) == 5
+    marked = one_vs_all_heatmap(grid, tmp_path / "marked", title="t")[0]
+    plain = heatmaps({"t": grid}, tmp_path / "plain")[0]
+    assert marked.read_bytes() != plain.read_bytes()
