@@ -206,3 +206,21 @@ def test_preprocess_list_writes_the_listing_and_counts_without_decoding(tmp_path
     (root / "List_of_testing_videos.txt").unlink()
     with pytest.raises(DatasetLayoutError, match="test list not found"):
         main(argv)
+
+
+def test_a_folder_of_frames_reads_like_a_video(tmp_path):
+    """DF40's frames/<video>/ folders: the images in name order are the frames."""
+    import cv2
+    import numpy as np
+
+    from fairforensics.preprocessing.video import count_frames, read_frames
+
+    folder = tmp_path / "frames" / "000_003"
+    folder.mkdir(parents=True)
+    for k in (2, 0, 1):
+        cv2.imwrite(str(folder / f"{k:03d}.png"), np.full((8, 8, 3), 10 * k, np.uint8))
+    (folder / "notes.txt").write_text("not a frame")
+    assert count_frames(folder) == 3
+    frames = read_frames(folder, [0, 2, 5])
+    assert sorted(frames) == [0, 2] and frames[2][0, 0, 0] == 20
+    assert read_frames(folder, None, gray=True)[1].shape == (8, 8)
