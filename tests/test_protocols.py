@@ -193,3 +193,22 @@ def test_one_vs_all_matrix_and_its_heatmap_mark_the_diagonal(tmp_path):
     marked = one_vs_all_heatmap(grid, tmp_path / "marked", title="t")[0]
     plain = heatmaps({"t": grid}, tmp_path / "plain")[0]
     assert marked.read_bytes() != plain.read_bytes()
+
+
+def test_df40_protocol3_tests_each_unknown_method_with_its_own_reals(tmp_path):
+    own = [(m if label else "real", label, "test", {**method_info(m), "domain": "CelebA"})
+           for m in ("stargan", "e4e") for label in (0, 1) for _ in range(2)]  # fmt: skip
+    known = [
+        ("simswap", 1, s, {**method_info("simswap"), "domain": "ff"}) for s in ("train", "val")
+    ]
+    tiny_index(tmp_path, "DF40", own + known, seed=5)
+    tiny_index(tmp_path, "FF-c23", [("real", 0, s, {}) for s in ("train", "val", "test")], seed=6)
+    _, tests, family = pr.build_indexes(pr.load_protocol("df40-p3"), tmp_path, tmp_path / "ix")
+    assert tests == {"test-stargan": "stargan", "test-e4e": "e4e"} and family["e4e"] == "FE"
+    index = read_index(tmp_path / "ix" / "test-e4e.json")
+    assert sorted((v.method, v.attributes["df40_method"]) for v in index.videos) == [
+        ("e4e", "e4e"),
+        ("e4e", "e4e"),
+        ("real", "e4e"),
+        ("real", "e4e"),
+    ]
