@@ -16,7 +16,7 @@ import yaml
 #: the YAML files shipped in this package (package data, found through importlib.resources)
 CONFIG_DIR = Path(str(resources.files(__package__)))
 #: the folders of :data:`CONFIG_DIR`, one per kind of config (what a bare name is looked up in)
-CONFIG_KINDS = ("preprocess", "detectors", "train", "test", "fairness", "metamorphic")
+CONFIG_KINDS = ("preprocess", "detectors", "train", "test", "fairness", "metamorphic", "protocols")
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib import rc_context
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from sklearn import metrics as skm
 
 from fairforensics.configs.filemode import atomic_path
@@ -177,11 +178,16 @@ def by_level(
 
 
 def heatmaps(
-    matrices: Mapping[str, Table], stem: str | Path, title: str = "", cmap: str = "Blues"
+    matrices: Mapping[str, Table],
+    stem: str | Path,
+    title: str = "",
+    cmap: str = "Blues",
+    diagonal: bool = False,
 ) -> list[Path]:
     """Cross-manipulation heat maps (paper 002, Figure 2), one panel per detector, one colour scale.
 
     Each table is :func:`evaluation.tables.cross_manipulation` output (first column = train set).
+    ``diagonal``: box the cells whose train set is the test set (DF40's one-vs-all, Fig. 4).
     """
     if not matrices:
         raise ValueError("no cross-manipulation matrices to draw")
@@ -211,6 +217,11 @@ def heatmaps(
                     fontsize=6,
                     color="white" if v > (vmin + vmax) / 2 else "black",
                 )
+        if diagonal:
+            for i, name in enumerate(trains):
+                if name in tests:
+                    j = tests.index(name)
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, lw=1.5, ec="red"))
         ax.set_title(det, fontsize=9)
         ax.set_xlabel("test", fontsize=7)
         ax.set_ylabel("train", fontsize=7)

@@ -13,7 +13,7 @@ folder. Attributes missing from a dataset stay missing (logged), never invented.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -83,4 +83,34 @@ def combine_indexes(
     )
 
 
-__all__ = ["combine_indexes"]
+def select_videos(
+    index: DatasetIndex, where: Mapping[str, Sequence[str]], dataset: str | None = None
+) -> DatasetIndex:
+    """A copy of ``index`` (named ``dataset``, default its own name) with the videos that match
+    every key of ``where``: ``method``, ``split``, ``label`` (``0``/``1``) or an attribute name,
+    each with its allowed values (a video without that attribute does not match). Selecting
+    nothing is an error naming the index and the filter."""
+    fields = {"method": lambda v: v.method, "split": lambda v: v.split,
+              "label": lambda v: str(v.label)}  # fmt: skip
+
+    def value(video: object, key: str) -> str | None:
+        get = fields.get(key)
+        return get(video) if get else video.attributes.get(key)
+
+    allowed = {k: {str(x) for x in vals} for k, vals in where.items()}
+    videos = [v for v in index.videos if all(value(v, k) in ok for k, ok in allowed.items())]
+    if not videos:
+        raise DatasetIndexError(f"{index.dataset}: no video matches {dict(where)}")
+    kept = {v.method for v in videos}
+    return replace(
+        index,
+        dataset=dataset or index.dataset,
+        videos=videos,
+        methods=[m for m in index.method_names if m in kept],
+        # a part of a partial source stays marked partial (the counts are the source's)
+        videos_listed=index.videos_listed if index.partial else None,
+        videos_found=index.videos_found if index.partial else None,
+    )
+
+
+__all__ = ["combine_indexes", "select_videos"]

@@ -193,7 +193,7 @@ def decode_sampled(
     """
     path = Path(path)
     log = log if log is not None else FaceLog()
-    if not path.is_file():
+    if not (path.is_file() or path.is_dir()):  # a folder: a video cut into images (DF40)
         raise MediaReadError(f"{path}: file not found")
     t0 = time.process_time()
     d = settings.decode

@@ -3,7 +3,8 @@
 Two readers give the same frame numbers: ``pyav`` (default, ``preprocessing.pyav_reader``)
 decodes only what the kept frames depend on; ``opencv`` decodes every frame up to the last one
 needed and skips the colour conversion of the others with ``grab()``. When PyAV fails on a
-file, the OpenCV reader takes over and the reason is logged. Images pass through as one frame.
+file, the OpenCV reader takes over and the reason is logged. Images pass through as one frame; a folder
+of images (DF40's ``frames/<video>/``) is a video whose frames are its images in name order.
 """
 
 from __future__ import annotations
@@ -88,10 +89,18 @@ def read_image(path: str | Path) -> np.ndarray:
     return cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
 
 
+def frame_files(folder: str | Path) -> list[Path]:
+    """The images of a folder of frames (a video already cut into images), in name order."""
+    return sorted(p for p in Path(folder).iterdir() if p.is_file() and is_image(p))
+
+
 def count_frames(path: str | Path) -> int:
-    """Number of frames of a video from its header (0 when unknown); images count 1."""
+    """Number of frames of a video from its header (0 when unknown); images count 1; a folder
+    of frames counts its images."""
     if is_image(path):
         return 1
+    if Path(path).is_dir():
+        return len(frame_files(path))
     cap = cv2.VideoCapture(str(path))
     try:
         if not cap.isOpened():
@@ -120,6 +129,11 @@ def read_frames(
     if is_image(path):
         rgb = read_image(path)
         return {0: cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY) if gray else rgb}
+    if Path(path).is_dir():
+        files = frame_files(path)
+        keep = range(len(files)) if indices is None else [i for i in indices if i < len(files)]
+        rgbs = {i: read_image(files[i]) for i in keep}
+        return {i: cv2.cvtColor(f, cv2.COLOR_RGB2GRAY) for i, f in rgbs.items()} if gray else rgbs
     if backend not in ("pyav", "opencv"):
         raise ValueError(f"unknown decode backend {backend!r}; allowed: pyav, opencv")
     if backend == "pyav":

@@ -5,6 +5,8 @@ r"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably;
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
   scripts/benchmark.py --detectors xception tall ftcn --data-root datasets \
       --clip-data-root datasets/clips --out sweep  (video detectors read clip-mode indexes)
+  scripts/benchmark.py --protocol df40-p4 --detectors xception --data-root datasets --out p4
+      (a shipped protocol: DF40 df40-p1..p4, Celeb-DF++ cdfpp-gf, cdfpp-gfq, cdfpp-gfd)
 
 A killed sweep resumes when run again with the same --out (see benchmarks.sweep and the
 evaluation guide below).
@@ -35,9 +37,21 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help=config_help("train", "train config of every run (default: deepfakebench)"),
     )
-    p.add_argument("--train-data", nargs="+", default=["FF-c23"])
+    p.add_argument("--train-data", nargs="+")
     p.add_argument("--val-data", nargs="+", default=[])
     p.add_argument("--test-data", nargs="+", default=[])
+    p.add_argument(
+        "--protocol",
+        help=config_help("protocols", "a generalisation protocol: builds its train and test "
+                         "indexes from --data-root and runs a sweep per training index"),
+    )  # fmt: skip
+    p.add_argument(
+        "--protocol-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="protocol override, e.g. sources.real=FF-c40 or selection=test-top3",
+    )
     p.add_argument("--data-root", help="folder of the dataset indexes")
     p.add_argument(
         "--clip-data-root",
@@ -79,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_import_argument(p)
     args = p.parse_args(argv)
+    if args.protocol and (args.train_data or args.val_data or args.test_data):
+        p.error("--protocol builds its own train, val and test data; drop --train/val/test-data")
+    if args.protocol and not args.data_root:
+        p.error("--protocol needs --data-root (the folder of its source indexes)")
+    if args.protocol_set and not args.protocol:
+        p.error("--protocol-set needs --protocol")
     check_writable(args.out)  # before any run trains
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # after the arguments are read, so that --help and argument errors import no torch
@@ -87,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     sweep = Sweep(
         detectors=args.detectors,
         out=args.out,
-        train_data=args.train_data,
+        train_data=args.train_data or ["FF-c23"],
         test_data=args.test_data,
         val_data=args.val_data,
         data_root=args.data_root,
@@ -104,6 +124,15 @@ def main(argv: list[str] | None = None) -> int:
         robustness_args=args.robustness_args,
     )
     import_modules(args.imports)
+    if args.protocol:
+        from fairforensics.benchmarks.protocols import load_protocol, run_protocol
+
+        proto = load_protocol(args.protocol, args.protocol_set)
+        tables = run_protocol(
+            proto, detectors=args.detectors, data_root=args.data_root, out=args.out, sweep=sweep
+        )
+        print(f"tables: {tables}")
+        return 0
     out = run_sweep(sweep)
     print(f"leaderboard: {out}")
     return 0

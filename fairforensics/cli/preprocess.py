@@ -38,6 +38,15 @@ def main(argv: list[str] | None = None) -> int:
         "--index-only", action="store_true", help="write the index, process nothing"
     )
     parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument(
+        "--list",
+        action="store_true",
+        help="list the dataset (videos, labels, methods, splits, attributes) and its counts "
+        "per split and method; decodes nothing",
+    )
+    parser.add_argument(
+        "--list-out", type=Path, metavar="FILE", help="with --list: write the listing as CSV"
+    )
     add_import_argument(
         parser, "import a module first (e.g. one that registers a dataset layout; repeatable)"
     )
@@ -57,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         help="its key column: <label name>/<video>, <method>/<video> or the video id",
     )
     dfb.add_argument(
+        "--df40",
+        action="store_true",
+        help="a DF40 JSON: give each entry its DF40 method, family, domain and known/unknown",
+    )
+    dfb.add_argument(
         "--allow-missing-frames",
         action="store_true",
         help="drop frames that do not exist (logged, counted in split_info) instead of failing",
@@ -70,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         return _import(args)
     if not args.config:
         parser.error("--config is required")
+    if args.list_out and not args.list:
+        parser.error("--list-out needs --list")
     # after the arguments are read, so that --help and argument errors start at once
     from fairforensics.preprocessing.config import load_preprocess_config
     from fairforensics.preprocessing.pipeline import (
@@ -82,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import_modules(args.imports)
     cfg = load_preprocess_config(*args.config, overrides=args.overrides)
+    if args.list:
+        if args.list_out is not None:
+            check_writable_file(args.list_out, "--list-out")  # before the tree is listed
+        return _list(cfg, args.list_out)
     check_writable(cfg.output.root, "output.root (--set output.root=DIR)")  # before any video
     try:
         summary = run_preprocess(
@@ -108,6 +128,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _list(cfg: object, out: Path | None) -> int:
+    """Print the counts of the listing (and write its CSV): the same listing, and the same
+    errors, as a run."""
+    from fairforensics.preprocessing.listing_table import listing_counts, write_listing_csv
+    from fairforensics.preprocessing.pipeline import list_items
+
+    listing = list_items(cfg)
+    if out is not None:
+        write_listing_csv(listing, Path(cfg.dataset.root), out)
+    summary = {
+        "dataset": cfg.dataset.name,
+        "videos": listing.videos_found,
+        "missing": listing.missing,
+        "counts": listing_counts(listing),
+        "split_info": listing.split_info,
+    }
+    if out is not None:
+        summary["listing"] = str(out)
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
 def _import(args: argparse.Namespace) -> int:
     from fairforensics.preprocessing.datasets.deepfakebench import (
         import_deepfakebench_json,
@@ -121,6 +163,10 @@ def _import(args: argparse.Namespace) -> int:
         attributes=args.attributes, attributes_key=args.attributes_key,
         allow_missing_frames=args.allow_missing_frames,
     )  # fmt: skip
+    if args.df40:
+        from fairforensics.preprocessing.datasets.df40 import annotate_df40
+
+        annotate_df40(index)
     rebase_index(index, args.out.parent)
     write_index(index, args.out)
     print(json.dumps({"index": str(args.out), "videos": len(index.videos)}))

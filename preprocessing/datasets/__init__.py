@@ -3,7 +3,14 @@
 Importing this package registers every module; ``build_listing(type, root, options)`` runs one.
 """
 
-from fairforensics.preprocessing.datasets import deepfake, faceforensics, generic, pad  # noqa: F401
+from fairforensics.preprocessing.datasets import (  # noqa: F401
+    celebdfpp,
+    deepfake,
+    df40,
+    faceforensics,
+    generic,
+    pad,
+)
 from fairforensics.preprocessing.datasets.base import (
     DatasetLayoutError,
     Listing,

@@ -47,10 +47,9 @@ class CelebDFOptions:
 CELEB_FOLDERS = {"Celeb-real": 0, "YouTube-real": 0, "Celeb-synthesis": 1}
 
 
-@register_dataset("celebdf", CelebDFOptions)
-def list_celebdf(root: Path, opts: CelebDFOptions) -> Listing:
-    """Celeb-DF: test = the official test list; train = every other video; val held out of train."""
-    test_file = root / opts.test_list
+def read_celebdf_test_list(test_file: Path) -> dict[str, int]:
+    """``{path: label}`` of a Celeb-DF(-v1, -v2, ++) ``List_of_testing_videos.txt`` (its lines
+    ``<1|0> <path>`` use 1 for real; the labels returned use 1 for fake)."""
     if not test_file.is_file():
         raise DatasetLayoutError(f"{test_file}: Celeb-DF test list not found")
     test: dict[str, int] = {}
@@ -61,6 +60,14 @@ def list_celebdf(root: Path, opts: CelebDFOptions) -> Listing:
         if len(parts) != 2 or parts[0] not in ("0", "1"):
             raise DatasetLayoutError(f"{test_file} line {n}: expected '<0|1> <path>', got {line!r}")
         test[parts[1].replace("\\", "/")] = 1 - int(parts[0])  # the list uses 1 for real
+    return test
+
+
+@register_dataset("celebdf", CelebDFOptions)
+def list_celebdf(root: Path, opts: CelebDFOptions) -> Listing:
+    """Celeb-DF: test = the official test list; train = every other video; val held out of train."""
+    test_file = root / opts.test_list
+    test = read_celebdf_test_list(test_file)
     listing = Listing(task="deepfake", items=[], methods=["real", "Celeb-synthesis"])
     seen: set[str] = set()
     for folder, label in CELEB_FOLDERS.items():
