@@ -27,6 +27,7 @@ VERBS = {
     "detectors": "detectors",
     "perturb": "perturb",
     "robustness": "robustness",
+    "audit": "audit",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -124,3 +125,8 @@ def perturb() -> NoReturn:
 def robustness() -> NoReturn:
     """``ff-robustness``."""
     run_verb("robustness")
+
+
+def audit() -> NoReturn:
+    """``ff-audit``."""
+    run_verb("audit")

@@ -26,6 +26,7 @@ GUIDES = {
     "detectors": "detectors.md",
     "perturb": "evaluation.md",
     "robustness": "evaluation.md",
+    "audit": "evaluation.md",
 }
 
 
