@@ -46,28 +46,39 @@ FEATURES = (
 )
 
 #: the IJG's (libjpeg's) standard luminance quantisation table at quality 50 (ITU-T T.81,
-#: Annex K, Table K.1), in zig-zag order as Pillow's ``quantization`` gives it
+#: Annex K, Table K.1), row by row: the order of Pillow's ``quantization``
 _IJG_LUMINANCE = np.array(
-    [16, 11, 12, 14, 12, 10, 16, 14, 13, 14, 18, 17, 16, 19, 24, 40,
-     26, 24, 22, 22, 24, 49, 35, 37, 29, 40, 58, 51, 61, 60, 57, 51,
-     56, 55, 64, 72, 92, 78, 64, 68, 87, 69, 55, 56, 80, 109, 81, 87,
-     95, 98, 103, 104, 103, 62, 77, 113, 121, 112, 100, 120, 92, 101, 103, 99],
+    [16, 11, 10, 16, 24, 40, 51, 61,
+     12, 12, 14, 19, 26, 58, 60, 55,
+     14, 13, 16, 24, 40, 57, 69, 56,
+     14, 17, 22, 29, 51, 87, 80, 62,
+     18, 22, 37, 56, 68, 109, 103, 77,
+     24, 35, 55, 64, 81, 104, 113, 92,
+     49, 64, 78, 87, 103, 121, 120, 101,
+     72, 92, 95, 98, 112, 100, 103, 99],
     dtype=np.float64,
 )  # fmt: skip
 
 
+def ijg_table(quality: int) -> np.ndarray:
+    """The luminance table libjpeg writes at ``quality`` (``jpeg_quality_scaling``: the standard
+    table scaled by ``5000 / q`` percent below 50 and ``200 - 2 q`` from 50, rounded, clamped to
+    1..255 as baseline JPEG needs)."""
+    scale = 5000 / quality if quality < 50 else 200 - 2 * quality
+    return np.clip(np.floor((_IJG_LUMINANCE * scale + 50) / 100), 1, 255)
+
+
+_IJG_TABLES = np.stack([ijg_table(q) for q in range(1, 101)])
+
+
 def jpeg_quality(luminance: Sequence[int]) -> float:
-    """The IJG quality (1-100) whose scaling of the standard table gives ``luminance`` (64
-    values), by inverting libjpeg's ``jpeg_quality_scaling``: a quality ``q`` scales the table by
-    ``s = 5000 / q`` percent below 50 and ``200 - 2 q`` from 50, so ``s`` is estimated as the
-    mean ratio of the two tables and inverted. Tables of other encoders give the IJG quality of
-    the same mean coarseness."""
+    """The IJG quality (1-100) whose luminance table is nearest ``luminance`` (64 values, row by
+    row as Pillow gives them; least absolute difference): the exact inverse of libjpeg's
+    scaling for its own files, the IJG quality of the nearest coarseness for other encoders'."""
     table = np.asarray(luminance, dtype=np.float64)
     if table.shape != (64,):
         raise ValueError(f"a JPEG quantisation table has 64 entries, got {table.shape}")
-    scale = 100.0 * table.sum() / _IJG_LUMINANCE.sum()
-    quality = (200.0 - scale) / 2.0 if scale <= 100.0 else 5000.0 / scale
-    return float(np.clip(quality, 1.0, 100.0))
+    return float(np.argmin(np.abs(_IJG_TABLES - table).sum(axis=1)) + 1)
 
 
 def image_features(path: Path) -> dict[str, float | str]:

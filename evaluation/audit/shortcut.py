@@ -185,31 +185,24 @@ def run_audit(
             encode(table, names), y, groups, n_splits=n_splits, n_estimators=n_estimators, seed=seed
         )
 
-    scores = fit(table.names)
     feature_scores = {name: fit([name]) for name in table.names}
-    every = np.ones(len(videos), dtype=bool)
-    common = {"n_boot": n_boot, "seed": seed}
-    summary: dict[str, object] = _breakdown(y, keys, scores, feature_scores, every, **common)
+    scores = feature_scores[table.names[0]] if len(table.names) == 1 else fit(table.names)
+    done: dict[bytes, dict[str, object]] = {}  # rows -> breakdown (a method or split of all)
+
+    def breakdown(rows: np.ndarray) -> dict[str, object]:
+        key = rows.tobytes()
+        if key not in done:
+            done[key] = _breakdown(y, keys, scores, feature_scores, rows, n_boot=n_boot, seed=seed)
+        return done[key]
+
+    summary: dict[str, object] = dict(breakdown(np.ones(len(videos), dtype=bool)))
     reals = np.array([v.label == 0 for v in videos])
-    methods = sorted({v.method for v in videos if v.label == 1})
     summary["by_method"] = {
-        m: _breakdown(
-            y,
-            keys,
-            scores,
-            feature_scores,
-            reals | np.array([v.method == m for v in videos]),
-            **common,
-        )
-        for m in methods
+        m: breakdown(reals | np.array([v.method == m for v in videos]))
+        for m in sorted({v.method for v in videos if v.label == 1})
     }
     splits = [s for s in ("train", "val", "test") if any(v.split == s for v in videos)]
-    summary["by_split"] = {
-        s: _breakdown(
-            y, keys, scores, feature_scores, np.array([v.split == s for v in videos]), **common
-        )
-        for s in splits
-    }
+    summary["by_split"] = {s: breakdown(np.array([v.split == s for v in videos])) for s in splits}
     warnings = _warnings(summary, "all videos")
     for m, part in summary["by_method"].items():
         warnings += _warnings(part, f"method {m}")
