@@ -92,7 +92,11 @@ def test_planted_resolution_shortcut_is_found(demo, tmp_path: Path, caplog) -> N
     assert auc(y, s) == pytest.approx(summary["overall"]["auc"])
 
 
-def test_demo_data_shows_no_shortcut(demo, tmp_path: Path, capsys) -> None:
+def test_demo_data_shows_no_planted_shortcut(demo, tmp_path: Path, capsys) -> None:
+    """The same videos as they were made: every fake at the reals' resolution, codec, frame rate
+    and length, so none of those features tells them apart. (The demo's self-blended fakes do
+    cost the encoder more bits: at full demo size the audit finds bit rate and file size, AUC
+    0.93, docs/evaluation.md; these 20 tiny videos are too few to show it.)"""
     processed, raw, _ = demo
     argv = ["--data", "demo", "--data-root", str(processed), "--source-root", str(raw)]
     argv += ["--out", str(tmp_path), "--trees", "20", "--n-boot", "200", "--no-progress"]
@@ -101,9 +105,8 @@ def test_demo_data_shows_no_shortcut(demo, tmp_path: Path, capsys) -> None:
     assert "metadata AUC" in capsys.readouterr().out
     for name in ("container", "codec", "width", "height", "frame_rate", "duration"):
         assert summary["features"][name]["auc"] == 0.5, name
-    overall = summary["overall"]
-    assert overall["ci"][0] < 0.5 < overall["ci"][1], overall  # indistinguishable from chance
-    assert not [w for w in summary["warnings"] if w.startswith("all videos")]
+    assert not [w for w in summary["warnings"] if "width" in w or "height" in w]
+    assert summary["overall"]["auc"] < 0.9, summary["overall"]
     assert summary["n_skipped"] == 0 and summary["unavailable"] == {
         "jpeg_quality": "not recorded for any video"
     }
