@@ -17,17 +17,18 @@ from PIL import Image
 
 from fairforensics.cli.audit import main as audit_main
 from fairforensics.evaluation.audit import audit_dataset
-from fairforensics.evaluation.audit.features import FeatureTable, jpeg_quality
+from fairforensics.evaluation.audit.features import FeatureTable, jpeg_quality, media_features
 from fairforensics.evaluation.audit.shortcut import run_audit
 from fairforensics.evaluation.metrics import auc, video_scores
 from fairforensics.evaluation.predictions import read_predictions
 from fairforensics.preprocessing.config import load_preprocess_config
 from fairforensics.preprocessing.index import VideoEntry, read_index
 from fairforensics.preprocessing.pipeline import run_preprocess
-from fairforensics.preprocessing.video import read_frames
+from fairforensics.preprocessing.video import MediaReadError, read_frames
 
 DEMO_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "preprocess" / "demo.yaml"
-FAST = {"n_estimators": 20, "n_boot": 200}  # a small forest and few replicates: seconds
+# a small forest, 3 folds and few replicates: seconds
+FAST = {"n_estimators": 10, "n_boot": 100, "n_splits": 3}
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +100,8 @@ def test_demo_data_shows_no_planted_shortcut(demo, tmp_path: Path, capsys) -> No
     0.93, docs/evaluation.md; these 20 tiny videos are too few to show it.)"""
     processed, raw, _ = demo
     argv = ["--data", "demo", "--data-root", str(processed), "--source-root", str(raw)]
-    argv += ["--out", str(tmp_path), "--trees", "20", "--n-boot", "200", "--no-progress"]
+    argv += ["--out", str(tmp_path), "--trees", "10", "--n-boot", "100", "--folds", "3"]
+    argv += ["--no-progress"]
     assert audit_main(argv) == 0
     summary = json.loads((tmp_path / "audit.json").read_text())
     assert "metadata AUC" in capsys.readouterr().out
@@ -158,3 +160,24 @@ def test_argument_errors_are_one_line(tmp_path: Path, capsys) -> None:
         main(["audit", "--data", "nothing", "--data-root", str(tmp_path), "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.startswith("error: ") and "not found" in err
+
+
+def test_image_features_read_the_jpeg_quality(tmp_path: Path) -> None:
+    Image.new("RGB", (40, 30), (200, 10, 10)).save(tmp_path / "a.jpg", "JPEG", quality=60)
+    Image.new("RGB", (40, 30)).save(tmp_path / "b.png")
+    (tmp_path / "c.jpg").write_bytes(b"not a jpeg")
+    jpeg = media_features(tmp_path / "a.jpg")
+    assert jpeg["container"] == "JPEG" and jpeg["jpeg_quality"] == 60.0
+    assert (jpeg["width"], jpeg["height"]) == (40.0, 30.0) and jpeg["file_size"] > 0
+    assert "jpeg_quality" not in media_features(tmp_path / "b.png")
+    with pytest.raises(MediaReadError, match="unreadable image"):
+        media_features(tmp_path / "c.jpg")
+
+
+def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path) -> None:
+    processed, _, _ = demo
+    index = read_index(processed / "demo.json")
+    summary = audit_dataset(index, tmp_path, source_root=None, **FAST)
+    assert list(summary["features"]) == ["sharpness"]
+    assert summary["unavailable"]["width"] == "no --source-root given"
+    assert summary["source_root"] is None and summary["n_videos"] == 20
