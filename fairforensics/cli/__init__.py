@@ -29,6 +29,9 @@ VERBS = {
     "robustness": "robustness",
     "export": "export",
     "models": "models",
+
+
+    "audit": "audit",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -136,3 +139,8 @@ def export() -> NoReturn:
 def models() -> NoReturn:
     """``ff-models``."""
     run_verb("models")
+
+
+def audit() -> NoReturn:
+    """``ff-audit``."""
+    run_verb("audit")

@@ -27,6 +27,7 @@ GUIDES = {
     "robustness": "evaluation.md",
     "export": "evaluation.md",
     "models": "evaluation.md",
+    "audit": "evaluation.md",
 }
 
 
