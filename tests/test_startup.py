@@ -121,6 +121,9 @@ VALUE_ERRORS = {
     "detectors": ["--import", "no_such_module_anywhere"],
     "perturb": ["--type", "XX", "--level", "1", "in.png", "out.png"],
     "robustness": ["--detector", "meso4", "--weights", "w.h5", "--test-data", "d", "--types", "XX"],
+    "export": ["runs/x", "--weights", "w.pt", "--out", "{folder}/pkg"],
+    "models": ["--detector", "no_such_detector"],
+    "audit": ["--data", "demo", "--source-root", "{folder}/none", "--out", "{folder}/a"],
 }
 
 #: verb -> its arguments with an output path that cannot be written ({out}: a file stands in the
@@ -146,6 +149,8 @@ UNWRITABLE_OUT = {
         "--out",
         "{out}",
     ],
+    "export": ["no_run", "--out", "{out}"],
+    "audit": ["--data", "no_such_index", "--out", "{out}"],
 }
 
 

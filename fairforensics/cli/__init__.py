@@ -29,8 +29,6 @@ VERBS = {
     "robustness": "robustness",
     "export": "export",
     "models": "models",
-
-
     "audit": "audit",
 }
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, configure_logging
 from fairforensics.cli.helptext import guide
+from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import ALL_SPLITS, SPLIT_CHOICES
 
 
@@ -64,13 +65,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.source_root is not None and not args.source_root.is_dir():
+        raise UserInputError(f"--source-root {args.source_root}: not a folder")
+    check_writable(args.out)  # before any file is read
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation.audit import audit_dataset
     from fairforensics.preprocessing.resolve import resolve_index
 
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if args.source_root is not None and not args.source_root.is_dir():
-        raise UserInputError(f"--source-root {args.source_root}: not a folder")
     index = resolve_index(args.data, args.data_root)
     summary = audit_dataset(
         index,

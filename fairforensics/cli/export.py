@@ -21,6 +21,7 @@ from pathlib import Path
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
 from fairforensics.cli.source import HELP
+from fairforensics.configs.writable import check_writable
 
 PRESETS = ("deepfakebench", "mesonet")
 
@@ -75,6 +76,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    check_writable(args.out)  # before the weights are read
     from fairforensics.configs import import_modules
 
     import_modules(args.imports)
