@@ -153,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
             threshold=cfg.threshold,
             within=args.within,
             extra_sections=extra,
+            n_boot=cfg.n_boot,
+            confidence=cfg.confidence,
+            seed=cfg.seed,
         )
     elif args.predictions:
         if not args.out or not args.name:

@@ -1,0 +1,241 @@
+"""Which detectors of a leaderboard column are distinguishable from its best (issue 38, item 1).
+
+Every detector of a column (one test set, one level) is compared with the column's best (highest
+AUC) on the same items with the paired DeLong test (DeLong, DeLong & Clarke-Pearson, Biometrics
+1988). Frames of one video are correlated, so at frame level the test uses the clustered form
+(Obuchowski, Biometrics 1997): each class's placement values are summed per video before their
+covariance is taken, the form :func:`evaluation.confidence.clustered_auc_variance` uses for one
+AUC; with one item per cluster (video level) it is exactly DeLong's test
+(:func:`evaluation.confidence.delong_test`). The p-values of a column's comparisons are
+Holm-adjusted (Holm, Scand. J. Statist. 1979) over its detectors, so "tied with the best" is a
+family-wise statement at level ``alpha``.
+
+Null hypothesis of each comparison, in words: the detector and the column's best have the same
+AUC on the population the test videos are drawn from (their difference on these items is
+sampling noise). A detector is *tied* with the best when its adjusted p-value is at least
+``alpha``. The best is chosen after looking at the data, so a tie says "not shown to be worse",
+never "as good".
+
+With several training seeds a detector's score of an item is its mean over the seeds (one
+"seed-averaged" detector per row), and the test compares those averaged scores: it answers
+whether the detectors differ on the test items, given their training variability averaged out;
+the spread across seeds is reported beside it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from fairforensics.evaluation.confidence import DeLongResult, clustered_auc_variance
+from fairforensics.evaluation.metrics import check_scores, factorize, reduce_by_code
+from fairforensics.evaluation.predictions import Predictions
+
+
+def _cluster_sums(placements: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
+    return np.bincount(codes, weights=placements, minlength=k)
+
+
+def _placements(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeLong's placement values by mid-ranks: V10 per positive, V01 per negative."""
+    pos = y == 1
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    rank_all = stats.rankdata(s)
+    v10 = (rank_all[pos] - stats.rankdata(s[pos])) / n0
+    v01 = 1.0 - (rank_all[~pos] - stats.rankdata(s[~pos])) / n1
+    return v10, v01
+
+
+def clustered_delong_test(
+    y_true: Sequence,
+    score_a: Sequence,
+    score_b: Sequence,
+    clusters: Sequence | None = None,
+) -> DeLongResult:
+    """Paired DeLong test of ``AUC_a == AUC_b`` on the same items, clustered by ``clusters``
+    (each item's video; None: every item its own cluster, DeLong's original test).
+
+    Clusters must be class-pure (a video is real or fake). Needs two clusters of each class.
+    The variance of the difference is zero when both rankings agree everywhere: then ``z`` is
+    0 and ``p`` 1 for equal AUCs, ``p`` 0 otherwise.
+    """
+    y, a = check_scores(y_true, score_a)
+    _, b = check_scores(y, score_b)
+    clusters = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if len(clusters) != len(y):
+        raise ValueError("clusters must have one entry per item")
+    pos = y == 1
+    cov = np.zeros((2, 2))
+    comps = [_placements(y, a), _placements(y, b)]
+    aucs = [float(c[0].mean()) if len(c[0]) else float("nan") for c in comps]
+    for k_class, rows, n in ((0, pos, int(pos.sum())), (1, ~pos, int((~pos).sum()))):
+        codes, uniq = factorize(clusters[rows])
+        k = len(uniq)
+        if k < 2:
+            raise ValueError("the paired DeLong test needs at least two videos of each class")
+        sums = np.vstack(
+            [_cluster_sums(c[k_class], codes, k) for c in comps]
+        )  # [2, k] per-cluster sums
+        sizes = np.bincount(codes, minlength=k)
+        centred = sums - sizes[None, :] * np.asarray(aucs)[:, None]
+        cov += k / (k - 1) * (centred @ centred.T) / n**2
+    var = float(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1])
+    diff = aucs[0] - aucs[1]
+    if var <= 1e-300:
+        z = 0.0 if abs(diff) < 1e-15 else float(np.sign(diff) * np.inf)
+    else:
+        z = diff / np.sqrt(var)
+    p = float(2.0 * stats.norm.sf(abs(z)))
+    return DeLongResult(aucs[0], aucs[1], diff, float(np.sqrt(max(var, 0.0))), float(z), p)
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (NaN stays NaN and takes no part)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = len(order)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One detector of a column against the column's best."""
+
+    auc: float
+    p_value: float  # paired (clustered) DeLong p against the best; NaN for the best itself
+    p_holm: float  # Holm-adjusted over the column's detectors
+    tied: bool  # the best itself, or not distinguishable from it at ``alpha``
+    best: bool
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Items:
+    """Items (frames or videos) shared by several detectors, aligned: labels, one score row per
+    detector, and the video of each item."""
+
+    y: np.ndarray
+    scores: dict[str, np.ndarray]
+    clusters: np.ndarray
+
+
+def _keyed(pred: Predictions, level: str, reduce: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if level == "video":
+        codes, uniq = factorize(pred.video_key)
+        y, s = reduce_by_code(pred.label, pred.score, codes, reduce)
+        return np.asarray(uniq, dtype=str), y, s
+    keys = _row_keys(pred)
+    order = np.argsort(keys, kind="stable")
+    return keys[order], pred.label[order], pred.score[order]
+
+
+def align(
+    preds: Mapping[str, Sequence[Predictions]], level: str = "frame", reduce: str = "mean"
+) -> Items:
+    """The items every detector scored (frame level: video key, unit and frame; video level:
+    the video key, frame scores reduced with ``reduce``), with each detector's score averaged
+    over its predictions files (its seeds). Labels that disagree between files are an error."""
+    keyed = {
+        name: [_keyed(p, level, reduce) for p in files] for name, files in preds.items() if files
+    }
+    if not keyed:
+        raise ValueError("no predictions to align")
+    common = None
+    for files in keyed.values():
+        for keys, _, _ in files:
+            common = keys if common is None else np.intersect1d(common, keys)
+    if common is None or len(common) == 0:
+        raise ValueError("the predictions files share no items")
+    y_ref = None
+    scores = {}
+    for name, files in keyed.items():
+        rows = []
+        for keys, y, s in files:
+            idx = np.searchsorted(keys, common)
+            if y_ref is None:
+                y_ref = y[idx]
+            elif (y[idx] != y_ref).any():
+                raise ValueError(f"{name}: labels disagree with the other files on the same items")
+            rows.append(s[idx])
+        scores[name] = np.mean(rows, axis=0)
+    clusters = common if level == "video" else np.array([k.rsplit("#", 2)[0] for k in common])
+    return Items(np.asarray(y_ref), scores, clusters)
+
+
+def compare_with_best(items: Items, *, alpha: float = 0.05) -> dict[str, Comparison]:
+    """Each detector of ``items`` against the best AUC among them (module docstring).
+
+    A detector whose comparison cannot be made (fewer than two videos of a class) is not
+    marked tied and says why in ``note``."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    names = list(items.scores)
+    aucs = {}
+    for n in names:
+        aucs[n] = clustered_auc_variance(items.y, items.scores[n], items.clusters)[0]
+    best = max(names, key=lambda n: (aucs[n], -names.index(n)))
+    others = [n for n in names if n != best]
+    raw, notes = [], {}
+    for n in others:
+        if aucs[n] == aucs[best]:  # a difference of exactly zero: z = 0 whatever its variance
+            raw.append(1.0)
+            continue
+        try:
+            raw.append(
+                clustered_delong_test(
+                    items.y, items.scores[best], items.scores[n], items.clusters
+                ).p_value
+            )
+        except ValueError as exc:
+            raw.append(float("nan"))
+            notes[n] = str(exc)
+    adjusted = dict(zip(others, holm(raw), strict=True))
+    out = {best: Comparison(aucs[best], float("nan"), float("nan"), True, True)}
+    for n, p in zip(others, raw, strict=True):
+        q = float(adjusted[n])
+        out[n] = Comparison(aucs[n], float(p), q, bool(q >= alpha), False, notes.get(n, ""))
+    return out
+
+
+def seed_average(preds: Sequence[Predictions]) -> Predictions:
+    """One predictions file of a detector trained with several seeds: the rows of the first
+    file that every file scored, each with its score averaged over the files (frames matched
+    by video key, unit and frame). One file is returned as it is."""
+    if not preds:
+        raise ValueError("no predictions to average")
+    if len(preds) == 1:
+        return preds[0]
+    first = preds[0]
+    keys = [_row_keys(p) for p in preds]
+    common = keys[0]
+    for k in keys[1:]:
+        common = np.intersect1d(common, k)
+    rows = np.flatnonzero(np.isin(keys[0], common))
+    out = first.subset(rows)
+    scores = []
+    for pred, k in zip(preds, keys, strict=True):
+        order = np.argsort(k, kind="stable")
+        idx = order[np.searchsorted(k[order], keys[0][rows])]
+        if (pred.label[idx] != out.label).any():
+            raise ValueError("the seeds' predictions files disagree on labels of the same frames")
+        scores.append(pred.score[idx])
+    out.score = np.mean(scores, axis=0)
+    return out
+
+
+def _row_keys(pred: Predictions) -> np.ndarray:
+    keys = np.array(
+        [f"{k}#{u}#{f}" for k, u, f in zip(pred.video_key, pred.unit, pred.frame, strict=True)]
+    )
+    if len(np.unique(keys)) != len(keys):
+        raise ValueError("a predictions file holds the same video and frame twice")
+    return keys
