@@ -40,6 +40,13 @@ class Entry:
     test_data: str  # the test set's label in tables
     preds: list[Predictions] = field(default_factory=list)
     baseline: bool = False
+    thresholds: list[float] = field(default_factory=list)  # each seed's decision threshold
+    eval_dirs: list[Path] = field(default_factory=list)
+
+    @property
+    def threshold(self) -> float:
+        """The decision threshold of the seed-averaged scores: the mean of the seeds'."""
+        return float(np.mean(self.thresholds))
 
 
 def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
@@ -60,6 +67,8 @@ def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
             key = (info["detector"], info.get("train_data", ""), labels[name])
             entry = entries.setdefault(key, Entry(*key, baseline=bool(info.get("baseline"))))
             entry.preds.append(read_predictions(path))
+            entry.thresholds.append(float(info.get("threshold", 0.5)))
+            entry.eval_dirs.append(d)
     for e in entries.values():
         if len(e.preds) > 1:
             log.info("leaderboard: %s on %s: %d seeds", e.detector, e.test_data, len(e.preds))

@@ -1,0 +1,155 @@
+"""The fairness figures of a leaderboard row (issue 38, item 3) that :mod:`fairness.gaps` does
+not give: cross-group AUCs, and intervals of Lin et al.'s gaps.
+
+* **Cross-group AUC** of the ordered pair (a, b): P(a fake of group a is scored above a real of
+  group b), ties counting one half (Kallus & Zhou, "The Fairness of Risk Scores Beyond
+  Classification: Bipartite Ranking and the xAUC Metric", NeurIPS 2019). Threshold-free: a
+  detector that ranks one group's fakes below another group's reals shows it whatever the
+  threshold. Interval: normal, with Obuchowski's variance clustered by video
+  (:func:`evaluation.confidence.clustered_auc_variance`), clipped to [0, 1].
+* **Lin et al.'s gaps** (CVPR 2024, Sec. 5.1: F_FPR, F_OAE, F_DP, F_MEO;
+  :func:`fairness.metrics.lin_metrics`) at a decision threshold, with percentile bootstrap
+  intervals: the videos of each group and class are resampled within that stratum
+  (:func:`evaluation.confidence.stratified_multiplicities`), so every replicate keeps each
+  group's class counts. These max-min and sum-of-absolute gaps are never negative, so their
+  intervals describe the spread and do not test "no gap" (:mod:`fairness.gaps` has the signed
+  gaps and tests).
+
+The small-group rule (:data:`evaluation.confidence.MIN_INTERVAL_UNITS`): no interval for a
+figure that counts a group and class with fewer videos; its note says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
+    clustered_auc_variance,
+    few_units_note,
+    percentile_interval,
+    stratified_multiplicities,
+)
+from fairforensics.evaluation.metrics import factorize
+from fairforensics.fairness.abf import clean_groups, is_missing
+from fairforensics.fairness.metrics import lin_metrics
+
+#: Lin et al.'s threshold gaps shown in a leaderboard.
+LIN_KEYS = ("F_FPR", "F_OAE", "F_DP", "F_MEO")
+_CLASS = ("real", "fake")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A value, its interval (NaN when none) and why there is none."""
+
+    value: float
+    low: float = float("nan")
+    high: float = float("nan")
+    note: str = ""
+
+
+def _clean(
+    y_true: Sequence, y_score: Sequence, groups: Sequence, units: Sequence
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    units = np.asarray(units, dtype=object)
+    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
+    if len(units) != len(known):
+        raise ValueError("units must have one entry per sample")
+    y, s, g = clean_groups(y_true, y_score, groups)
+    return y, s, g, units[known]
+
+
+def _n_units(units: np.ndarray) -> int:
+    return len(set(units.tolist()))
+
+
+def cross_group_aucs(
+    y_true: Sequence,
+    y_score: Sequence,
+    groups: Sequence,
+    units: Sequence,
+    *,
+    confidence: float = 0.95,
+    min_units: int = MIN_INTERVAL_UNITS,
+) -> dict[tuple[str, str], Estimate]:
+    """``{(a, b): Estimate}`` for every ordered pair of groups, ``a == b`` included (the group's
+    own AUC): fakes of ``a`` against reals of ``b`` (module docstring). A pair without fakes
+    of ``a`` or reals of ``b`` is NaN."""
+    y, s, g, u = _clean(y_true, y_score, groups, units)
+    names = sorted(set(g.tolist()))
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    out: dict[tuple[str, str], Estimate] = {}
+    for a in names:
+        fakes = (g == a) & (y == 1)
+        for b in names:
+            reals = (g == b) & (y == 0)
+            if not fakes.any() or not reals.any():
+                out[(a, b)] = Estimate(float("nan"), note=f"no fakes of {a} or no reals of {b}")
+                continue
+            rows = fakes | reals
+            # a video holds one group and one class, so it is one cluster of either side
+            auc, var, _ = clustered_auc_variance(y[rows], s[rows], u[rows])
+            note = "; ".join(
+                filter(
+                    None,
+                    (
+                        few_units_note(_n_units(u[fakes]), f"fake videos of {a}", min_units),
+                        few_units_note(_n_units(u[reals]), f"real videos of {b}", min_units),
+                    ),
+                )
+            )
+            if note or not np.isfinite(var):
+                out[(a, b)] = Estimate(auc, note=note or "variance undefined")
+                continue
+            half = z * np.sqrt(var)
+            out[(a, b)] = Estimate(auc, max(auc - half, 0.0), min(auc + half, 1.0))
+    return out
+
+
+def lin_intervals(
+    y_true: Sequence,
+    y_score: Sequence,
+    groups: Sequence,
+    units: Sequence,
+    *,
+    threshold: float = 0.5,
+    n_boot: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_units: int = MIN_INTERVAL_UNITS,
+) -> dict[str, Estimate]:
+    """Lin et al.'s :data:`LIN_KEYS` at ``threshold`` with stratified bootstrap intervals
+    (module docstring); ``n_boot`` 0: no intervals. Seeded."""
+    y, s, g, u = _clean(y_true, y_score, groups, units)
+    point = lin_metrics(y, s, g, threshold)
+    names = sorted(set(g.tolist()))
+    cell_keys = np.array([f"{a}\x1f{b}\x1f{c}" for a, b, c in zip(u, g, y, strict=True)])
+    codes, uniq = factorize(cell_keys)
+    cell_stratum = np.empty(len(uniq), dtype=np.int64)
+    cell_stratum[codes] = np.array([names.index(x) for x in g]) * 2 + y
+    counts = np.bincount(cell_stratum, minlength=2 * len(names))
+    note = "; ".join(
+        few_units_note(int(n), f"{_CLASS[h % 2]} videos of {names[h // 2]}", min_units)
+        for h, n in enumerate(counts)
+        if n and few_units_note(int(n), "", min_units)
+    )
+    if note or n_boot == 0:
+        return {k: Estimate(point[k], note=note or "intervals off") for k in LIN_KEYS}
+    samples: dict[str, list[float]] = {k: [] for k in LIN_KEYS}
+    rng = np.random.default_rng(seed)
+    for block in stratified_multiplicities(rng, cell_stratum, n_boot, minus_one=False):
+        for weight in block:
+            rows = np.repeat(np.arange(len(y)), weight[codes])
+            values = lin_metrics(y[rows], s[rows], g[rows], threshold)
+            for k in LIN_KEYS:
+                samples[k].append(values[k])
+    out = {}
+    for k in LIN_KEYS:
+        low, high = percentile_interval(np.asarray(samples[k]), confidence)
+        out[k] = Estimate(point[k], low, high)
+    return out
