@@ -27,22 +27,6 @@ from fairforensics.evaluation.settings import TestConfig
 log = logging.getLogger(__name__)
 
 
-def parse_baselines(items: Sequence[str]) -> dict[str, Path]:
-    """``["metadata=audit/predictions.csv", ...]`` -> ``{name: path}``; a bad item, a built-in
-    name or a missing file is a ValueError that names it."""
-    out: dict[str, Path] = {}
-    for item in items:
-        name, sep, path = item.partition("=")
-        if not sep or not name or not path:
-            raise ValueError(f"--baseline {item!r}: expected NAME=PREDICTIONS.csv")
-        if name in BUILT_IN:
-            raise ValueError(f"--baseline {name}: a built-in baseline's name; choose another")
-        if not Path(path).is_file():
-            raise ValueError(f"--baseline {name}: no such predictions file {path}")
-        out[name] = Path(path)
-    return out
-
-
 def reference_items(eval_dirs: Sequence[Path]) -> tuple[dict[str, Predictions], str]:
     """``{test set: predictions}`` of the first folder holding each set, and its training data."""
     items: dict[str, Predictions] = {}
@@ -82,7 +66,9 @@ def write_baselines(
         folder = out / name / "eval"
         files = {}
         for test_set, pred in items.items():
-            scored = built_in(name, pred, seed) if source is None else video_scores_onto(pred, source)
+            scored = (
+                built_in(name, pred, seed) if source is None else video_scores_onto(pred, source)
+            )
             if scored is None:
                 log.warning("baseline %s: no scores for %s", name, test_set)
                 continue

@@ -56,7 +56,11 @@ def _esc(value: Any) -> str:
 def _number(value: Any) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
-    return repr(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+    return (
+        repr(float(value))
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+        else ""
+    )
 
 
 def _text(value: Any, digits: int = 4) -> str:

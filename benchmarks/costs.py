@@ -103,5 +103,7 @@ def cost_table(names: list[str], out: Path, *, repeats: int = 5, threads: int = 
         title=f"Cost at batch 1 on {where}, {threads} thread(s) (torch.utils.flop_counter)",
     )
     table.write(out / "costs")
-    write_json(out / "costs.json", {"machine": where, "threads": threads, "rows": records}, indent=2)
+    write_json(
+        out / "costs.json", {"machine": where, "threads": threads, "rows": records}, indent=2
+    )
     return table

@@ -114,7 +114,9 @@ def fairness_table(
                 e, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units
             )
         except ValueError as exc:  # e.g. one class, one group
-            log.warning("fairness columns: %s on %s by %s: %s", e.detector, test_data, attribute, exc)
+            log.warning(
+                "fairness columns: %s on %s by %s: %s", e.detector, test_data, attribute, exc
+            )
             continue
         kind = BASELINE if e.baseline else detector_type(e.detector)
         rows.append((kind, e.detector, e.threshold, values, details))

@@ -41,9 +41,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import fairforensics
+from fairforensics.benchmarks.board import write_board
 from fairforensics.configs import CONFIG_DIR, resolve_config
 from fairforensics.detectors import get_detector_class, list_detectors
-from fairforensics.benchmarks.board import write_board
 from fairforensics.evaluation.settings import load_test_config
 from fairforensics.preprocessing.files import write_json
 

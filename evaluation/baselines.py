@@ -18,7 +18,9 @@ detectors are scored on the same frames and videos (a paired comparison).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +32,22 @@ log = logging.getLogger(__name__)
 #: The baselines computed from the test items alone.
 BUILT_IN = ("constant", "random")
 CONSTANT_SCORE = 0.5
+
+
+def parse_baselines(items: Sequence[str]) -> dict[str, Path]:
+    """``["metadata=audit/predictions.csv", ...]`` -> ``{name: path}``; a bad item, a built-in
+    name or a missing file is a ValueError that names it."""
+    out: dict[str, Path] = {}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise ValueError(f"--baseline {item!r}: expected NAME=PREDICTIONS.csv")
+        if name in BUILT_IN:
+            raise ValueError(f"--baseline {name}: a built-in baseline's name; choose another")
+        if not Path(path).is_file():
+            raise ValueError(f"--baseline {name}: no such predictions file {path}")
+        out[name] = Path(path)
+    return out
 
 
 def constant_scores(items: Predictions, value: float = CONSTANT_SCORE) -> Predictions:

@@ -163,7 +163,9 @@ def _level_cells(
     return cells
 
 
-def annotate(table: Table, details: dict[tuple[str, str, str], dict[str, Any]], metric: str) -> Table:
+def annotate(
+    table: Table, details: dict[tuple[str, str, str], dict[str, Any]], metric: str
+) -> Table:
     """Put each cell's interval, spread and tie mark (``details[(detector, test set,
     metric)]``) into ``table``, and after each ``Top3`` column the count of that group's test
     sets on which the detector is tied with the best (``<group> Tied``) when ties were tested."""
@@ -179,9 +181,7 @@ def annotate(table: Table, details: dict[tuple[str, str, str], dict[str, Any]], 
             sets = table.columns[start : j - 1]
             table.columns.insert(j + 1, f"{group} Tied")
             for row in table.rows:
-                tied = sum(
-                    bool(details.get((row[det], s, metric), {}).get("tied")) for s in sets
-                )
+                tied = sum(bool(details.get((row[det], s, metric), {}).get("tied")) for s in sets)
                 row.insert(j + 1, tied)
             table.highlight = {(r, c + (c > j)) for r, c in table.highlight}
             start = j + 2
