@@ -22,8 +22,10 @@ from pathlib import Path
 
 from fairforensics.benchmarks.sweep import (
     DONE,
+    Runner,
     Sweep,
     SweepError,
+    _subprocess_runner,
     prepare,
     run_one,
     write_leaderboard,
@@ -45,9 +47,9 @@ class SlurmOptions:
     extra: tuple[str, ...] = ()  # further sbatch options, KEY=VALUE (e.g. account=abc)
 
 
-def _job(sweep: Sweep, detector: str, seed: int | None) -> bool:
+def _job(sweep: Sweep, detector: str, seed: int | None, runner: Runner) -> bool:
     """One job: a run of the sweep (runs on the cluster node)."""
-    return run_one(sweep, detector, seed=seed)
+    return run_one(sweep, detector, runner, seed)
 
 
 def make_executor(kind: str, folder: Path, options: SlurmOptions):
@@ -84,7 +86,10 @@ def make_executor(kind: str, folder: Path, options: SlurmOptions):
 
 
 def run_sweep_jobs(
-    sweep: Sweep, executor_kind: str = "slurm", options: SlurmOptions = SlurmOptions()
+    sweep: Sweep,
+    executor_kind: str = "slurm",
+    options: SlurmOptions = SlurmOptions(),
+    runner: Runner = _subprocess_runner,
 ) -> Path:
     """Submit the unfinished runs of ``sweep`` as one job array, wait for all, then write the
     leaderboard; returns its folder. A failed job is named in the error after all have ended
@@ -97,7 +102,11 @@ def run_sweep_jobs(
     if todo:
         log.info("submitting %d runs as %s jobs", len(todo), executor_kind)
         jobs = executor.map_array(
-            _job, [sweep] * len(todo), [d for d, _ in todo], [s for _, s in todo]
+            _job,
+            [sweep] * len(todo),
+            [d for d, _ in todo],
+            [s for _, s in todo],
+            [runner] * len(todo),
         )
         failed = []
         for (detector, seed), job in zip(todo, jobs, strict=True):

@@ -19,7 +19,12 @@ from fairforensics.evaluation.predictions import Predictions, read_predictions
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
-from fairforensics.evaluation.significance import align, compare_with_best, seed_average
+from fairforensics.evaluation.significance import (
+    align,
+    compare_with_best,
+    seed_average,
+    seed_mean_ci,
+)
 from fairforensics.evaluation.tables import (
     TIE_MARK,
     Result,
@@ -126,8 +131,9 @@ def _level_cells(
     seed: int,
     alpha: float,
 ) -> _Cells:
-    """Results, intervals (of the seed-averaged scores, clustered by video), spread across
-    seeds and, for AUC, the comparison of each detector with its column's best."""
+    """Results (means over seeds), their intervals (clustered by video; of the mean over seeds:
+    :func:`evaluation.significance.seed_mean_ci`), spread across seeds and, for AUC, the
+    comparison of each detector (its seed-averaged scores) with its column's best."""
     cells = _Cells()
     by_set: dict[tuple[str, str], dict[str, Predictions]] = {}
     for e in entries:
@@ -136,11 +142,17 @@ def _level_cells(
         averaged = seed_average(e.preds)
         by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
         ci = {}
-        if n_boot:
+        if n_boot and len(e.preds) == 1:
             ci = evaluate_predictions(
                 averaged, level=level, reduce=reduce, threshold=threshold,
                 n_boot=n_boot, confidence=confidence, seed=seed,
             )["ci"]  # fmt: skip
+        elif n_boot:  # the interval of the mean over the seeds the cell shows
+            intervals = seed_mean_ci(
+                e.preds, level=level, reduce=reduce, threshold=threshold, n_boot=n_boot,
+                confidence=confidence, seed=seed,
+            )  # fmt: skip
+            ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
         for metric in result.metrics:
             info: dict[str, Any] = {}
             if metric in ci:
@@ -256,8 +268,8 @@ def build_leaderboard(
     and HTML with ``show_intervals``. In the AUC tables each detector is compared with its
     column's best (:mod:`evaluation.significance`, level ``alpha``): ties are marked and counted
     (``<group> Tied``). Folders of one detector with several seeds give one row: the mean over
-    the seeds, their spread (``<column> sd``), and intervals and tests of the seed-averaged
-    scores. Folders whose ``eval.json`` says ``"baseline": true`` are baseline rows."""
+    the seeds with its interval, their spread (``<column> sd``), and tests of the
+    seed-averaged scores (:mod:`evaluation.significance`). Folders whose ``eval.json`` says ``"baseline": true`` are baseline rows."""
     out = Path(out_dir)
     levels = [levels] if isinstance(levels, str) else list(levels)
     entries = collect_entries(eval_dirs)

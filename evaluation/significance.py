@@ -30,8 +30,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from fairforensics.evaluation.confidence import DeLongResult, clustered_auc_variance
-from fairforensics.evaluation.metrics import check_scores, factorize, reduce_by_code
+from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
+    DeLongResult,
+    Interval,
+    bootstrap_interval,
+    clustered_auc_variance,
+    few_units_note,
+)
+from fairforensics.evaluation.metrics import (
+    _rank,
+    _summarize,
+    check_scores,
+    factorize,
+    reduce_by_code,
+)
 from fairforensics.evaluation.predictions import Predictions
 
 
@@ -206,29 +219,87 @@ def compare_with_best(items: Items, *, alpha: float = 0.05) -> dict[str, Compari
     return out
 
 
-def seed_average(preds: Sequence[Predictions]) -> Predictions:
-    """One predictions file of a detector trained with several seeds: the rows of the first
-    file that every file scored, each with its score averaged over the files (frames matched
-    by video key, unit and frame). One file is returned as it is."""
+def seed_rows(preds: Sequence[Predictions]) -> tuple[Predictions, list[np.ndarray]]:
+    """The rows of the first of a detector's predictions files (one per seed) that every file
+    scored, and each file's scores of those rows (frames matched by video key, unit and
+    frame). Labels that disagree are an error."""
     if not preds:
-        raise ValueError("no predictions to average")
-    if len(preds) == 1:
-        return preds[0]
-    first = preds[0]
+        raise ValueError("no predictions to align")
     keys = [_row_keys(p) for p in preds]
     common = keys[0]
     for k in keys[1:]:
         common = np.intersect1d(common, k)
     rows = np.flatnonzero(np.isin(keys[0], common))
-    out = first.subset(rows)
+    first = preds[0].subset(rows)
     scores = []
     for pred, k in zip(preds, keys, strict=True):
         order = np.argsort(k, kind="stable")
         idx = order[np.searchsorted(k[order], keys[0][rows])]
-        if (pred.label[idx] != out.label).any():
+        if (pred.label[idx] != first.label).any():
             raise ValueError("the seeds' predictions files disagree on labels of the same frames")
         scores.append(pred.score[idx])
-    out.score = np.mean(scores, axis=0)
+    return first, scores
+
+
+def seed_average(preds: Sequence[Predictions]) -> Predictions:
+    """One predictions file of a detector trained with several seeds: :func:`seed_rows` with
+    each row's score averaged over the seeds. One file is returned as it is."""
+    if len(preds) == 1:
+        return preds[0]
+    first, scores = seed_rows(preds)
+    first.score = np.mean(scores, axis=0)
+    return first
+
+
+def seed_mean_ci(
+    preds: Sequence[Predictions],
+    *,
+    level: str = "frame",
+    reduce: str = "mean",
+    threshold: float = 0.5,
+    fpr_targets: Sequence[float] = (0.01, 0.1),
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_units: int = MIN_INTERVAL_UNITS,
+) -> dict[str, Interval]:
+    """Intervals of the mean over seeds of every :func:`evaluation.metrics.summarize` metric
+    (the value a seeded leaderboard cell shows): a percentile bootstrap over videos in which
+    each replicate draws the videos once and scores every seed's run on the same draw, then
+    averages. It holds the trained models fixed (the test-set sampling uncertainty of the
+    mean); the spread across seeds is reported beside it. NaN, with the reason, with fewer
+    than ``min_units`` videos of a class."""
+    first, scores = seed_rows(preds)
+    codes, uniq = factorize(first.video_key)
+    y = first.label
+    video_label = np.zeros(len(uniq), dtype=np.int64)
+    video_label[codes] = y
+    per_class = np.bincount(video_label, minlength=2)
+    if level == "video":
+        scores = [reduce_by_code(y, s, codes, reduce)[1] for s in scores]
+        y = video_label
+        codes = np.arange(len(uniq))
+    ranked = [_rank(y, s, threshold) for s in scores]
+    point = {
+        k: float(np.mean([_summarize(r, None, fpr_targets)[k] for r in ranked]))
+        for k in _summarize(ranked[0], None, fpr_targets)
+    }
+    note = "; ".join(
+        filter(None, (few_units_note(int(per_class[k]), f"{('real', 'fake')[k]} videos", min_units)
+                      for k in (0, 1)))
+    )  # fmt: skip
+    if note:
+        return {k: Interval(v, float("nan"), float("nan"), 0, note) for k, v in point.items()}
+    rng = np.random.default_rng(seed)
+    reps = np.empty((n_boot, len(point)))
+    for b in range(n_boot):
+        weights = np.bincount(rng.integers(0, len(uniq), len(uniq)), minlength=len(uniq))
+        w = weights[codes].astype(np.float64)
+        reps[b] = np.mean([list(_summarize(r, w, fpr_targets).values()) for r in ranked], axis=0)
+    out = {}
+    for j, (k, v) in enumerate(point.items()):
+        low, high, why = bootstrap_interval(reps[:, j], confidence, "bootstrap replicates")
+        out[k] = Interval(v, low, high, int(n_boot - np.isfinite(reps[:, j]).sum()), why)
     return out
 
 

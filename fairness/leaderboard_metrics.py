@@ -21,6 +21,7 @@ figure that counts a group and class with fewer videos; its note says which.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -140,16 +141,58 @@ def lin_intervals(
     )
     if note or n_boot == 0:
         return {k: Estimate(point[k], note=note or "intervals off") for k in LIN_KEYS}
-    samples: dict[str, list[float]] = {k: [] for k in LIN_KEYS}
+    pred = (s >= threshold).astype(np.int64)
+    group_of_cell = cell_stratum // 2
+    # per cell: reals, fakes, false positives, false negatives
+    cell_counts = np.stack(
+        [
+            np.bincount(codes, weights=(y == 0), minlength=len(uniq)),
+            np.bincount(codes, weights=(y == 1), minlength=len(uniq)),
+            np.bincount(codes, weights=(y == 0) & (pred == 1), minlength=len(uniq)),
+            np.bincount(codes, weights=(y == 1) & (pred == 0), minlength=len(uniq)),
+        ],
+        axis=1,
+    )
+    one_hot = np.eye(len(names))[group_of_cell]  # [cells, groups]
+    samples: dict[str, list[np.ndarray]] = {k: [] for k in LIN_KEYS}
     rng = np.random.default_rng(seed)
     for block in stratified_multiplicities(rng, cell_stratum, n_boot, minus_one=False):
-        for weight in block:
-            rows = np.repeat(np.arange(len(y)), weight[codes])
-            values = lin_metrics(y[rows], s[rows], g[rows], threshold)
-            for k in LIN_KEYS:
-                samples[k].append(values[k])
+        per_group = np.einsum("rc,cg,ck->rgk", block, one_hot, cell_counts)
+        for k, v in lin_from_counts(per_group).items():
+            samples[k].append(v)
     out = {}
     for k in LIN_KEYS:
-        low, high = percentile_interval(np.asarray(samples[k]), confidence)
+        low, high = percentile_interval(np.concatenate(samples[k]), confidence)
         out[k] = Estimate(point[k], low, high)
     return out
+
+
+def _spread(values: np.ndarray) -> np.ndarray:
+    """Max - min over the last axis, NaN ignored; NaN with fewer than two values."""
+    enough = np.isfinite(values).sum(axis=-1) >= 2
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        gap = np.nanmax(values, axis=-1) - np.nanmin(values, axis=-1)
+    return np.where(enough, gap, np.nan)
+
+
+def lin_from_counts(counts: np.ndarray) -> dict[str, np.ndarray]:
+    """Lin et al.'s :data:`LIN_KEYS` from per-group counts ``[..., groups, 4]`` (reals, fakes,
+    false positives, false negatives), exactly as :func:`fairness.metrics.lin_metrics` computes
+    them from rows (a group missing a class takes no part in the terms that need it), for many
+    resamplings at once."""
+    real, fake, fp, fn = (counts[..., k].astype(np.float64) for k in range(4))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fpr = np.where(real > 0, fp / real, np.nan)
+        fnr = np.where(fake > 0, fn / fake, np.nan)
+        n = real + fake
+        acc = np.where(n > 0, 1.0 - (fp + fn) / n, np.nan)
+        positive = np.where(n > 0, (fp + fake - fn) / n, np.nan)
+        overall_fpr = fp.sum(axis=-1) / real.sum(axis=-1)
+    f_fpr = np.nansum(np.abs(fpr - overall_fpr[..., None]), axis=-1)
+    f_fpr = np.where(np.isfinite(fpr).any(axis=-1), f_fpr, np.nan)
+    meo = np.stack([_spread(fpr), _spread(fnr), _spread(1 - fnr), _spread(1 - fpr)], axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        f_meo = np.nanmax(meo, axis=-1)
+    return {"F_FPR": f_fpr, "F_OAE": _spread(acc), "F_DP": _spread(positive), "F_MEO": f_meo}
