@@ -48,10 +48,6 @@ from fairforensics.evaluation.metrics import (
 from fairforensics.evaluation.predictions import Predictions
 
 
-def _cluster_sums(placements: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
-    return np.bincount(codes, weights=placements, minlength=k)
-
-
 def _placements(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """DeLong's placement values by mid-ranks: V10 per positive, V01 per negative."""
     pos = y == 1
@@ -60,6 +56,34 @@ def _placements(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     v10 = (rank_all[pos] - stats.rankdata(s[pos])) / n0
     v01 = 1.0 - (rank_all[~pos] - stats.rankdata(s[~pos])) / n1
     return v10, v01
+
+
+def clustered_auc_covariance(
+    y_true: Sequence, scores: Sequence[Sequence], clusters: Sequence | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """AUCs of several score vectors on the same items and their covariance matrix, with each
+    class's placement values summed per cluster (Obuchowski 1997; DeLong 1988 with one item per
+    cluster; ``k / (k - 1)`` small-sample factor). Clusters must be class-pure (a video is real
+    or fake); needs two clusters of each class."""
+    y = check_scores(y_true, scores[0])[0]
+    s = [check_scores(y, v)[1] for v in scores]
+    clusters = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if len(clusters) != len(y):
+        raise ValueError("clusters must have one entry per item")
+    pos = y == 1
+    comps = [_placements(y, v) for v in s]
+    aucs = np.array([c[0].mean() if len(c[0]) else np.nan for c in comps])
+    cov = np.zeros((len(s), len(s)))
+    for k_class, rows, n in ((0, pos, int(pos.sum())), (1, ~pos, int((~pos).sum()))):
+        codes, uniq = factorize(clusters[rows])
+        k = len(uniq)
+        if k < 2:
+            raise ValueError("the paired DeLong test needs at least two videos of each class")
+        sums = np.vstack([np.bincount(codes, weights=c[k_class], minlength=k) for c in comps])
+        sizes = np.bincount(codes, minlength=k)
+        centred = sums - sizes[None, :] * aucs[:, None]
+        cov += k / (k - 1) * (centred @ centred.T) / n**2
+    return aucs, cov
 
 
 def clustered_delong_test(
@@ -75,34 +99,31 @@ def clustered_delong_test(
     The variance of the difference is zero when both rankings agree everywhere: then ``z`` is
     0 and ``p`` 1 for equal AUCs, ``p`` 0 otherwise.
     """
-    y, a = check_scores(y_true, score_a)
-    _, b = check_scores(y, score_b)
-    clusters = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    if len(clusters) != len(y):
-        raise ValueError("clusters must have one entry per item")
-    pos = y == 1
-    cov = np.zeros((2, 2))
-    comps = [_placements(y, a), _placements(y, b)]
-    aucs = [float(c[0].mean()) if len(c[0]) else float("nan") for c in comps]
-    for k_class, rows, n in ((0, pos, int(pos.sum())), (1, ~pos, int((~pos).sum()))):
-        codes, uniq = factorize(clusters[rows])
-        k = len(uniq)
-        if k < 2:
-            raise ValueError("the paired DeLong test needs at least two videos of each class")
-        sums = np.vstack(
-            [_cluster_sums(c[k_class], codes, k) for c in comps]
-        )  # [2, k] per-cluster sums
-        sizes = np.bincount(codes, minlength=k)
-        centred = sums - sizes[None, :] * np.asarray(aucs)[:, None]
-        cov += k / (k - 1) * (centred @ centred.T) / n**2
+    aucs, cov = clustered_auc_covariance(y_true, [score_a, score_b], clusters)
     var = float(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1])
-    diff = aucs[0] - aucs[1]
+    diff = float(aucs[0] - aucs[1])
     if var <= 1e-300:
         z = 0.0 if abs(diff) < 1e-15 else float(np.sign(diff) * np.inf)
     else:
         z = diff / np.sqrt(var)
     p = float(2.0 * stats.norm.sf(abs(z)))
-    return DeLongResult(aucs[0], aucs[1], diff, float(np.sqrt(max(var, 0.0))), float(z), p)
+    return DeLongResult(
+        float(aucs[0]), float(aucs[1]), diff, float(np.sqrt(max(var, 0.0))), float(z), p
+    )
+
+
+def logit_interval(value: float, var: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Normal interval of an AUC on the logit scale, mapped back (delta method: the standard
+    error of logit(AUC) is ``sqrt(var) / (AUC (1 - AUC))``); it stays inside (0, 1) and, with
+    10-20 videos of a class, covers better than the plain normal one (measured: 0.93-0.95
+    against 0.88, tests/test_leaderboard_intervals.py). An AUC of 0 or 1, or an undefined
+    variance, gives NaN."""
+    if not (0.0 < value < 1.0) or not np.isfinite(var):
+        return float("nan"), float("nan")
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    centre = np.log(value / (1.0 - value))
+    half = z * np.sqrt(max(var, 0.0)) / (value * (1.0 - value))
+    return float(1 / (1 + np.exp(-(centre - half)))), float(1 / (1 + np.exp(-(centre + half))))
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -264,9 +285,11 @@ def seed_mean_ci(
     min_units: int = MIN_INTERVAL_UNITS,
 ) -> dict[str, Interval]:
     """Intervals of the mean over seeds of every :func:`evaluation.metrics.summarize` metric
-    (the value a seeded leaderboard cell shows): a percentile bootstrap over videos in which
-    each replicate draws the videos once and scores every seed's run on the same draw, then
-    averages. It holds the trained models fixed (the test-set sampling uncertainty of the
+    (the value a seeded leaderboard cell shows): for AUC a logit-normal interval with the
+    variance of the mean of the seeds' AUCs, from their covariance clustered by video
+    (:func:`clustered_auc_covariance`, :func:`logit_interval`); for the others a percentile
+    bootstrap over videos in which each replicate draws the videos once and scores every
+    seed's run on the same draw, then averages. It holds the trained models fixed (the test-set sampling uncertainty of the
     mean); the spread across seeds is reported beside it. NaN, with the reason, with fewer
     than ``min_units`` videos of a class."""
     first, scores = seed_rows(preds)
@@ -300,6 +323,10 @@ def seed_mean_ci(
     for j, (k, v) in enumerate(point.items()):
         low, high, why = bootstrap_interval(reps[:, j], confidence, "bootstrap replicates")
         out[k] = Interval(v, low, high, int(n_boot - np.isfinite(reps[:, j]).sum()), why)
+    # AUC: the variance of the mean of the seeds' AUCs from their clustered covariance
+    aucs, cov = clustered_auc_covariance(y, scores, codes)
+    low, high = logit_interval(float(aucs.mean()), float(cov.sum()) / len(scores) ** 2, confidence)
+    out["auc"] = Interval(float(aucs.mean()), low, high)
     return out
 
 

@@ -5,8 +5,9 @@ not give: cross-group AUCs, and intervals of Lin et al.'s gaps.
   group b), ties counting one half (Kallus & Zhou, "The Fairness of Risk Scores Beyond
   Classification: Bipartite Ranking and the xAUC Metric", NeurIPS 2019). Threshold-free: a
   detector that ranks one group's fakes below another group's reals shows it whatever the
-  threshold. Interval: normal, with Obuchowski's variance clustered by video
-  (:func:`evaluation.confidence.clustered_auc_variance`), clipped to [0, 1].
+  threshold. Interval: logit-normal (:func:`evaluation.significance.logit_interval`), with
+  Obuchowski's variance clustered by video
+  (:func:`evaluation.confidence.clustered_auc_variance`); none at an AUC of 0 or 1.
 * **Lin et al.'s gaps** (CVPR 2024, Sec. 5.1: F_FPR, F_OAE, F_DP, F_MEO;
   :func:`fairness.metrics.lin_metrics`) at a decision threshold, with percentile bootstrap
   intervals: the videos of each group and class are resampled within that stratum
@@ -26,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
@@ -36,6 +36,7 @@ from fairforensics.evaluation.confidence import (
     stratified_multiplicities,
 )
 from fairforensics.evaluation.metrics import factorize
+from fairforensics.evaluation.significance import logit_interval
 from fairforensics.fairness.abf import clean_groups, is_missing
 from fairforensics.fairness.metrics import lin_metrics
 
@@ -83,7 +84,6 @@ def cross_group_aucs(
     of ``a`` or reals of ``b`` is NaN."""
     y, s, g, u = _clean(y_true, y_score, groups, units)
     names = sorted(set(g.tolist()))
-    z = stats.norm.ppf(0.5 + confidence / 2)
     out: dict[tuple[str, str], Estimate] = {}
     for a in names:
         fakes = (g == a) & (y == 1)
@@ -107,8 +107,7 @@ def cross_group_aucs(
             if note or not np.isfinite(var):
                 out[(a, b)] = Estimate(auc, note=note or "variance undefined")
                 continue
-            half = z * np.sqrt(var)
-            out[(a, b)] = Estimate(auc, max(auc - half, 0.0), min(auc + half, 1.0))
+            out[(a, b)] = Estimate(auc, *logit_interval(auc, var, confidence))
     return out
 
 
