@@ -11,11 +11,16 @@ plain Python otherwise), all in ``<out>/<detector>/``:
   same test sets (DeeperForensics-1.0's perturbations; the leaderboard's ``robust AUC``);
 * ``done.json``: the completion record, written atomically after testing.
 
+With ``seeds`` each detector is trained once per seed (``train.seed``), each run in
+``<out>/<detector>/seed<k>/`` with the same layout.
+
 A detector with a completion record is skipped; one without it (a sweep killed while it ran) is
-redone from scratch, so a killed sweep resumes where it stopped. At the end the evaluation
-folders are joined into the cross-dataset leaderboards with Top-3 counts by
-:func:`evaluation.leaderboard.build_leaderboard` (what ``scripts/test.py --leaderboard`` does), in
-``<out>/leaderboard/``.
+redone from scratch, so a killed sweep resumes where it stopped. At the end
+:func:`benchmarks.board.write_board` joins the evaluation folders into ``<out>/leaderboard/``:
+the cross-dataset leaderboards with Top-3 counts, intervals, ties with the best and the spread
+across seeds (:func:`evaluation.leaderboard.build_leaderboard`, what ``scripts/test.py
+--leaderboard`` does), the baseline rows (evaluated in ``<out>/baselines/``), fairness and cost
+columns and the HTML page. :mod:`benchmarks.launch` runs the same runs as Slurm jobs.
 
 With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
 checkpoint :func:`deepfakebench_weights` finds there, through ``fairforensics test --detector NAME

@@ -1,6 +1,10 @@
 """The cross-domain leaderboard and cross-manipulation heat maps of several evaluation folders;
 the AUC leaderboard gains a ``robust AUC`` column (the mean AUC over DeeperForensics-1.0's
-perturbation cases) for folders that hold a robustness run in ``<eval>/robustness/``."""
+perturbation cases) for folders that hold a robustness run in ``<eval>/robustness/``.
+
+Every cell carries its interval clustered by video; in the AUC tables every detector is compared
+with its column's best (:mod:`evaluation.significance`) and the ties are marked and counted;
+several folders of one detector (its training seeds) make one row, the mean with its spread."""
 
 from __future__ import annotations
 
