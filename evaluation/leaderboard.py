@@ -24,7 +24,6 @@ from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
 from fairforensics.evaluation.significance import (
-    align,
     compare_with_best,
     seed_average,
     seed_mean_ci,
@@ -167,13 +166,10 @@ def _level_cells(
     for (_, test_data), preds in by_set.items():
         if len(preds) < 2:
             continue
-        try:
-            items = align({d: [p] for d, p in preds.items()}, level, reduce)
-            compared = compare_with_best(items, alpha=alpha)
-        except ValueError as exc:
-            log.warning("leaderboard: %s (%s level): no significance: %s", test_data, level, exc)
-            continue
+        compared = compare_with_best(preds, level=level, reduce=reduce, alpha=alpha)
         for d, c in compared.items():
+            if c.note:
+                log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
             info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
     return cells

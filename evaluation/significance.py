@@ -205,33 +205,42 @@ def align(
     return Items(np.asarray(y_ref), scores, clusters)
 
 
-def compare_with_best(items: Items, *, alpha: float = 0.05) -> dict[str, Comparison]:
-    """Each detector of ``items`` against the best AUC among them (module docstring).
+def compare_with_best(
+    preds: Mapping[str, Predictions],
+    *,
+    level: str = "frame",
+    reduce: str = "mean",
+    alpha: float = 0.05,
+) -> dict[str, Comparison]:
+    """Each detector of ``preds`` (one predictions file each: seed-averaged, see
+    :func:`seed_average`) against the one with the best AUC (module docstring).
 
-    A detector whose comparison cannot be made (fewer than two videos of a class) is not
-    marked tied and says why in ``note``."""
+    Each pair is compared on the items both scored (:func:`align`): image and video detectors
+    share videos but not frames, so at frame level such a pair cannot be compared. A detector
+    whose comparison cannot be made (no shared items, fewer than two videos of a class) is not
+    marked tied and says why in ``note``; the others' p-values are Holm-adjusted together."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    names = list(items.scores)
+    names = list(preds)
     aucs = {}
     for n in names:
-        aucs[n] = clustered_auc_variance(items.y, items.scores[n], items.clusters)[0]
+        _, y, s = _keyed(preds[n], level, reduce)
+        aucs[n] = clustered_auc_variance(y, s, np.arange(len(y)))[0]
     best = max(names, key=lambda n: (aucs[n], -names.index(n)))
     others = [n for n in names if n != best]
     raw, notes = [], {}
     for n in others:
-        if aucs[n] == aucs[best]:  # a difference of exactly zero: z = 0 whatever its variance
-            raw.append(1.0)
-            continue
         try:
-            raw.append(
-                clustered_delong_test(
-                    items.y, items.scores[best], items.scores[n], items.clusters
-                ).p_value
-            )
+            items = align({best: [preds[best]], n: [preds[n]]}, level, reduce)
+            pair = [items.scores[best], items.scores[n]]
+            a, b = (clustered_auc_variance(items.y, s, items.clusters)[0] for s in pair)
+            # a difference of exactly zero has z = 0 whatever its variance (even one that
+            # cannot be estimated)
+            p = 1.0 if a == b else clustered_delong_test(items.y, *pair, items.clusters).p_value
         except ValueError as exc:
-            raw.append(float("nan"))
+            p = float("nan")
             notes[n] = str(exc)
+        raw.append(p)
     adjusted = dict(zip(others, holm(raw), strict=True))
     out = {best: Comparison(aucs[best], float("nan"), float("nan"), True, True)}
     for n, p in zip(others, raw, strict=True):

@@ -14,7 +14,6 @@ from fairforensics.evaluation.confidence import (
 from fairforensics.evaluation.metrics import auc
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.evaluation.significance import (
-    Items,
     align,
     clustered_delong_test,
     compare_with_best,
@@ -90,8 +89,18 @@ def test_ties_with_the_best_and_seed_averages() -> None:
     good = y + rng.normal(0, 0.5, 80)
     close = good + rng.normal(0, 0.05, 80)  # nearly the same ranking
     bad = rng.normal(size=80)
-    items = Items(y, {"good": good, "close": close, "bad": bad}, np.arange(80))
-    out = compare_with_best(items)
+    preds = {
+        name: Predictions(
+            dataset=["d"] * 80,
+            video_id=[f"v{i}" for i in range(80)],
+            frame=[0] * 80,
+            label=y,
+            score=s,
+            method=["m"] * 80,
+        )  # fmt: skip
+        for name, s in (("good", good), ("close", close), ("bad", bad))
+    }
+    out = compare_with_best(preds, level="video")
     best = max(out, key=lambda n: out[n].auc)
     assert out[best].best and out[best].tied and best in {"good", "close"}
     assert all(out[n].tied for n in ("good", "close")) and not out["bad"].tied
