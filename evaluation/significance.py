@@ -1,7 +1,7 @@
 """Which detectors of a leaderboard column are distinguishable from its best (issue 38, item 1).
 
 Every detector of a column (one test set, one level) is compared with the column's best (highest
-AUC) on the same items with the paired DeLong test (DeLong, DeLong & Clarke-Pearson, Biometrics
+AUC) on the items both scored (frames, clips or videos) with the paired DeLong test (DeLong, DeLong & Clarke-Pearson, Biometrics
 1988). Frames of one video are correlated, so at frame level the test uses the clustered form
 (Obuchowski, Biometrics 1997): each class's placement values are summed per video before their
 covariance is taken, the form :func:`evaluation.confidence.clustered_auc_variance` uses for one
