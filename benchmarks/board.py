@@ -36,12 +36,14 @@ def write_board(
     within: Sequence[str] | None = None,
     costs: bool = True,
     fairness_boot: int = 200,
+    show_intervals: bool = False,
     title: str = "Leaderboard",
 ) -> Path:
     """The sweep's leaderboard folder ``out`` from its detectors' evaluation folders
     (several per detector: its seeds); with ``baselines_dir`` the ``constant``, ``random``
     and ``extra_baselines`` rows are evaluated there first. ``detectors``: the names whose
-    costs are measured (``costs``). Returns ``out``."""
+    costs are measured (``costs``). ``show_intervals``: the Markdown and report leaderboards
+    show each cell's interval (CSV, JSON and ``index.html`` always do). Returns ``out``."""
     dirs = [Path(d) for d in eval_dirs]
     if baselines_dir is not None:
         dirs += write_baselines(dirs, baselines_dir, cfg, extra=extra_baselines, seed=cfg.seed)
@@ -67,6 +69,7 @@ def write_board(
         n_boot=cfg.n_boot,
         confidence=cfg.confidence,
         seed=cfg.seed,
+        show_intervals=show_intervals,
     )
     write_page(out, entries, fair, cost, title=title)
     return out

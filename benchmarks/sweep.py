@@ -92,6 +92,7 @@ class Sweep:
     seeds: list[int] | None = None  # one training per seed (train.seed), in <detector>/seed<k>
     baselines: dict[str, Path] = field(default_factory=dict)  # extra baseline predictions files
     costs: bool = True  # measure the cost columns (parameters, MACs, CPU ms per frame)
+    show_intervals: bool = False  # Markdown/HTML leaderboards show each cell's interval
 
     def data_root_of(self, detector: str) -> str | None:
         """Where ``detector`` reads its indexes: ``clip_data_root`` for a video detector."""
@@ -272,6 +273,7 @@ def write_leaderboard(sweep: Sweep, detectors: Sequence[str]) -> Path:
         extra_baselines=sweep.baselines,
         detectors=detectors if sweep.costs else (),
         within=sweep.within,
+        show_intervals=sweep.show_intervals,
         title=f"Leaderboard of {sweep.out.name}",
     )
     return out

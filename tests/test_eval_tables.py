@@ -104,6 +104,11 @@ def test_leaderboard_from_fake_runs_matches_hand_computed(tmp_path: Path) -> Non
     assert "| Naive | xception | **1.0000** | **1.0000** | **1.0000** | 2 | 2 |" in md
     assert "| Spatial | ucf | **1.0000 ≈** | 0.7500 | 0.8750 | 2 | 1 | **1.0000** |" in md
     assert "|---|---|---:|" in md
+    table = Table(["Detector", "demo"], [["a", 0.8]], details={(0, 1): {"low": 0.7, "high": 0.9}})
+    assert "0.8000 [0.7000, 0.9000]" not in table.to_markdown()
+    table.show_intervals = True  # on request
+    assert "| a | 0.8000 [0.7000, 0.9000] |" in table.to_markdown()
+    assert table.to_csv().splitlines() == ["Detector,demo,demo low,demo high", "a,0.8,0.7,0.9"]
     csv_lines = (out / "leaderboard_frame_auc.csv").read_text().splitlines()
     assert csv_lines[0].startswith("Type,Detector,FF-c23") and len(csv_lines) == 5
     assert (out / "leaderboard_frame_eer.json").is_file()

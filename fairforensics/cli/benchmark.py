@@ -93,6 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-costs", action="store_true", help="leave out the cost columns")
     p.add_argument(
+        "--show-intervals",
+        action="store_true",
+        help="Markdown and report leaderboards show each cell's interval (CSV, JSON and "
+        "index.html always carry them)",
+    )
+    p.add_argument(
         "--launcher",
         choices=("local", "slurm"),
         default="local",
@@ -150,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         seeds=args.seeds,
         baselines=baselines,
         costs=not args.no_costs,
+        show_intervals=args.show_intervals,
     )
     import_modules(args.imports)
     if args.launcher == "slurm":
