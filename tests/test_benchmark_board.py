@@ -184,7 +184,6 @@ def test_costs_and_html_page(swept) -> None:
         assert f"id='{section}'" in page
 
 
-@pytest.mark.slow  # a submitit job is a new Python process: ~25 s on the 2-core machine
 def test_launcher_runs_jobs_through_submitit(tmp_path: Path, monkeypatch) -> None:
     pytest.importorskip("submitit")
     from fairforensics.benchmarks.launch import SlurmOptions, make_executor, run_sweep_jobs
