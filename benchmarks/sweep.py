@@ -11,11 +11,16 @@ plain Python otherwise), all in ``<out>/<detector>/``:
   same test sets (DeeperForensics-1.0's perturbations; the leaderboard's ``robust AUC``);
 * ``done.json``: the completion record, written atomically after testing.
 
+With ``seeds`` each detector is trained once per seed (``train.seed``), each run in
+``<out>/<detector>/seed<k>/`` with the same layout.
+
 A detector with a completion record is skipped; one without it (a sweep killed while it ran) is
-redone from scratch, so a killed sweep resumes where it stopped. At the end the evaluation
-folders are joined into the cross-dataset leaderboards with Top-3 counts by
-:func:`evaluation.leaderboard.build_leaderboard` (what ``scripts/test.py --leaderboard`` does), in
-``<out>/leaderboard/``.
+redone from scratch, so a killed sweep resumes where it stopped. At the end
+:func:`benchmarks.board.write_board` joins the evaluation folders into ``<out>/leaderboard/``:
+the cross-dataset leaderboards with Top-3 counts, intervals, ties with the best and the spread
+across seeds (:func:`evaluation.leaderboard.build_leaderboard`, what ``scripts/test.py
+--leaderboard`` does), the baseline rows (evaluated in ``<out>/baselines/``), fairness and cost
+columns and the HTML page. :mod:`benchmarks.launch` runs the same runs as Slurm jobs.
 
 With ``weights_dir`` nothing is trained: each detector is tested with DeepfakeBench's released
 checkpoint :func:`deepfakebench_weights` finds there, through ``fairforensics test --detector NAME
@@ -44,9 +49,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import fairforensics
+from fairforensics.benchmarks.board import write_board
 from fairforensics.configs import CONFIG_DIR, resolve_config
 from fairforensics.detectors import get_detector_class, list_detectors
-from fairforensics.evaluation.leaderboard import build_leaderboard
 from fairforensics.evaluation.settings import load_test_config
 from fairforensics.preprocessing.files import write_json
 
@@ -88,6 +93,10 @@ class Sweep:
     robustness: bool = False  # after testing: ``fairforensics robustness`` on the test sets
     source_root: str | None = None  # robustness: where the indexes' source videos lie
     robustness_args: list[str] = field(default_factory=list)  # e.g. ["--types", "GB,VC"]
+    seeds: list[int] | None = None  # one training per seed (train.seed), in <detector>/seed<k>
+    baselines: dict[str, Path] = field(default_factory=dict)  # extra baseline predictions files
+    costs: bool = True  # measure the cost columns (parameters, MACs, CPU ms per frame)
+    show_intervals: bool = False  # Markdown/HTML leaderboards show each cell's interval
 
     def data_root_of(self, detector: str) -> str | None:
         """Where ``detector`` reads its indexes: ``clip_data_root`` for a video detector."""
@@ -97,6 +106,16 @@ class Sweep:
 
     def extra_args(self) -> list[str]:
         return [x for module in self.imports for x in ("--import", module)]
+
+    def folder(self, detector: str, seed: int | None = None) -> Path:
+        """Where one run of ``detector`` lives: ``<out>/<detector>``, with a seed
+        ``<out>/<detector>/seed<k>``."""
+        base = self.out / detector
+        return base if seed is None else base / f"seed{seed}"
+
+    def jobs(self, detectors: Sequence[str]) -> list[tuple[str, int | None]]:
+        """Every (detector, seed) of the sweep (seed None without ``seeds``)."""
+        return [(d, s) for d in detectors for s in (self.seeds or [None])]
 
 
 def resolve_detectors(names: Sequence[str]) -> list[str]:
@@ -139,7 +158,7 @@ def launcher(gpus: int) -> list[str]:
     ]
 
 
-def train_command(sweep: Sweep, detector: str) -> list[str]:
+def train_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[str]:
     cmd = [*launcher(sweep.gpus), "-m", "fairforensics.cli", "train", "--detector", detector]
     if sweep.recipe is not None:
         cmd += ["--config", str(sweep.recipe)]
@@ -151,13 +170,15 @@ def train_command(sweep: Sweep, detector: str) -> list[str]:
     root = sweep.data_root_of(detector)
     if root:
         cmd += ["--data-root", root]
-    cmd += ["--output-dir", str(sweep.out / detector), "--set", "run_name=run"]
+    cmd += ["--output-dir", str(sweep.folder(detector, seed)), "--set", "run_name=run"]
     for item in sweep.overrides:
         cmd += ["--set", item]
+    if seed is not None:
+        cmd += ["--set", f"train.seed={seed}"]
     return cmd + sweep.extra_args()
 
 
-def eval_command(sweep: Sweep, detector: str) -> list[str]:
+def eval_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[str]:
     cmd = [sys.executable, "-m", "fairforensics.cli", "test"]
     if sweep.models_dir is not None:
         cmd += ["--model", str(sweep.models_dir / detector)]
@@ -166,24 +187,25 @@ def eval_command(sweep: Sweep, detector: str) -> list[str]:
         cmd += ["--detector", detector, "--weights", str(weights)]
         cmd += ["--train-data", ",".join(sweep.train_data)]
     else:
-        cmd += ["--run", str(sweep.out / detector / "run")]
+        cmd += ["--run", str(sweep.folder(detector, seed) / "run")]
     cmd += ["--test-data", *(sweep.test_data or sweep.train_data)]
     root = sweep.data_root_of(detector)
     if root:
         cmd += ["--data-root", root]
-    return [*cmd, "--out", str(sweep.out / detector / "eval"), *sweep.extra_args()]
+    return [*cmd, "--out", str(sweep.folder(detector, seed) / "eval"), *sweep.extra_args()]
 
 
-def robustness_command(sweep: Sweep, detector: str) -> list[str]:
+def robustness_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[str]:
     """``fairforensics robustness`` of the tested detector into ``eval/robustness`` (where the
     leaderboard finds its ``robust AUC``)."""
-    test = eval_command(sweep, detector)
+    test = eval_command(sweep, detector, seed)
     out = test.index("--out")
     cmd = [sys.executable, "-m", "fairforensics.cli", "robustness", *test[4:out]]
     if sweep.source_root:
         cmd += ["--source-root", sweep.source_root]
     cmd += [*sweep.robustness_args, "--no-progress"]
-    return [*cmd, "--out", str(sweep.out / detector / "eval" / "robustness"), *sweep.extra_args()]
+    out = sweep.folder(detector, seed) / "eval" / "robustness"
+    return [*cmd, "--out", str(out), *sweep.extra_args()]
 
 
 def _subprocess_runner(cmd: list[str]) -> None:
@@ -195,10 +217,12 @@ def _subprocess_runner(cmd: list[str]) -> None:
         raise SweepError(f"command failed with exit code {done.returncode}: {' '.join(cmd)}")
 
 
-def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) -> bool:
-    """Train (unless ``weights_dir`` or ``models_dir``) and test ``detector``; False if it had
-    already finished."""
-    folder = sweep.out / detector
+def run_one(
+    sweep: Sweep, detector: str, runner: Runner = _subprocess_runner, seed: int | None = None
+) -> bool:
+    """Train (unless ``weights_dir`` or ``models_dir``) and test ``detector`` (with ``seed``:
+    that seed's run); False if it had already finished."""
+    folder = sweep.folder(detector, seed)
     if (folder / DONE).is_file():
         log.info("%s: finished earlier (%s), skipped", detector, folder / DONE)
         return False
@@ -207,24 +231,33 @@ def run_one(sweep: Sweep, detector: str, runner: Runner = _subprocess_runner) ->
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     trained = sweep.weights_dir is not None or sweep.models_dir is not None
-    commands = [] if trained else [train_command(sweep, detector)]
-    commands.append(eval_command(sweep, detector))
+    commands = [] if trained else [train_command(sweep, detector, seed)]
+    commands.append(eval_command(sweep, detector, seed))
     if sweep.robustness:
-        commands.append(robustness_command(sweep, detector))
+        commands.append(robustness_command(sweep, detector, seed))
     started = time.time()
     for cmd in commands:
         try:
             runner(cmd)
         except SweepError as exc:
             raise SweepError(f"{detector}: {exc}") from None
-    record = {"detector": detector, "commands": commands, "seconds": time.time() - started}
+    record = {"detector": detector, "seed": seed, "commands": commands}
+    record["seconds"] = time.time() - started
     write_json(folder / DONE, record, indent=2)
     return True
 
 
 def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
-    """Run every detector of ``sweep`` (skipping finished ones), then write the leaderboards;
-    returns the leaderboard folder."""
+    """Run every detector (and seed) of ``sweep`` (skipping finished ones), then write the
+    leaderboards (:func:`benchmarks.board.write_board`); returns the leaderboard folder."""
+    sweep, detectors = prepare(sweep)
+    for detector, seed in sweep.jobs(detectors):
+        run_one(sweep, detector, runner, seed)
+    return write_leaderboard(sweep, detectors)
+
+
+def prepare(sweep: Sweep) -> tuple[Sweep, list[str]]:
+    """``sweep`` with its recipe resolved, and its checked detector names."""
     if sweep.recipe is not None:  # a file, or a shipped train config's name (deepfakebench)
         sweep = replace(sweep, recipe=resolve_config(sweep.recipe, "train").resolve())
     if sweep.weights_dir is not None and sweep.models_dir is not None:
@@ -235,18 +268,27 @@ def run_sweep(sweep: Sweep, runner: Runner = _subprocess_runner) -> Path:
     ):
         if folder is not None and not folder.is_dir():
             raise SweepError(f"{option} {folder} is not a folder")
-    detectors = resolve_detectors(sweep.detectors)
-    for detector in detectors:
-        run_one(sweep, detector, runner)
+    if sweep.seeds is not None and (sweep.weights_dir or sweep.models_dir):
+        raise SweepError("--seeds trains once per seed; --weights-dir/--models-dir train nothing")
+    if sweep.seeds is not None and (not sweep.seeds or len(set(sweep.seeds)) != len(sweep.seeds)):
+        raise SweepError(f"--seeds must name distinct seeds, got {sweep.seeds}")
+    return sweep, resolve_detectors(sweep.detectors)
+
+
+def write_leaderboard(sweep: Sweep, detectors: Sequence[str]) -> Path:
+    """The leaderboard folder ``<out>/leaderboard`` of the finished runs, with the baselines
+    (in ``<out>/baselines``), fairness and cost columns and the HTML page."""
     cfg = load_test_config()
     out = sweep.out / "leaderboard"
-    build_leaderboard(
-        [sweep.out / d / "eval" for d in detectors],
+    write_board(
+        [sweep.folder(d, s) / "eval" for d, s in sweep.jobs(detectors)],
         out,
-        cfg.metrics,
-        cfg.levels,  # frame (clip) and video level, as docs/evaluation.md describes
-        reduce=cfg.reduce,
-        threshold=cfg.threshold,
+        cfg,  # frame (clip) and video level, as docs/evaluation.md describes
+        baselines_dir=sweep.out / "baselines",
+        extra_baselines=sweep.baselines,
+        detectors=detectors if sweep.costs else (),
         within=sweep.within,
+        show_intervals=sweep.show_intervals,
+        title=f"Leaderboard of {sweep.out.name}",
     )
     return out

@@ -1,40 +1,66 @@
 """The cross-domain leaderboard and cross-manipulation heat maps of several evaluation folders;
 the AUC leaderboard gains a ``robust AUC`` column (the mean AUC over DeeperForensics-1.0's
-perturbation cases) for folders that hold a robustness run in ``<eval>/robustness/``."""
+perturbation cases) for folders that hold a robustness run in ``<eval>/robustness/``.
+
+Every cell carries its interval clustered by video; in the AUC tables every detector is compared
+with its column's best (:mod:`evaluation.significance`) and the ties are marked and counted;
+several folders of one detector (its training seeds) make one row, the mean with its spread."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from fairforensics.evaluation import plots
-from fairforensics.evaluation.predictions import read_predictions
+from fairforensics.evaluation.predictions import Predictions, read_predictions
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
-from fairforensics.evaluation.tables import Result, Table, cross_manipulation, leaderboard
+from fairforensics.evaluation.significance import (
+    compare_with_best,
+    seed_average,
+    seed_mean_ci,
+)
+from fairforensics.evaluation.tables import (
+    TIE_MARK,
+    Result,
+    Table,
+    cross_manipulation,
+    leaderboard,
+)
 
 log = logging.getLogger(__name__)
 
 
-def collect_results(
-    eval_dirs: Sequence[str | Path],
-    level: str = "frame",
-    reduce: str = "mean",
-    threshold: float = 0.5,
-) -> list[Result]:
-    """One :class:`Result` per test set of each evaluation folder, recomputed from its
-    predictions files (detector and training data come from ``eval.json``)."""
-    return _results_by_level(eval_dirs, [level], reduce, threshold)[level]
+@dataclass
+class Entry:
+    """One detector (or baseline) on one test set: its predictions, one file per seed."""
+
+    detector: str
+    train_data: str
+    test_data: str  # the test set's label in tables
+    preds: list[Predictions] = field(default_factory=list)
+    baseline: bool = False
+    thresholds: list[float] = field(default_factory=list)  # each seed's decision threshold
+    eval_dirs: list[Path] = field(default_factory=list)
+
+    @property
+    def threshold(self) -> float:
+        """The decision threshold of the seed-averaged scores: the mean of the seeds'."""
+        return float(np.mean(self.thresholds))
 
 
-def _results_by_level(
-    eval_dirs: Sequence[str | Path], levels: Sequence[str], reduce: str, threshold: float
-) -> dict[str, list[Result]]:
-    """:func:`collect_results` at each of ``levels``, reading every predictions file once."""
-    results: dict[str, list[Result]] = {level: [] for level in levels}
+def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
+    """The predictions of every evaluation folder, grouped by detector, training data and test
+    set: several folders of one detector (its training seeds) make one entry."""
+    entries: dict[tuple[str, str, str], Entry] = {}
     for d in map(Path, eval_dirs):
         info_path = d / "eval.json"
         if not info_path.is_file():
@@ -46,19 +72,144 @@ def _results_by_level(
             if not path.is_file():
                 log.warning("%s: no predictions for %s; left out", d, name)
                 continue
-            pred = read_predictions(path)
-            for level in levels:
-                res = evaluate_predictions(pred, level=level, reduce=reduce, threshold=threshold)
-                results[level].append(
-                    Result(
-                        info["detector"],
-                        info.get("train_data", ""),
-                        labels[name],
-                        res["metrics"],
-                        res["unit"],
-                    )
-                )
-    return results
+            key = (info["detector"], info.get("train_data", ""), labels[name])
+            entry = entries.setdefault(key, Entry(*key, baseline=bool(info.get("baseline"))))
+            entry.preds.append(read_predictions(path))
+            entry.thresholds.append(float(info.get("threshold", 0.5)))
+            entry.eval_dirs.append(d)
+    for e in entries.values():
+        if len(e.preds) > 1:
+            log.info("leaderboard: %s on %s: %d seeds", e.detector, e.test_data, len(e.preds))
+    return list(entries.values())
+
+
+def collect_results(
+    eval_dirs: Sequence[str | Path],
+    level: str = "frame",
+    reduce: str = "mean",
+    threshold: float = 0.5,
+) -> list[Result]:
+    """One :class:`Result` per test set of each evaluation folder, recomputed from its
+    predictions files (detector and training data come from ``eval.json``); a detector's
+    folders of several seeds give one result, the mean over the seeds."""
+    entries = collect_entries(eval_dirs)
+    return [_result(e, level, reduce, threshold)[0] for e in entries]
+
+
+def _result(
+    entry: Entry, level: str, reduce: str, threshold: float
+) -> tuple[Result, dict[str, float]]:
+    """The entry's metrics (mean over its seeds) and their spread across seeds (sample
+    standard deviation; none with one seed)."""
+    runs = [
+        evaluate_predictions(p, level=level, reduce=reduce, threshold=threshold)
+        for p in entry.preds
+    ]
+    names = list(runs[0]["metrics"])
+    values = np.array([[r["metrics"][m] for m in names] for r in runs], dtype=np.float64)
+    mean = dict(zip(names, values.mean(axis=0).tolist(), strict=True))
+    sd = {}
+    if len(runs) > 1:
+        sd = dict(zip(names, values.std(axis=0, ddof=1).tolist(), strict=True))
+    result = Result(entry.detector, entry.train_data, entry.test_data, mean, runs[0]["unit"])
+    return result, sd
+
+
+@dataclass
+class _Cells:
+    """Per level: the results and, per (detector, test set, metric), what its cell carries."""
+
+    results: list[Result] = field(default_factory=list)
+    details: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+def _level_cells(
+    entries: Sequence[Entry],
+    level: str,
+    *,
+    reduce: str,
+    threshold: float,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    alpha: float,
+) -> _Cells:
+    """Results (means over seeds), their intervals (clustered by video; of the mean over seeds:
+    :func:`evaluation.significance.seed_mean_ci`), spread across seeds and, for AUC, the
+    comparison of each detector (its seed-averaged scores) with its column's best."""
+    cells = _Cells()
+    by_set: dict[tuple[str, str], dict[str, Predictions]] = {}
+    for e in entries:
+        result, sd = _result(e, level, reduce, threshold)
+        cells.results.append(result)
+        averaged = seed_average(e.preds)
+        by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
+        ci = {}
+        if n_boot and len(e.preds) == 1:
+            ci = evaluate_predictions(
+                averaged, level=level, reduce=reduce, threshold=threshold,
+                n_boot=n_boot, confidence=confidence, seed=seed,
+            )["ci"]  # fmt: skip
+        elif n_boot:  # the interval of the mean over the seeds the cell shows
+            intervals = seed_mean_ci(
+                e.preds, level=level, reduce=reduce, threshold=threshold, n_boot=n_boot,
+                confidence=confidence, seed=seed,
+            )  # fmt: skip
+            ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
+        for metric in result.metrics:
+            info: dict[str, Any] = {}
+            if metric in ci:
+                info["low"], info["high"] = ci[metric]
+            if sd:
+                info["sd"] = sd[metric]
+            cells.details[(e.detector, e.test_data, metric)] = info
+    for (_, test_data), preds in by_set.items():
+        if len(preds) < 2:
+            continue
+        compared = compare_with_best(preds, level=level, reduce=reduce, alpha=alpha)
+        for d, c in compared.items():
+            if c.note:
+                log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
+            info = cells.details[(d, test_data, "auc")]
+            info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
+    return cells
+
+
+def annotate(
+    table: Table, details: dict[tuple[str, str, str], dict[str, Any]], metric: str
+) -> Table:
+    """Put each cell's interval, spread and tie mark (``details[(detector, test set,
+    metric)]``) into ``table``, and after each ``Top3`` column the count of that group's test
+    sets on which the detector is tied with the best (``<group> Tied``) when ties were tested."""
+    det = table.columns.index("Detector")
+    tested = any("tied" in v for (_, _, m), v in details.items() if m == metric)
+    j = 0
+    start = det + 1
+    while j < len(table.columns):
+        name = table.columns[j]
+        top = re.fullmatch(r"(.+) Top\d+", name)
+        if tested and top:
+            group = top.group(1)
+            sets = table.columns[start : j - 1]
+            table.columns.insert(j + 1, f"{group} Tied")
+            for row in table.rows:
+                tied = sum(bool(details.get((row[det], s, metric), {}).get("tied")) for s in sets)
+                row.insert(j + 1, tied)
+            table.highlight = {(r, c + (c > j)) for r, c in table.highlight}
+            start = j + 2
+            j += 1
+        j += 1
+    for i, row in enumerate(table.rows):
+        for j, name in enumerate(table.columns):
+            info = details.get((row[det], name, metric))
+            if info:
+                table.details[(i, j)] = info
+    if tested:
+        table.title += (
+            f"; {TIE_MARK.strip()}: not distinguishable from the column's best "
+            "(paired DeLong test clustered by video, Holm-adjusted)"
+        )
+    return table
 
 
 def collect_robust_auc(eval_dirs: Sequence[str | Path], level: str = "frame") -> dict[str, float]:
@@ -98,6 +249,11 @@ def build_leaderboard(
     within: Sequence[str] | None = None,
     train_data: str | None = None,
     extra_sections: Sequence[Section | tuple] = (),
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    alpha: float = 0.05,
+    show_intervals: bool = False,
 ) -> Path:
     """Leaderboards (paper 002 Table 3) per level and metric
     (``leaderboard_<level>_<metric>.*``), cross-manipulation heat maps (Figure 2) and a radar
@@ -105,18 +261,37 @@ def build_leaderboard(
     ``out_dir``.
 
     Image and video detectors share one table; at ``level="frame"`` a video detector's rows are
-    its clips (the section title says ``frame/clip level``), at ``video`` both are videos."""
+    its clips (the section title says ``frame/clip level``), at ``video`` both are videos.
+
+    Every cell carries its interval (``n_boot`` bootstrap replicates over videos, at
+    ``confidence``; 0: none) in the CSV and JSON (``<column> low``/``high``), in the Markdown
+    and HTML with ``show_intervals``. In the AUC tables each detector is compared with its
+    column's best (:mod:`evaluation.significance`, level ``alpha``): ties are marked and counted
+    (``<group> Tied``). Folders of one detector with several seeds give one row: the mean over
+    the seeds with its interval, their spread (``<column> sd``), and tests of the
+    seed-averaged scores (:mod:`evaluation.significance`). Folders whose ``eval.json`` says ``"baseline": true`` are baseline rows."""
     out = Path(out_dir)
     levels = [levels] if isinstance(levels, str) else list(levels)
-    by_level = _results_by_level(eval_dirs, levels, reduce, threshold)
-    if not any(by_level.values()):
+    entries = collect_entries(eval_dirs)
+    if not entries:
         raise ValueError("the evaluation folders hold no predictions")
+    baselines = {e.detector for e in entries if e.baseline}
+    by_level = {}
     sections = []
-    for level, results in by_level.items():
+    for level in levels:
+        cells = _level_cells(
+            entries, level, reduce=reduce, threshold=threshold, n_boot=n_boot,
+            confidence=confidence, seed=seed, alpha=alpha,
+        )  # fmt: skip
+        results = by_level[level] = cells.results
         label = level_label(level, [r.unit for r in results])  # frame/clip: image + video
         robust = collect_robust_auc(eval_dirs, level)
         for metric in metrics:
-            table = leaderboard(results, metric, within=within, train_data=train_data)
+            table = leaderboard(
+                results, metric, within=within, train_data=train_data, baselines=baselines
+            )
+            annotate(table, cells.details, metric)
+            table.show_intervals = show_intervals
             if metric == "auc" and robust:
                 add_robust_column(table, robust)
             table.write(out / f"leaderboard_{level}_{slug(metric)}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from fairforensics.evaluation.table_writer import (
     csv_text,
     format_number,
     html_text,
+    is_missing,
     json_records,
     markdown_text,
     write_table_files,
@@ -85,8 +86,14 @@ TABLE_ORDER = (
     "deeppixbis",
     "lmfd_pad",
 )
-TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Other")
+TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Other", "Baseline")
+#: The type of a sanity baseline's row (``constant``, ``random``, ``metadata``; issue 38)
+BASELINE = "Baseline"
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
+#: What a cell may carry beside its value (:attr:`Table.details`), in column order.
+DETAIL_KEYS = ("low", "high", "sd", "p", "tied")
+#: Marks a cell not distinguishable from its column's best (:mod:`evaluation.significance`).
+TIE_MARK = " ≈"
 
 
 @dataclass(frozen=True)
@@ -109,20 +116,54 @@ class Table:
     rows: list[list[Any]] = field(default_factory=list)
     title: str = ""
     highlight: set[tuple[int, int]] = field(default_factory=set)  # (row, column): best cells
+    #: (row, column) -> what a cell carries beside its value: ``low``/``high`` (interval),
+    #: ``sd`` (spread across seeds), ``p`` (Holm-adjusted p against the column's best) and
+    #: ``tied`` (not distinguishable from the best); CSV and JSON get one column of each
+    details: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
+    show_intervals: bool = False  # Markdown/HTML cells show ``[low, high]`` too
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
+    def _expanded(self) -> tuple[list[str], list[list[Any]]]:
+        """Columns and rows with each detail of a column as a column ``"<column> <detail>"``."""
+        keys: dict[int, list[str]] = {}
+        for (_, j), info in self.details.items():
+            have = keys.setdefault(j, [])
+            have += [k for k in DETAIL_KEYS if k in info and k not in have]
+        columns: list[str] = []
+        rows: list[list[Any]] = [[] for _ in self.rows]
+        for j, name in enumerate(self.columns):
+            extra = sorted(keys.get(j, []), key=DETAIL_KEYS.index)
+            columns += [name, *(f"{name} {k}" for k in extra)]
+            for i, row in enumerate(self.rows):
+                info = self.details.get((i, j), {})
+                rows[i] += [row[j], *(info.get(k) for k in extra)]
+        return columns, rows
+
+    def _cell(self, i: int, j: int, v: Any, digits: int) -> str:
+        text = format_number(v, digits)
+        info = self.details.get((i, j))
+        if not info or is_missing(v):
+            return text
+        if info.get("sd") is not None:
+            text += f" ± {format_number(info['sd'], digits)}"
+        if self.show_intervals and "low" in info:
+            low, high = (format_number(info[k], digits) for k in ("low", "high"))
+            text += f" [{low}, {high}]"
+        return text + (TIE_MARK if info.get("tied") and not info.get("best") else "")
+
     def to_csv(self) -> str:
-        return csv_text(self.columns, self.rows)
+        return csv_text(*self._expanded())
 
     def to_markdown(self, digits: int = 4) -> str:
         """Numbers right-aligned with ``digits`` decimals, NaN ``undefined``, None ``-``, best
-        cells bold."""
+        cells bold, ties with the best marked :data:`TIE_MARK`, the spread across seeds as
+        ``± sd`` and, with ``show_intervals``, each interval."""
         text = markdown_text(
             self.columns,
             self.rows,
-            lambda i, j, v: format_number(v, digits),
+            lambda i, j, v: self._cell(i, j, v, digits),
             right_align_numbers=True,
             bold=self.highlight,
         )
@@ -132,14 +173,14 @@ class Table:
         return html_text(
             self.columns,
             self.rows,
-            lambda i, j, v: format_number(v, digits),
+            lambda i, j, v: self._cell(i, j, v, digits),
             bold=self.highlight,
             bold_format="<b style='color:#c00'>{}</b>",
             caption=self.title,
         )
 
     def to_json(self) -> str:
-        rows = json_records(self.columns, self.rows)
+        rows = json_records(*self._expanded())
         return json.dumps({"title": self.title, "columns": self.columns, "rows": rows}, indent=2)
 
     def write(self, stem: str | Path) -> list[Path]:
@@ -191,8 +232,11 @@ def leaderboard(
     train_data: str | None = None,
     types: Mapping[str, str] | None = None,
     k: int = 3,
+    baselines: Collection[str] = (),
 ) -> Table:
     """Paper 002, Table 3 for ``metric`` from the results of several detectors.
+
+    ``baselines``: rows that are sanity baselines, not detectors (type ``Baseline``, last).
 
     ``within``: the within-domain test sets (default: those named ``FF*``, as in the paper);
     all other test sets are cross-domain. ``train_data``: keep only results trained on it.
@@ -223,10 +267,14 @@ def leaderboard(
     ]
     type_rank = {t: i for i, t in enumerate(TYPE_ORDER)}
     known = list(types or TABLE_ORDER)
+
+    def kind(d: str) -> str:
+        return BASELINE if d in baselines else detector_type(d, types)
+
     detectors = sorted(
         table,
         key=lambda d: (
-            type_rank.get(detector_type(d, types), len(TYPE_ORDER)),
+            type_rank.get(kind(d), len(TYPE_ORDER)),
             known.index(d) if d in known else len(known),
             d,
         ),
@@ -251,7 +299,7 @@ def leaderboard(
         columns += [*sets, f"{label} Avg.", f"{label} Top{k}"]
     rows = []
     for i, d in enumerate(detectors):
-        row: list[Any] = [detector_type(d, types), d]
+        row: list[Any] = [kind(d), d]
         for sets, values, avg, top in blocks:
             lacking = [t not in table[d] for t in sets]
             cells = [None if no else float(v) for no, v in zip(lacking, values[i], strict=True)]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fairforensics.benchmarks import sweep as sw
@@ -103,28 +104,44 @@ def test_demo_clips_end_to_end(tmp_path: Path) -> None:
     bench = (
         "scripts/benchmark.py", "--detectors", "meso4", "_tiny_clip", "--train-data", "demo",
         "--val-data", "demo", "--test-data", "demo", "--data-root", str(frames),
-        "--clip-data-root", str(clips), "--out", str(sweep), *IMPORT,
+        "--clip-data-root", str(clips), "--out", str(sweep), "--seeds", "0", "1", *IMPORT,
         *(x for s in tiny for x in ("--set", s)),
     )  # fmt: skip
     run(*bench)
-    # one leaderboard: each detector's row with its type, its AUC on demo (from its predictions,
-    # frames for meso4, clips for _tiny_clip) and its top-3 count (two detectors: both in it)
+    # one leaderboard (issue 38: two detectors, two seeds): each detector's row with its type,
+    # its AUC on demo (the mean over its seeds' predictions, frames for meso4, clips for
+    # _tiny_clip), its spread across seeds and its interval (undefined here: 2 videos a class)
     board = json.loads((sweep / "leaderboard" / "leaderboard_frame_auc.json").read_text())
-    assert board["columns"] == ["Type", "Detector", "demo", "Cross Avg.", "Cross Top3"]
+    assert board["columns"] == [
+        "Type", "Detector", "demo", "Cross Avg.", "Cross Top3", "Cross Tied"
+    ]  # fmt: skip
     rows = {row["Detector"]: row for row in board["rows"]}
-    assert sorted(rows) == ["_tiny_clip", "meso4"]
+    assert sorted(rows) == ["_tiny_clip", "constant", "meso4", "random"]  # with the baselines
     assert (rows["meso4"]["Type"], rows["_tiny_clip"]["Type"]) == ("Naive", "Video")
     for name, unit, n in (("meso4", "frame", 3 * 4), ("_tiny_clip", "clip", 2 * 4)):
-        pred = read_predictions(sweep / name / "eval" / "predictions" / "demo.csv")
-        assert set(pred.unit) == {unit} and len(pred) == n
-        assert rows[name]["demo"] == pytest.approx(auc(pred.label, pred.score), abs=1e-12)
-        assert rows[name]["Cross Avg."] == rows[name]["demo"] and rows[name]["Cross Top3"] == 1
+        aucs = []
+        for k in (0, 1):
+            pred = read_predictions(sweep / name / f"seed{k}" / "eval" / "predictions" / "demo.csv")
+            assert set(pred.unit) == {unit} and len(pred) == n
+            aucs.append(auc(pred.label, pred.score))
+        assert rows[name]["demo"] == pytest.approx(np.mean(aucs), abs=1e-12)
+        assert rows[name]["demo sd"] == pytest.approx(np.std(aucs, ddof=1), abs=1e-12)
+        assert "demo low" in rows[name] and "demo tied" in rows[name]
+        assert rows[name]["Cross Avg."] == rows[name]["demo"]
+    assert rows["constant"]["Type"] == "Baseline" and rows["constant"]["demo"] == 0.5
+    board_dir = sweep / "leaderboard"
+    fair = json.loads((board_dir / "fairness" / "fairness_demo_lighting.json").read_text())
+    assert {"constant", "meso4"} <= {r["Detector"] for r in fair["rows"]}
+    assert "xAUC bright>dim" in fair["columns"] and "F_DP" in fair["columns"]
+    costs = json.loads((board_dir / "costs.json").read_text())
+    assert {r["detector"] for r in costs["rows"]} == {"meso4", "_tiny_clip"}
+    assert "class='baseline'" in (board_dir / "index.html").read_text()
     html = (sweep / "leaderboard" / "report.html").read_text()
     assert "AUC (frame/clip level)" in html
 
     # resume: a run killed before its completion record is redone, a finished one is skipped
-    finished = (sweep / "_tiny_clip" / sw.DONE).stat().st_mtime_ns
-    (sweep / "meso4" / sw.DONE).unlink()
+    finished = (sweep / "_tiny_clip" / "seed1" / sw.DONE).stat().st_mtime_ns
+    (sweep / "meso4" / "seed0" / sw.DONE).unlink()
     run(*bench)
-    assert (sweep / "meso4" / sw.DONE).is_file()
-    assert (sweep / "_tiny_clip" / sw.DONE).stat().st_mtime_ns == finished
+    assert (sweep / "meso4" / "seed0" / sw.DONE).is_file()
+    assert (sweep / "_tiny_clip" / "seed1" / sw.DONE).stat().st_mtime_ns == finished

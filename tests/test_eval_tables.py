@@ -89,19 +89,26 @@ def test_leaderboard_from_fake_runs_matches_hand_computed(tmp_path: Path) -> Non
     out = build_leaderboard(dirs, tmp_path / "board", metrics=("auc", "eer"))
     data = json.loads((out / "leaderboard_frame_auc.json").read_text())
     assert data["columns"] == [
-        "Type", "Detector", "FF-c23", "FF-DF", "Within Avg.", "Within Top3",
-        "CDFv2", "DFD", "UADFV", "Cross Avg.", "Cross Top3",
+        "Type", "Detector", "FF-c23", "FF-DF", "Within Avg.", "Within Top3", "Within Tied",
+        "CDFv2", "DFD", "UADFV", "Cross Avg.", "Cross Top3", "Cross Tied",
     ]  # fmt: skip
-    got = [[row[c] for c in data["columns"]] for row in data["rows"]]
+    # one real video: no paired test can be made, so only equal AUCs count as ties
+    assert [r["Within Tied"] for r in data["rows"]] == [0, 2, 1, 0]
+    got = [[row[c] for c in data["columns"] if "Tied" not in c] for row in data["rows"]]
     for g, e in zip(got, EXPECTED, strict=True):
         assert g[:2] == e[:2]
         assert g[2:] == pytest.approx(e[2:])
     md = (out / "leaderboard_frame_auc.md").read_text()
-    assert "| Naive | meso4 | 0.5000 | 0.7500 | 0.6250 | 1 |" in md
-    # best per column in bold (ties too), Top3 columns never
-    assert "| Naive | xception | **1.0000** | **1.0000** | **1.0000** | 2 |" in md
-    assert "| Spatial | ucf | **1.0000** | 0.7500 | 0.8750 | 2 | **1.0000** | **0.7500** |" in md
+    assert "| Naive | meso4 | 0.5000 | 0.7500 | 0.6250 | 1 | 0 |" in md
+    # best per column in bold (ties too), Top3 columns never; ≈ marks a tie with the best
+    assert "| Naive | xception | **1.0000** | **1.0000** | **1.0000** | 2 | 2 |" in md
+    assert "| Spatial | ucf | **1.0000 ≈** | 0.7500 | 0.8750 | 2 | 1 | **1.0000** |" in md
     assert "|---|---|---:|" in md
+    table = Table(["Detector", "demo"], [["a", 0.8]], details={(0, 1): {"low": 0.7, "high": 0.9}})
+    assert "0.8000 [0.7000, 0.9000]" not in table.to_markdown()
+    table.show_intervals = True  # on request
+    assert "| a | 0.8000 [0.7000, 0.9000] |" in table.to_markdown()
+    assert table.to_csv().splitlines() == ["Detector,demo,demo low,demo high", "a,0.8,0.7,0.9"]
     csv_lines = (out / "leaderboard_frame_auc.csv").read_text().splitlines()
     assert csv_lines[0].startswith("Type,Detector,FF-c23") and len(csv_lines) == 5
     assert (out / "leaderboard_frame_eer.json").is_file()

@@ -3,6 +3,10 @@ r"""DeepfakeBench's Table 3 in one command: train and test detectors, resumably;
   scripts/benchmark.py --detectors all --train-data FF-c23 --test-data FF-c23 CDFv2 DFDC --out sweep
   scripts/benchmark.py --detectors xception ucf --gpus 4 --out sweep  (torchrun per run)
   scripts/benchmark.py --detectors all --weights-dir dfb_weights --test-data CDFv2 --out sweep
+  scripts/benchmark.py --detectors xception ucf --seeds 0 1 2 --baseline metadata=audit/pred.csv \
+      --out sweep  (three trainings each; baseline rows constant, random, metadata)
+  scripts/benchmark.py --detectors all --seeds 0 1 2 --launcher slurm --partition gpu \
+      --gpus-per-job 4 --out sweep  (each run a job of a Slurm array, through submitit)
   scripts/benchmark.py --detectors xception tall ftcn --data-root datasets \
       --clip-data-root datasets/clips --out sweep  (video detectors read clip-mode indexes)
   scripts/benchmark.py --protocol df40-p4 --detectors xception --data-root datasets --out p4
@@ -91,6 +95,50 @@ def main(argv: list[str] | None = None) -> int:
         metavar="ARG",
         help="robustness: an extra argument, repeatable (e.g. --robustness-arg=--types=GB,VC)",
     )
+    p.add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        help="train each detector once per seed (train.seed); the leaderboard shows the mean "
+        "and the spread across seeds",
+    )
+    p.add_argument(
+        "--baseline",
+        dest="baselines",
+        action="append",
+        default=[],
+        metavar="NAME=PREDICTIONS.csv",
+        help="an extra baseline row from a predictions file of the test items, repeatable "
+        "(e.g. metadata=audit/predictions.csv from fairforensics audit); constant and random "
+        "are always there",
+    )
+    p.add_argument("--no-costs", action="store_true", help="leave out the cost columns")
+    p.add_argument(
+        "--show-intervals",
+        action="store_true",
+        help="Markdown and report leaderboards show each cell's interval (CSV, JSON and "
+        "index.html always carry them)",
+    )
+    p.add_argument(
+        "--launcher",
+        choices=("local", "slurm"),
+        default="local",
+        help="local: runs one after another here (default); slurm: each run a job of a Slurm "
+        "array through submitit",
+    )
+    p.add_argument("--partition", help="slurm: the partition of the jobs")
+    p.add_argument("--gpus-per-job", type=int, default=0, help="slurm: GPUs per job (torchrun)")
+    p.add_argument("--cpus-per-job", type=int, default=8, help="slurm: CPUs per job")
+    p.add_argument("--mem-gb", type=int, default=64, help="slurm: memory per job in GB")
+    p.add_argument("--timeout-min", type=int, default=24 * 60, help="slurm: time limit per job")
+    p.add_argument(
+        "--slurm-arg",
+        dest="slurm_args",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="slurm: a further sbatch option, repeatable (e.g. account=abc)",
+    )
     add_import_argument(p)
     args = p.parse_args(argv)
     if args.protocol and (args.train_data or args.val_data or args.test_data):
@@ -99,6 +147,23 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--protocol needs --data-root (the folder of its source indexes)")
     if args.protocol_set and not args.protocol:
         p.error("--protocol-set needs --protocol")
+    if args.protocol and (args.seeds is not None or args.launcher != "local"):
+        p.error(
+            "--protocol runs its sweeps here with one seed; --seeds and --launcher slurm "
+            "are for a plain sweep"
+        )
+    if args.launcher == "local" and (args.partition or args.gpus_per_job or args.slurm_args):
+        p.error("--partition, --gpus-per-job and --slurm-arg need --launcher slurm")
+    if args.gpus_per_job < 0 or args.cpus_per_job < 1 or args.mem_gb < 1 or args.timeout_min < 1:
+        p.error("--gpus-per-job must be >= 0; --cpus-per-job, --mem-gb, --timeout-min >= 1")
+    if args.seeds is not None and len(set(args.seeds)) != len(args.seeds):
+        p.error(f"--seeds must be distinct, got {args.seeds}")
+    from fairforensics.evaluation.baselines import parse_baselines  # no torch
+
+    try:
+        baselines = parse_baselines(args.baselines)
+    except ValueError as exc:
+        p.error(str(exc))
     check_writable(args.out)  # before any run trains
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # after the arguments are read, so that --help and argument errors import no torch
@@ -122,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         robustness=args.robustness,
         source_root=args.source_root,
         robustness_args=args.robustness_args,
+        seeds=args.seeds,
+        baselines=baselines,
+        costs=not args.no_costs,
+        show_intervals=args.show_intervals,
     )
     import_modules(args.imports)
     if args.protocol:
@@ -133,7 +202,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"tables: {tables}")
         return 0
-    out = run_sweep(sweep)
+    if args.launcher == "slurm":
+        from fairforensics.benchmarks.launch import SlurmOptions, run_sweep_jobs
+
+        options = SlurmOptions(
+            partition=args.partition,
+            gpus_per_job=args.gpus_per_job,
+            cpus_per_job=args.cpus_per_job,
+            mem_gb=args.mem_gb,
+            timeout_min=args.timeout_min,
+            extra=tuple(args.slurm_args),
+        )
+        out = run_sweep_jobs(sweep, "slurm", options)
+    else:
+        out = run_sweep(sweep)
     print(f"leaderboard: {out}")
     return 0
 

@@ -169,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
             threshold=cfg.threshold,
             within=args.within,
             extra_sections=extra,
+            n_boot=cfg.n_boot,
+            confidence=cfg.confidence,
+            seed=cfg.seed,
         )
     elif args.predictions:
         files = dict(item.partition("=")[::2] for item in args.predictions)

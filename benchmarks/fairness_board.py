@@ -1,0 +1,200 @@
+"""The leaderboard's fairness columns and Pareto figures (issue 38, item 3): evaluation's
+leaderboard entries measured with the fairness module, so it lives above both.
+
+For each test set and each attribute of its predictions with at least two groups, one table
+(``fairness_<test set>_<attribute>.*``), one row per detector and baseline (seed-averaged
+scores, frame level, videos as the clusters), **sorted by AUC**:
+
+* ``AUC`` with its clustered interval; ``AUC gap``, ``FPR gap``, ``FNR gap``: the signed gaps
+  of :func:`fairness.gaps.group_gaps` (between the groups furthest apart; ``AUC gap`` is
+  threshold-free, the others at the row's validation threshold);
+* Lin et al.'s ``F_FPR``, ``F_OAE``, ``F_DP``, ``F_MEO`` at the row's validation threshold
+  (:func:`fairness.leaderboard_metrics.lin_intervals`);
+* ``xAUC a>b``: the cross-group AUC of every ordered pair of groups (fakes of a against reals
+  of b; :func:`fairness.leaderboard_metrics.cross_group_aucs`), threshold-free.
+
+Every figure carries its interval in the CSV and JSON (``<column> low/high``) under the
+small-group rule. Why sorted by AUC: a constant predictor has zero threshold gaps and would top
+any gap column; beside its AUC of 0.5 it cannot pass for a good detector. The Pareto figure of
+each table (``pareto_<test set>_<attribute>``) plots AUC against the absolute AUC gap, joins
+the non-dominated rows and marks the baselines.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from fairforensics.evaluation.confidence import MIN_INTERVAL_UNITS
+from fairforensics.evaluation.leaderboard import Entry
+from fairforensics.evaluation.plots import save_figure
+from fairforensics.evaluation.results import slug
+from fairforensics.evaluation.significance import seed_average
+from fairforensics.evaluation.tables import BASELINE, Table, detector_type
+from fairforensics.fairness.abf import is_missing
+from fairforensics.fairness.gaps import group_gaps
+from fairforensics.fairness.leaderboard_metrics import LIN_KEYS, cross_group_aucs, lin_intervals
+
+log = logging.getLogger(__name__)
+
+GAPS = ("auc", "fpr", "fnr")
+
+
+def attributes_of(entries: Sequence[Entry], test_data: str) -> list[str]:
+    """The attributes of ``test_data``'s predictions with at least two known groups."""
+    pred = next(e.preds[0] for e in entries if e.test_data == test_data)
+    return sorted(
+        name
+        for name, values in pred.attributes.items()
+        if len({str(v) for v in values if not is_missing(v)}) >= 2
+    )
+
+
+def _row(
+    entry: Entry, attribute: str, *, n_boot: int, confidence: float, seed: int, min_units: int
+) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+    """Values and details (interval, note) of one row."""
+    pred = seed_average(entry.preds)
+    y, s, g, units = pred.label, pred.score, pred.attributes[attribute], pred.video_key
+    values: dict[str, float] = {}
+    details: dict[str, dict[str, Any]] = {}
+    known = np.array([not is_missing(v) for v in g], dtype=bool)
+    gaps = group_gaps(
+        y[known], s[known], g[known], units[known], metrics=GAPS, threshold=entry.threshold,
+        n_boot=n_boot, n_perm=0, confidence=confidence, seed=seed, min_units=min_units,
+    )  # fmt: skip
+    pooled = cross_group_aucs(
+        y[known], s[known], np.full(known.sum(), "all"), units[known],
+        confidence=confidence, min_units=min_units,
+    )[("all", "all")]  # fmt: skip
+    values["AUC"] = pooled.value
+    details["AUC"] = {"low": pooled.low, "high": pooled.high}
+    for m in GAPS:
+        gap = gaps.gaps[m]
+        name = f"{m.upper()} gap"
+        values[name] = gap.diff
+        details[name] = {"low": gap.low, "high": gap.high, "pair": f"{gap.group_a}-{gap.group_b}"}
+    lin = lin_intervals(
+        y, s, g, units, threshold=entry.threshold, n_boot=n_boot, confidence=confidence,
+        seed=seed, min_units=min_units,
+    )  # fmt: skip
+    for k in LIN_KEYS:
+        values[k] = lin[k].value
+        details[k] = {"low": lin[k].low, "high": lin[k].high}
+    for (a, b), est in cross_group_aucs(
+        y, s, g, units, confidence=confidence, min_units=min_units
+    ).items():
+        values[f"xAUC {a}>{b}"] = est.value
+        details[f"xAUC {a}>{b}"] = {"low": est.low, "high": est.high}
+    return values, details
+
+
+def fairness_table(
+    entries: Sequence[Entry],
+    test_data: str,
+    attribute: str,
+    *,
+    n_boot: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_units: int = MIN_INTERVAL_UNITS,
+) -> Table:
+    """The fairness table of ``test_data`` and ``attribute`` (module docstring)."""
+    rows = []
+    for e in entries:
+        if e.test_data != test_data:
+            continue
+        try:
+            values, details = _row(
+                e, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units
+            )
+        except ValueError as exc:  # e.g. one class, one group
+            log.warning(
+                "fairness columns: %s on %s by %s: %s", e.detector, test_data, attribute, exc
+            )
+            continue
+        kind = BASELINE if e.baseline else detector_type(e.detector)
+        rows.append((kind, e.detector, e.threshold, values, details))
+    if not rows:
+        raise ValueError(f"no row of {test_data} has fairness figures by {attribute}")
+    rows.sort(key=lambda r: (-np.nan_to_num(r[3]["AUC"], nan=-1.0), r[1]))
+    figures = list(rows[0][3])
+    table = Table(
+        ["Type", "Detector", "threshold", *figures],
+        title=(
+            f"{test_data}: fairness by {attribute} (sorted by AUC; gaps at each row's "
+            "validation threshold, AUC gap and xAUC threshold-free; intervals in the CSV/JSON)"
+        ),
+    )
+    for i, (kind, detector, threshold, values, details) in enumerate(rows):
+        table.rows.append([kind, detector, threshold, *(values.get(f) for f in figures)])
+        for j, f in enumerate(figures, start=3):
+            info = {k: v for k, v in details.get(f, {}).items() if k in ("low", "high")}
+            table.details[(i, j)] = info
+    return table
+
+
+def pareto_front(auc: Sequence[float], gap: Sequence[float]) -> list[int]:
+    """Indices of the points no other point dominates (an AUC at least as high and a gap at
+    least as small, one of them strictly), ordered by AUC; NaN points take no part."""
+    a, g = np.asarray(auc, dtype=np.float64), np.asarray(gap, dtype=np.float64)
+    ok = np.flatnonzero(np.isfinite(a) & np.isfinite(g))
+    front = [
+        i
+        for i in ok
+        if not any((a[j] >= a[i] and g[j] <= g[i]) and (a[j] > a[i] or g[j] < g[i]) for j in ok)
+    ]
+    return sorted(front, key=lambda i: a[i])
+
+
+def pareto_figure(table: Table, stem: Path) -> list[Path]:
+    """AUC against |AUC gap| of a fairness table, the front joined, baselines marked."""
+    records = table.records()
+    auc = [r["AUC"] if r["AUC"] is not None else np.nan for r in records]
+    gap = [abs(r["AUC gap"]) if r["AUC gap"] is not None else np.nan for r in records]
+    front = pareto_front(auc, gap)
+    fig = Figure(figsize=(5.5, 4.5))
+    ax = fig.add_subplot()
+    for r, x, y in zip(records, auc, gap, strict=True):
+        baseline = r["Type"] == BASELINE
+        ax.scatter(x, y, marker="x" if baseline else "o", color="grey" if baseline else "C0")
+        ax.annotate(r["Detector"] + (" (baseline)" if baseline else ""), (x, y), fontsize=7)
+    if front:
+        ax.plot([auc[i] for i in front], [gap[i] for i in front], "-", color="C1", label="front")
+        ax.legend(fontsize=7)
+    ax.set_xlabel("AUC (higher is better)")
+    ax.set_ylabel("|AUC gap| between groups (lower is better)")
+    ax.set_title(table.title.split(" (")[0], fontsize=9)
+    return save_figure(fig, stem)
+
+
+def write_fairness_tables(
+    entries: Sequence[Entry],
+    out: Path,
+    *,
+    n_boot: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[tuple[Table, Path]]:
+    """Every test set's fairness tables and Pareto figures into ``out``; returns the tables
+    with their figures."""
+    written = []
+    for test_data in dict.fromkeys(e.test_data for e in entries):
+        for attribute in attributes_of(entries, test_data):
+            try:
+                table = fairness_table(
+                    entries, test_data, attribute, n_boot=n_boot, confidence=confidence, seed=seed
+                )
+            except ValueError as exc:
+                log.warning("fairness columns: %s", exc)
+                continue
+            stem = f"{slug(test_data)}_{slug(attribute)}"
+            table.write(out / f"fairness_{stem}")
+            figure = pareto_figure(table, out / f"pareto_{stem}")[0]
+            written.append((table, figure))
+    return written

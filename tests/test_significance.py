@@ -1,0 +1,119 @@
+"""The leaderboard's significance (issue 38, item 1): clustered paired DeLong, Holm, ties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fairforensics.evaluation.confidence import (
+    delong_test,
+    stratified_multiplicities,
+    weighted_ranking_metrics,
+)
+from fairforensics.evaluation.metrics import auc
+from fairforensics.evaluation.predictions import Predictions
+from fairforensics.evaluation.significance import (
+    align,
+    clustered_delong_test,
+    compare_with_best,
+    holm,
+    seed_average,
+)
+
+# a hand case: 6 fakes and 6 reals, detector a ranks better than b
+Y = np.array([1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0])
+A = np.array([0.9, 0.8, 0.75, 0.7, 0.4, 0.65, 0.3, 0.2, 0.5, 0.1, 0.35, 0.6])
+B = np.array([0.6, 0.5, 0.9, 0.3, 0.2, 0.55, 0.4, 0.7, 0.1, 0.35, 0.45, 0.25])
+
+
+def test_one_item_per_cluster_is_delong_and_matches_a_paired_bootstrap() -> None:
+    ours = clustered_delong_test(Y, A, B)
+    ref = delong_test(Y, A, B)
+    assert ours.diff == pytest.approx(auc(Y, A) - auc(Y, B))
+    assert ours.se == pytest.approx(ref.se) and ours.p_value == pytest.approx(ref.p_value)
+    # independent: the bootstrap of the paired AUC difference on the same items (resampling
+    # the items of each class, as DeLong's variance treats them)
+    # (weighted ROC areas, not placement values)
+    weights = np.vstack(list(stratified_multiplicities(np.random.default_rng(0), Y, 4000, False)))
+    diffs = (
+        weighted_ranking_metrics(Y, A, weights)["auc"]
+        - weighted_ranking_metrics(Y, B, weights)["auc"]
+    )
+    boot_se = np.std(diffs, ddof=1)
+    # DeLong's is the unbiased (n - 1) form of the bootstrap's plug-in variance
+    assert ours.se == pytest.approx(boot_se, rel=0.12)
+    boot_p = 2 * stats.norm.sf(abs(ours.diff) / boot_se)
+    assert ours.p_value == pytest.approx(boot_p, abs=0.05)
+
+
+def test_clusters_sum_placements_per_video() -> None:
+    # every item duplicated (two identical frames per video): the clustered test equals the
+    # test of one item per video, while the unclustered one would claim twice the evidence
+    y2, a2, b2 = np.repeat(Y, 2), np.repeat(A, 2), np.repeat(B, 2)
+    videos = np.repeat(np.arange(len(Y)), 2)
+    per_video = clustered_delong_test(Y, A, B)
+    clustered = clustered_delong_test(y2, a2, b2, videos)
+    assert clustered.se == pytest.approx(per_video.se)
+    assert clustered_delong_test(y2, a2, b2).se < 0.8 * per_video.se
+    with pytest.raises(ValueError, match="two videos of each class"):
+        clustered_delong_test(Y, A, B, np.where(Y == 1, "f", "r"))
+
+
+def test_level_under_the_null_with_clustered_frames() -> None:
+    """Null: both detectors have the same AUC (their scores are exchangeable given the class
+    and the video). The 5 % test rejects about 5 % of the time: within the binomial 99 %
+    interval of 400 replicates."""
+    rng = np.random.default_rng(1)
+    n_rep, rejected = 400, 0
+    for _ in range(n_rep):
+        y_video = np.repeat([0, 1], 15)
+        video = np.repeat(np.arange(30), 4)
+        y = y_video[video]
+        shared = rng.normal(size=30)[video] + 0.8 * y  # the video's look, both detectors see it
+        a = shared + rng.normal(size=30)[video] + rng.normal(size=120)
+        b = shared + rng.normal(size=30)[video] + rng.normal(size=120)
+        rejected += clustered_delong_test(y, a, b, video).p_value < 0.05
+    low, high = stats.binomtest(rejected, n_rep, 0.05).proportion_ci(0.99)
+    assert low <= 0.05 <= high, rejected / n_rep
+
+
+def test_holm_step_down() -> None:
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, np.nan]), [0.03, 0.06, 0.06, np.nan])
+    np.testing.assert_allclose(holm([0.5, 0.9]), [1.0, 1.0])
+
+
+def test_ties_with_the_best_and_seed_averages() -> None:
+    rng = np.random.default_rng(2)
+    y = np.repeat([0, 1], 40)
+    good = y + rng.normal(0, 0.5, 80)
+    close = good + rng.normal(0, 0.05, 80)  # nearly the same ranking
+    bad = rng.normal(size=80)
+    preds = {
+        name: Predictions(
+            dataset=["d"] * 80,
+            video_id=[f"v{i}" for i in range(80)],
+            frame=[0] * 80,
+            label=y,
+            score=s,
+            method=["m"] * 80,
+        )  # fmt: skip
+        for name, s in (("good", good), ("close", close), ("bad", bad))
+    }
+    out = compare_with_best(preds, level="video")
+    best = max(out, key=lambda n: out[n].auc)
+    assert out[best].best and out[best].tied and best in {"good", "close"}
+    assert all(out[n].tied for n in ("good", "close")) and not out["bad"].tied
+    assert out["bad"].p_holm < 0.05
+
+    def pred(scores: np.ndarray, order: np.ndarray) -> Predictions:
+        return Predictions(
+            dataset=["d"] * 80, video_id=[f"v{i}" for i in order], frame=[0] * 80,
+            label=y[order], score=scores[order], method=["m"] * 80,
+        )  # fmt: skip
+
+    shuffled = rng.permutation(80)
+    two_seeds = seed_average([pred(good, np.arange(80)), pred(close, shuffled)])
+    np.testing.assert_allclose(two_seeds.score, (good + close) / 2)
+    aligned = align({"x": [pred(good, shuffled), pred(close, np.arange(80))]}, "video")
+    np.testing.assert_allclose(np.sort(aligned.scores["x"]), np.sort((good + close) / 2))
