@@ -94,29 +94,48 @@ def run_sweep_jobs(
     """Submit the unfinished runs of ``sweep`` as one job array, wait for all, then write the
     leaderboard; returns its folder. A failed job is named in the error after all have ended
     (the finished ones keep their records, so running the command again resumes)."""
-    sweep, detectors = prepare(sweep)
-    if options.gpus_per_job:
-        sweep = replace(sweep, gpus=options.gpus_per_job)  # torchrun inside the job
-    todo = jobs_of(sweep, detectors)
-    executor = make_executor(executor_kind, sweep.out / "jobs", options)
+    return run_sweeps_jobs([sweep], executor_kind, options, runner)[0]
+
+
+def run_sweeps_jobs(
+    sweeps: Sequence[Sweep],
+    executor_kind: str = "slurm",
+    options: SlurmOptions = SlurmOptions(),
+    runner: Runner = _subprocess_runner,
+) -> list[Path]:
+    """:func:`run_sweep_jobs` of several sweeps (a protocol's, one per training index) as one
+    job array: every unfinished (sweep, detector, seed) run a job; the leaderboards once all
+    have ended. Jobs' logs are in the first sweep's ``jobs/``."""
+    prepared = []
+    for sweep in sweeps:
+        sweep, detectors = prepare(sweep)
+        if options.gpus_per_job:
+            sweep = replace(sweep, gpus=options.gpus_per_job)  # torchrun inside the job
+        prepared.append((sweep, detectors))
+    todo = [(sweep, d, s) for sweep, detectors in prepared for d, s in jobs_of(sweep, detectors)]
+    executor = make_executor(executor_kind, prepared[0][0].out / "jobs", options)
     if todo:
         log.info("submitting %d runs as %s jobs", len(todo), executor_kind)
         jobs = executor.map_array(
             _job,
-            [sweep] * len(todo),
-            [d for d, _ in todo],
-            [s for _, s in todo],
+            [sweep for sweep, _, _ in todo],
+            [d for _, d, _ in todo],
+            [s for _, _, s in todo],
             [runner] * len(todo),
         )
         failed = []
-        for (detector, seed), job in zip(todo, jobs, strict=True):
+        for (sweep, detector, seed), job in zip(todo, jobs, strict=True):
             try:
                 job.result()
             except Exception as exc:  # noqa: BLE001 - submitit re-raises the job's error
-                failed.append(f"{detector} seed {seed} (job {job.job_id}): {exc}".splitlines()[0])
+                lines = [line for line in str(exc).splitlines() if line.strip()] or [repr(exc)]
+                # submitit's message is the job's traceback: its last line is the error
+                failed.append(
+                    f"{sweep.folder(detector, seed)} (job {job.job_id}): {lines[-1].strip(' -')}"
+                )
         if failed:
             raise SweepError(f"{len(failed)} jobs failed: {'; '.join(failed)}")
-    return write_leaderboard(sweep, detectors)
+    return [write_leaderboard(sweep, detectors) for sweep, detectors in prepared]
 
 
 def jobs_of(sweep: Sweep, detectors: Sequence[str]) -> list[tuple[str, int | None]]:

@@ -18,6 +18,7 @@ Protocol 1 selects on its test methods, which ``selection: test-top3`` reproduce
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -165,22 +166,38 @@ def run_protocol(
     out: Path,
     sweep: Sweep | None = None,
     runner: Runner = _subprocess_runner,
+    launch: Callable[[list[Sweep]], object] | None = None,
 ) -> Path:
     """Build the indexes, run a sweep per training index, write the tables; returns the tables
-    folder. ``sweep`` carries the launch settings (recipe, gpus, overrides, imports)."""
+    folder. ``sweep`` carries the launch settings (recipe, gpus, seeds, overrides, imports);
+    ``launch`` runs the sweeps (default: :func:`benchmarks.sweep.run_sweep` one after another
+    with ``runner``; ``benchmark.py --launcher slurm``: every run of every sweep as one job
+    array, :func:`benchmarks.launch.run_sweeps_jobs`)."""
     index_dir = out / "indexes"
     trains, tests, family = build_indexes(proto, data_root, index_dir)
     base = sweep or Sweep(detectors, out)
     overrides = [*base.overrides, f"train.selection={proto.selection}"]
-    for train in trains:
-        run = replace(
-            base, detectors=detectors, out=out / "runs" / train, train_data=[train],
-            val_data=[train] if proto.selection == "val" else [], test_data=list(tests),
-            data_root=str(index_dir), overrides=overrides,
-            robustness=bool(proto.robustness), robustness_args=list(proto.robustness),
+    sweeps = [
+        replace(
+            base,
+            detectors=detectors,
+            out=out / "runs" / train,
+            train_data=[train],
+            val_data=[train] if proto.selection == "val" else [],
+            test_data=list(tests),
+            data_root=str(index_dir),
+            overrides=overrides,
+            robustness=bool(proto.robustness),
+            robustness_args=list(proto.robustness),
         )  # fmt: skip
-        run_sweep(run, runner)
-    return write_tables(out, detectors, trains, tests, family)
+        for train in trains
+    ]
+    if launch is None:
+        for run in sweeps:
+            run_sweep(run, runner)
+    else:
+        launch(sweeps)
+    return write_tables(out, detectors, trains, tests, family, seeds=base.seeds)
 
 
 def write_tables(
@@ -189,20 +206,30 @@ def write_tables(
     trains: dict[str, str | None],
     tests: dict[str, str | None],
     family: dict[str, str],
+    *,
+    seeds: list[int] | None = None,
 ) -> Path:
     """The family tables of every (detector, training index) and, with a training index per
-    method, each detector's one-vs-all matrix and heat map, in ``<out>/tables/``."""
+    method, each detector's one-vs-all matrix and heat map, in ``<out>/tables/``. With
+    ``seeds`` a cell is the mean AUC of the detector's runs over the seeds
+    (:func:`evaluation.protocol_tables.auc_interval`)."""
     tables = out / "tables"
     for det in detectors:
         matrix = {}
         for train, train_method in trains.items():
             cells = {}
             for test, test_method in tests.items():
-                path = out / "runs" / train / det / "eval" / "predictions" / f"{slug(test)}.csv"
-                if not path.is_file():
-                    log.warning("%s: no predictions (%s); left out of the tables", test, path)
+                run = Sweep([det], out / "runs" / train)
+                paths = [
+                    run.folder(det, seed) / "eval" / "predictions" / f"{slug(test)}.csv"
+                    for seed in (seeds or [None])
+                ]
+                missing = [p for p in paths if not p.is_file()]
+                if missing:
+                    log.warning("%s: no predictions (%s); left out of the tables", test, missing[0])
                     continue
-                cells[test_method or test] = cell = auc_interval(read_predictions(path))
+                preds = [read_predictions(p) for p in paths]
+                cells[test_method or test] = cell = auc_interval(preds)
                 if train_method is not None and test_method is not None:
                     matrix[(train_method, test_method)] = cell
             if cells:

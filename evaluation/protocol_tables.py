@@ -5,7 +5,8 @@ Protocol 4, Fig. 4) as a CSV and a heat map.
 A cell is the frame-level AUC of one test set (one method's fakes with the reals it is tested
 against) with a 95 % interval from Obuchowski's clustered variance
 (:func:`evaluation.confidence.clustered_auc_variance`, frames clustered by video), shown only
-when the test set has :data:`~evaluation.confidence.MIN_INTERVAL_UNITS` videos of each class.
+when the test set has :data:`~evaluation.confidence.MIN_INTERVAL_UNITS` videos of each class;
+with several seeds, the mean of the seeds' AUCs and its interval.
 Family means are plain means of the methods' AUCs, as the papers report them (no interval:
 their methods share the reals, so the cells are not independent).
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy import stats
+from sklearn.metrics import roc_auc_score
 
 from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
@@ -29,18 +31,35 @@ from fairforensics.evaluation.confidence import (
 from fairforensics.evaluation.metrics import factorize
 from fairforensics.evaluation.plots import heatmaps
 from fairforensics.evaluation.predictions import Predictions
+from fairforensics.evaluation.significance import clustered_auc_covariance, seed_rows
 from fairforensics.evaluation.tables import Table
 
 
 def auc_interval(
-    pred: Predictions, confidence: float = 0.95, min_units: int = MIN_INTERVAL_UNITS
+    pred: Predictions | Sequence[Predictions],
+    confidence: float = 0.95,
+    min_units: int = MIN_INTERVAL_UNITS,
 ) -> Interval:
     """Frame-level AUC of ``pred`` with a normal interval on its video-clustered variance
     (clipped to [0, 1]); NaN bounds, with the reason in ``note``, below ``min_units`` videos of
-    a class."""
-    videos = np.char.add(np.char.add(pred.method.astype(str), "/"), pred.video_id.astype(str))
-    codes, _ = factorize(videos)
-    value, var, fewest = clustered_auc_variance(pred.label, pred.score, codes)
+    a class. Several predictions files of one test set (a detector trained with several seeds)
+    give the mean of their AUCs over the frames all of them scored, with the variance of that
+    mean from the AUCs' clustered covariance (the trained models held fixed)."""
+    preds = [pred] if isinstance(pred, Predictions) else list(pred)
+    first, scores = seed_rows(preds)
+    videos = np.char.add(np.char.add(first.method.astype(str), "/"), first.video_id.astype(str))
+    codes, uniq = factorize(videos)
+    video_label = np.zeros(len(uniq), dtype=np.int64)
+    video_label[codes] = first.label
+    fewest = int(np.bincount(video_label, minlength=2).min())
+    if len(scores) == 1:
+        value, var, fewest = clustered_auc_variance(first.label, scores[0], codes)
+    elif fewest >= 2:
+        aucs, cov = clustered_auc_covariance(first.label, scores, codes)
+        value, var = float(aucs.mean()), float(cov.sum()) / len(scores) ** 2
+    else:
+        value = float(np.mean([roc_auc_score(first.label, s) for s in scores]))
+        var = math.nan
     if too_few_units(fewest, min_units):
         return Interval(
             value, math.nan, math.nan, note=few_units_note(fewest, "videos of a class", min_units)

@@ -122,23 +122,87 @@ def test_interval_coverage_of_the_clustered_auc():
     assert low <= 0.95 <= high + 0.02, hits / reps
 
 
-@pytest.mark.slow
-def test_df40_one_vs_all_runs_end_to_end_and_draws_the_heatmap(tmp_path):
+def protocol_runner(cmd: list[str]) -> None:
+    """Stands in for ``fairforensics test`` of a protocol's sweep (training: nothing): every
+    test index scored, fakes above reals by a margin that depends on the seed (two seeds: two
+    trainings), then evaluated for real."""
+    from fairforensics.evaluation.predictions import write_predictions
+    from fairforensics.evaluation.results import evaluate_prediction_files, slug
+    from fairforensics.evaluation.settings import load_test_config
+
+    if "test" not in cmd[:4]:
+        return
+    out = Path(cmd[cmd.index("--out") + 1])  # <runs>/<train>/<detector>/seed<k>/eval
+    seed = int(out.parent.name.removeprefix("seed"))
+    root = Path(cmd[cmd.index("--data-root") + 1])
+    tests = cmd[cmd.index("--test-data") + 1 : cmd.index("--data-root")]
+    files = {}
+    for name in tests:
+        videos = read_index(root / f"{name}.json").videos
+        rng = np.random.default_rng([seed, len(name)])
+        label = np.array([v.label for v in videos for _ in v.frames])
+        score = 1 / (1 + np.exp(-(label * (1 + seed) + rng.normal(size=len(label)))))
+        pred = Predictions(
+            dataset=[name] * len(label),
+            video_id=[v.id for v in videos for _ in v.frames],
+            frame=[f for v in videos for f in range(len(v.frames))],
+            label=label, score=score,
+            method=[v.method for v in videos for _ in v.frames],
+        )  # fmt: skip
+        files[name] = out.parent / f"{slug(name)}.csv"
+        write_predictions(files[name], pred)
+    cfg = load_test_config(overrides=["n_boot=0", "plots=false", "report=false"])
+    evaluate_prediction_files(files, out, cfg, "meso4", out.parents[2].name)
+
+
+def test_df40_one_vs_all_with_seeds_as_one_job_array(tmp_path, monkeypatch):
+    """DF40 protocol 4 with two seeds, every (training method, seed) run a job of one submitit
+    array (its local executor): the one-vs-all matrix and its heat map, each cell the mean of
+    the seeds' AUCs."""
+    pytest.importorskip("submitit")
+    from fairforensics.benchmarks.launch import run_sweeps_jobs
+    from fairforensics.evaluation.predictions import read_predictions
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1]))  # the jobs' import
     df40_data(tmp_path / "data")
-    proto = pr.load_protocol("df40-p4")
     out = tmp_path / "p4"
-    sweep = Sweep(["meso4"], out, overrides=TINY)
+    sweep = Sweep(["meso4"], out, overrides=TINY, seeds=[0, 1], costs=False)
     tables = pr.run_protocol(
-        proto, detectors=["meso4"], data_root=tmp_path / "data", out=out, sweep=sweep
-    )
+        pr.load_protocol("df40-p4"), detectors=["meso4"], data_root=tmp_path / "data", out=out,
+        sweep=sweep, launch=lambda sweeps: run_sweeps_jobs(sweeps, "local", runner=protocol_runner),
+    )  # fmt: skip
+    assert len(list((out / "runs" / "train-simswap" / "jobs").glob("*_result.pkl"))) == 4
     with (tables / "meso4_one_vs_all.csv").open() as fh:
         rows = list(csv.reader(fh))
     assert rows[0] == ["train \\ test", "simswap", "fomm"]
     assert [r[0] for r in rows[1:]] == ["simswap", "fomm"]
-    assert all(0 <= float(x) <= 1 for r in rows[1:] for x in r[1:])
+    from sklearn.metrics import roc_auc_score
+
+    seeds = [out / "runs" / "train-fomm" / "meso4" / f"seed{k}" / "eval" / "predictions"
+             for k in (0, 1)]  # fmt: skip
+    aucs = [roc_auc_score(p.label, p.score) for p in
+            (read_predictions(d / "test-simswap.csv") for d in seeds)]  # fmt: skip
+    assert aucs[0] != aucs[1]
+    assert float(rows[2][1]) == pytest.approx(np.mean(aucs), abs=1e-12)
     assert (tables / "meso4_one_vs_all.png").stat().st_size > 1000
     table = json.loads((tables / "meso4_train-simswap.json").read_text())
     assert [r["method"] for r in table["rows"]] == ["simswap", "mean", "fomm", "mean", "mean"]
+    assert (out / "runs" / "train-fomm" / "leaderboard" / "index.html").is_file()
+
+
+def test_seed_cells_average_the_seeds_auc_and_one_seed_is_the_plain_cell():
+    one = _predictions("x", 0.8, n=12)
+    other = _predictions("x", 0.8, n=12)
+    other.score = other.score + np.random.default_rng(1).normal(0, 0.3, other.score.size)
+    single, pair = auc_interval(one), auc_interval([one, one])
+    assert (pair.value, pair.low, pair.high) == pytest.approx(
+        (single.value, single.low, single.high)
+    )
+    mixed = auc_interval([one, other])
+    from sklearn.metrics import roc_auc_score
+
+    want = np.mean([roc_auc_score(p.label, p.score) for p in (one, other)])
+    assert mixed.value == pytest.approx(want) and mixed.low < mixed.value < mixed.high
 
 
 @pytest.mark.slow

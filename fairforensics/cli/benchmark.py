@@ -147,11 +147,6 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--protocol needs --data-root (the folder of its source indexes)")
     if args.protocol_set and not args.protocol:
         p.error("--protocol-set needs --protocol")
-    if args.protocol and (args.seeds is not None or args.launcher != "local"):
-        p.error(
-            "--protocol runs its sweeps here with one seed; --seeds and --launcher slurm "
-            "are for a plain sweep"
-        )
     if args.launcher == "local" and (args.partition or args.gpus_per_job or args.slurm_args):
         p.error("--partition, --gpus-per-job and --slurm-arg need --launcher slurm")
     if args.gpus_per_job < 0 or args.cpus_per_job < 1 or args.mem_gb < 1 or args.timeout_min < 1:
@@ -193,17 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         show_intervals=args.show_intervals,
     )
     import_modules(args.imports)
-    if args.protocol:
-        from fairforensics.benchmarks.protocols import load_protocol, run_protocol
-
-        proto = load_protocol(args.protocol, args.protocol_set)
-        tables = run_protocol(
-            proto, detectors=args.detectors, data_root=args.data_root, out=args.out, sweep=sweep
-        )
-        print(f"tables: {tables}")
-        return 0
+    launch = None
     if args.launcher == "slurm":
-        from fairforensics.benchmarks.launch import SlurmOptions, run_sweep_jobs
+        from fairforensics.benchmarks.launch import SlurmOptions, run_sweeps_jobs
 
         options = SlurmOptions(
             partition=args.partition,
@@ -213,9 +200,25 @@ def main(argv: list[str] | None = None) -> int:
             timeout_min=args.timeout_min,
             extra=tuple(args.slurm_args),
         )
-        out = run_sweep_jobs(sweep, "slurm", options)
-    else:
-        out = run_sweep(sweep)
+
+        def launch(sweeps: list[Sweep]) -> list[Path]:
+            return run_sweeps_jobs(sweeps, "slurm", options)
+
+    if args.protocol:
+        from fairforensics.benchmarks.protocols import load_protocol, run_protocol
+
+        proto = load_protocol(args.protocol, args.protocol_set)
+        tables = run_protocol(
+            proto,
+            detectors=args.detectors,
+            data_root=args.data_root,
+            out=args.out,
+            sweep=sweep,
+            launch=launch,
+        )
+        print(f"tables: {tables}")
+        return 0
+    out = run_sweep(sweep) if launch is None else launch([sweep])[0]
     print(f"leaderboard: {out}")
     return 0
 
