@@ -139,11 +139,13 @@ def _level_cells(
     comparison of each detector (its seed-averaged scores) with its column's best."""
     cells = _Cells()
     by_set: dict[tuple[str, str], dict[str, Predictions]] = {}
+    shown: dict[tuple[str, str], dict[str, float]] = {}  # the AUC each cell prints
     for e in entries:
         result, sd = _result(e, level, reduce, threshold)
         cells.results.append(result)
         averaged = seed_average(e.preds)
         by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
+        shown.setdefault((e.train_data, e.test_data), {})[e.detector] = result.metrics["auc"]
         ci = {}
         if n_boot and len(e.preds) == 1:
             ci = evaluate_predictions(
@@ -163,10 +165,13 @@ def _level_cells(
             if sd:
                 info["sd"] = sd[metric]
             cells.details[(e.detector, e.test_data, metric)] = info
-    for (_, test_data), preds in by_set.items():
+    for key, preds in by_set.items():
+        test_data = key[1]
         if len(preds) < 2:
             continue
-        compared = compare_with_best(preds, level=level, reduce=reduce, alpha=alpha)
+        compared = compare_with_best(
+            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key]
+        )
         for d, c in compared.items():
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)

@@ -37,6 +37,7 @@ from fairforensics.evaluation.confidence import (
     bootstrap_interval,
     clustered_auc_variance,
     few_units_note,
+    holm,
 )
 from fairforensics.evaluation.metrics import (
     _rank,
@@ -126,20 +127,6 @@ def logit_interval(value: float, var: float, confidence: float = 0.95) -> tuple[
     return float(1 / (1 + np.exp(-(centre - half)))), float(1 / (1 + np.exp(-(centre + half))))
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm's step-down adjusted p-values (NaN stays NaN and takes no part)."""
-    p = np.asarray(p_values, dtype=np.float64)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(np.isfinite(p))
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = len(order)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p[i]))
-        out[i] = running
-    return out
-
-
 @dataclass(frozen=True)
 class Comparison:
     """One detector of a column against the column's best."""
@@ -211,9 +198,13 @@ def compare_with_best(
     level: str = "frame",
     reduce: str = "mean",
     alpha: float = 0.05,
+    shown: Mapping[str, float] | None = None,
 ) -> dict[str, Comparison]:
     """Each detector of ``preds`` (one predictions file each: seed-averaged, see
-    :func:`seed_average`) against the one with the best AUC (module docstring).
+    :func:`seed_average`) against the one with the best AUC (module docstring). ``shown``: the
+    AUCs the table prints (with seeds, the mean of the seeds' AUCs, which can rank otherwise
+    than the AUC of the averaged scores); the best is the highest of them (default: of the
+    AUCs of ``preds``).
 
     Each pair is compared on the items both scored (:func:`align`): image and video detectors
     share videos but not frames, so at frame level such a pair cannot be compared. A detector
@@ -226,7 +217,9 @@ def compare_with_best(
     for n in names:
         _, y, s = _keyed(preds[n], level, reduce)
         aucs[n] = clustered_auc_variance(y, s, np.arange(len(y)))[0]
-    best = max(names, key=lambda n: (aucs[n], -names.index(n)))
+    ranked = {n: (aucs if shown is None else shown)[n] for n in names}
+    ranked = {n: v if np.isfinite(v) else -np.inf for n, v in ranked.items()}  # NaN ranks last
+    best = max(names, key=lambda n: (ranked[n], -names.index(n)))
     others = [n for n in names if n != best]
     raw, notes = [], {}
     for n in others:

@@ -129,7 +129,7 @@ def test_entry_point_group_registers_a_detector(tmp_path: Path, monkeypatch) -> 
 def test_families_read_from_the_source_match_the_classes() -> None:
     builtin = registry._builtin_decorators()
     assert len(builtin) >= 21
-    for name, (_, family) in builtin.items():
+    for name, (_, family, _) in builtin.items():
         assert family in ("Naive", "Spatial", "Frequency", "PAD", "Video", "Fairness"), name
         assert detector_family(name) == family
         assert get_detector_class(name).family == family

@@ -122,6 +122,25 @@ def test_interval_coverage_of_the_clustered_auc():
     assert low <= 0.95 <= high + 0.02, hits / reps
 
 
+@pytest.mark.slow
+def test_df40_one_vs_all_runs_end_to_end_and_draws_the_heatmap(tmp_path):
+    df40_data(tmp_path / "data")
+    proto = pr.load_protocol("df40-p4")
+    out = tmp_path / "p4"
+    sweep = Sweep(["meso4"], out, overrides=TINY, costs=False)
+    tables = pr.run_protocol(
+        proto, detectors=["meso4"], data_root=tmp_path / "data", out=out, sweep=sweep
+    )
+    with (tables / "meso4_one_vs_all.csv").open() as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["train \\ test", "simswap", "fomm"]
+    assert [r[0] for r in rows[1:]] == ["simswap", "fomm"]
+    assert all(0 <= float(x) <= 1 for r in rows[1:] for x in r[1:])
+    assert (tables / "meso4_one_vs_all.png").stat().st_size > 1000
+    table = json.loads((tables / "meso4_train-simswap.json").read_text())
+    assert [r["method"] for r in table["rows"]] == ["simswap", "mean", "fomm", "mean", "mean"]
+
+
 def protocol_runner(cmd: list[str]) -> None:
     """Stands in for ``fairforensics test`` of a protocol's sweep (training: nothing): every
     test index scored, fakes above reals by a margin that depends on the seed (two seeds: two
@@ -215,7 +234,7 @@ def test_celebdfpp_gf_eval_runs_end_to_end(tmp_path):
     tiny_index(data, "FF-c23", [(m, int(m != "real"), s, {}) for m in ("real", "Deepfakes")
                                 for s in ("train", "val", "test") for _ in range(3)], seed=4)  # fmt: skip
     out = tmp_path / "gf"
-    sweep = Sweep(["meso4"], out, overrides=TINY)
+    sweep = Sweep(["meso4"], out, overrides=TINY, costs=False)
     tables = pr.run_protocol(pr.load_protocol("cdfpp-gf"), detectors=["meso4"], data_root=data,
                              out=out, sweep=sweep)  # fmt: skip
     rows = json.loads((tables / "meso4_FF-c23.json").read_text())["rows"]
