@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO := demo_data
 
-.PHONY: demo test test-fast test-extended lint install
+.PHONY: demo test test-e2e test-fast test-extended lint install
 
 # TORCH_INDEX: install torch and torchvision from this wheel index first, when .venv is created
 # (e.g. PyTorch's CPU build: make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu);
@@ -25,13 +25,19 @@ install: $(STAMP)
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadfile
 
-# The whole suite; tests that need ../shared (marker `extended`) skip without it.
+# The suite but the end-to-end chains of commands on the demo data (marker `e2e`, run by
+# `make test-e2e`); tests that need ../shared (marker `extended`) skip without it.
 test: $(STAMP)
-	$(PY) -m pytest -q $(XDIST)
+	$(PY) -m pytest -q $(XDIST) -m "not e2e"
+
+# The end-to-end chains: the full demo against the figures the docs state, every command of the
+# docs on the demo data, the clips pipeline and its sweep. CI runs them after `make test`.
+test-e2e: $(STAMP)
+	$(PY) -m pytest -q $(XDIST) -m e2e
 
 # Development tier: no slow tests and nothing that needs ../shared.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q $(XDIST) -m "not slow and not extended"
+	$(PY) -m pytest -q $(XDIST) -m "not slow and not extended and not e2e"
 
 # Only the tests that use ../shared (the parity fixtures, the full photo and video sets), in one
 # process: full-size models that use every core. With ../shared present a skipped extended test

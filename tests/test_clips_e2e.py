@@ -43,6 +43,7 @@ def preprocess(raw: Path, out: Path, *sets: str) -> None:
     run(*args, "--workers", "1", "--no-progress")
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_demo_clips_end_to_end(tmp_path: Path) -> None:
     raw, clips, frames = tmp_path / "raw", tmp_path / "clips", tmp_path / "frames"

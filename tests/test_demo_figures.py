@@ -60,6 +60,7 @@ def test_stated_figures_are_read() -> None:
     assert len(got["robustness row"]) == 9  # clean, seven types, average
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_the_docs_demo_figures_are_what_the_demo_gives(tmp_path: Path) -> None:
     (tmp_path / "scripts").symlink_to(REPO / "scripts", target_is_directory=True)

@@ -241,6 +241,7 @@ def test_example_commands_name_real_scripts_flags_and_configs(block: Block) -> N
         check_example(command, str(block))
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_make_demo_writes_every_output(workspace: Path) -> None:
     """``make demo`` (tiny settings): every stage's output is there and says what it should."""
@@ -271,6 +272,7 @@ def test_make_demo_writes_every_output(workspace: Path) -> None:
     assert any((demo / "fairness").iterdir())
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("block", RUN, ids=str)
 def test_command_runs_on_the_demo_data(block: Block, workspace: Path) -> None:
