@@ -653,10 +653,20 @@ def _with_after(row: dict[str, Any], key: str, new: str, value: Any) -> dict[str
     return out
 
 
+def gap_p_adjusted(reports: dict[str, AttributeReport]) -> dict[tuple[str, str], float]:
+    """Holm-adjusted p-values of every gap test of the report (all attributes and metrics: the
+    family of ``gaps.csv``), keyed by (attribute, metric)."""
+    keys = [(a, m) for a, rep in reports.items() for m in rep.gaps.gaps]
+    raw = [reports[a].gaps.gaps[m].p_value for a, m in keys]
+    return dict(zip(keys, (float(v) for v in holm(raw)), strict=True))
+
+
 def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
     """One row per attribute: the bias factor with its direction, the signed ACC difference
-    with its interval and p-value, the class-ratio verdict, Lin et al. metrics, FDR/ABF-AUC
-    (fused threshold) with intervals."""
+    with its interval, p-value and Holm-adjusted p-value (over every gap test of the report,
+    as ``gaps.csv``), the class-ratio verdict, Lin et al. metrics, FDR/ABF-AUC (fused
+    threshold) with intervals."""
+    adjusted = gap_p_adjusted(reports)
     rows = []
     for a, rep in reports.items():
         acc = rep.gaps.gaps["acc"]
@@ -673,6 +683,7 @@ def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
             "acc_diff_low": acc.low,
             "acc_diff_high": acc.high,
             "acc_p_value": acc.p_value,
+            "acc_p_adjusted": adjusted[(a, "acc")],
             "class_ratio": rep.gaps.class_ratio.get("verdict"),
             **rep.lin,
         }
@@ -748,10 +759,10 @@ def write_report(
     write_table(auc_rows, out / "fdr_abf_auc")
     write_table(curve_rows, out / "curves")
     write_table(odta_rows, out / "odta")
-    adjusted = holm([r["p_value"] for r in gap_rows])
+    adjusted = gap_p_adjusted(reports)
     gap_rows = [
-        _with_after(r, "p_value", "p_adjusted", float(v))
-        for r, v in zip(gap_rows, adjusted, strict=True)
+        _with_after(r, "p_value", "p_adjusted", adjusted[(r["attribute"], r["metric"])])
+        for r in gap_rows
     ]
     write_table(gap_rows, out / "gaps")
     if figures:
@@ -867,7 +878,8 @@ def _area_text(rep: AttributeReport, tg: str, key: str) -> str:
 #: The families of the summary's HTML tables (each after the attribute; intervals as cells).
 SUMMARY_FAMILIES = {
     "Bias factor and accuracy gap": ("groups", "ranked_groups", "bias_factor", "bias_low_group")
-    + ("bias_high_group", "favoured", "acc_diff", "acc_diff_of", "acc_p_value", "class_ratio"),
+    + ("bias_high_group", "favoured", "acc_diff", "acc_diff_of", "acc_p_value", "acc_p_adjusted")
+    + ("class_ratio",),
     "Lin et al. and FDR/ABF-AUC (fused threshold)": (),  # every other metric
 }
 

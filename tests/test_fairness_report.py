@@ -114,6 +114,12 @@ def test_script_prints_per_group_summary_and_writes_tables(tmp_path, capsys):
     assert summary[0]["acc_diff_low"] <= summary[0]["acc_diff"] <= summary[0]["acc_diff_high"]
     assert summary[0]["acc_diff"] == pytest.approx(-bf) and summary[0]["favoured"] == "male"
     assert 0 < summary[0]["acc_p_value"] <= 1
+    # the summary's adjusted ACC p is gaps.csv's (Holm over every gap test of the report)
+    gaps = json.loads((out / "gaps.json").read_text())
+    for row in summary:
+        (acc_gap,) = [g for g in gaps if (g["attribute"], g["metric"]) == (row["attribute"], "acc")]
+        assert row["acc_p_adjusted"] == acc_gap["p_adjusted"] >= row["acc_p_value"]
+    assert len(gaps) > 2 and any(g["p_adjusted"] > g["p_value"] for g in gaps)
     assert summary[0]["fdr_auc_low"] <= summary[0]["fdr_auc"] <= summary[0]["fdr_auc_high"]
     assert float(male["acc_low"]) <= float(male["acc"]) <= float(male["acc_high"])
     assert "<table>" in (out / "section.html").read_text()
