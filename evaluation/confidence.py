@@ -210,31 +210,60 @@ def _structural_components(
     return float(v10.mean()), v10, v01
 
 
+def _placements(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeLong's placement values by mid-ranks: V10 per positive, V01 per negative."""
+    pos = y == 1
+    n1, n0 = int(pos.sum()), int((~pos).sum())
+    rank_all = stats.rankdata(s)
+    v10 = (rank_all[pos] - stats.rankdata(s[pos])) / n0
+    v01 = 1.0 - (rank_all[~pos] - stats.rankdata(s[~pos])) / n1
+    return v10, v01
+
+
+def clustered_auc_covariance(
+    y_true: Sequence, scores: Sequence[Sequence], clusters: Sequence | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """AUCs of several score vectors on the same items and their covariance matrix, with each
+    class's placement values summed per cluster (Obuchowski 1997; DeLong 1988 with one item per
+    cluster; ``k / (k - 1)`` small-sample factor). Clusters must be class-pure (a video is real
+    or fake); needs two clusters of each class."""
+    y = check_scores(y_true, scores[0])[0]
+    s = [check_scores(y, v)[1] for v in scores]
+    clusters = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if len(clusters) != len(y):
+        raise ValueError("clusters must have one entry per item")
+    pos = y == 1
+    comps = [_placements(y, v) for v in s]
+    aucs = np.array([c[0].mean() if len(c[0]) else np.nan for c in comps])
+    cov = np.zeros((len(s), len(s)))
+    for k_class, rows, n in ((0, pos, int(pos.sum())), (1, ~pos, int((~pos).sum()))):
+        codes, uniq = factorize(clusters[rows])
+        k = len(uniq)
+        if k < 2:
+            raise ValueError("the paired DeLong test needs at least two videos of each class")
+        sums = np.vstack([np.bincount(codes, weights=c[k_class], minlength=k) for c in comps])
+        sizes = np.bincount(codes, minlength=k)
+        centred = sums - sizes[None, :] * aucs[:, None]
+        cov += k / (k - 1) * (centred @ centred.T) / n**2
+    return aucs, cov
+
+
 def clustered_auc_variance(
     y_true: np.ndarray, y_score: np.ndarray, clusters: np.ndarray
 ) -> tuple[float, float, int]:
     """AUC, its variance and the smaller number of clusters of a class, for samples clustered
-    in class-pure clusters (a video's frames): Obuchowski's nonparametric estimator (Biometrics
-    1997), DeLong's with each class's placement values summed per cluster (mid-ranks for ties,
-    ``k / (k - 1)`` small-sample factor). NaN variance with fewer than two clusters of a class."""
+    in class-pure clusters (a video's frames): :func:`clustered_auc_covariance` of one score
+    (Obuchowski's nonparametric estimator). NaN variance with fewer than two clusters of a
+    class."""
     y_true, y_score = check_scores(y_true, y_score)
     _need_both(y_true, "AUC")
+    clusters = np.asarray(clusters)
     pos = y_true == 1
-    n1, n0 = int(pos.sum()), int((~pos).sum())
-    rank_all = stats.rankdata(y_score)
-    v10 = (rank_all[pos] - stats.rankdata(y_score[pos])) / n0  # share of reals below a fake
-    v01 = 1.0 - (rank_all[~pos] - stats.rankdata(y_score[~pos])) / n1
-    auc = float(v10.mean())
-    var, fewest = 0.0, np.iinfo(np.int64).max
-    for placements, rows, n in ((v10, pos, n1), (v01, ~pos, n0)):
-        codes, uniq = factorize(np.asarray(clusters)[rows])
-        k = len(uniq)
-        fewest = min(fewest, k)
-        if k < 2:
-            return auc, float("nan"), k
-        sums, sizes = np.bincount(codes, weights=placements), np.bincount(codes)
-        var += k / (k - 1) * float(np.sum((sums - sizes * auc) ** 2)) / n**2
-    return auc, var, int(fewest)
+    fewest = min(len(np.unique(clusters[pos])), len(np.unique(clusters[~pos])))
+    if fewest < 2:
+        return float(_placements(y_true, y_score)[0].mean()), float("nan"), int(fewest)
+    aucs, cov = clustered_auc_covariance(y_true, [y_score], clusters)
+    return float(aucs[0]), float(cov[0, 0]), int(fewest)
 
 
 def delong_variance(y_true: Sequence, y_score: Sequence) -> tuple[float, float]:

@@ -35,6 +35,7 @@ from fairforensics.evaluation.confidence import (
     DeLongResult,
     Interval,
     bootstrap_interval,
+    clustered_auc_covariance,
     clustered_auc_variance,
     few_units_note,
     holm,
@@ -42,49 +43,10 @@ from fairforensics.evaluation.confidence import (
 from fairforensics.evaluation.metrics import (
     _rank,
     _summarize,
-    check_scores,
     factorize,
     reduce_by_code,
 )
 from fairforensics.evaluation.predictions import Predictions
-
-
-def _placements(y: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """DeLong's placement values by mid-ranks: V10 per positive, V01 per negative."""
-    pos = y == 1
-    n1, n0 = int(pos.sum()), int((~pos).sum())
-    rank_all = stats.rankdata(s)
-    v10 = (rank_all[pos] - stats.rankdata(s[pos])) / n0
-    v01 = 1.0 - (rank_all[~pos] - stats.rankdata(s[~pos])) / n1
-    return v10, v01
-
-
-def clustered_auc_covariance(
-    y_true: Sequence, scores: Sequence[Sequence], clusters: Sequence | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """AUCs of several score vectors on the same items and their covariance matrix, with each
-    class's placement values summed per cluster (Obuchowski 1997; DeLong 1988 with one item per
-    cluster; ``k / (k - 1)`` small-sample factor). Clusters must be class-pure (a video is real
-    or fake); needs two clusters of each class."""
-    y = check_scores(y_true, scores[0])[0]
-    s = [check_scores(y, v)[1] for v in scores]
-    clusters = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    if len(clusters) != len(y):
-        raise ValueError("clusters must have one entry per item")
-    pos = y == 1
-    comps = [_placements(y, v) for v in s]
-    aucs = np.array([c[0].mean() if len(c[0]) else np.nan for c in comps])
-    cov = np.zeros((len(s), len(s)))
-    for k_class, rows, n in ((0, pos, int(pos.sum())), (1, ~pos, int((~pos).sum()))):
-        codes, uniq = factorize(clusters[rows])
-        k = len(uniq)
-        if k < 2:
-            raise ValueError("the paired DeLong test needs at least two videos of each class")
-        sums = np.vstack([np.bincount(codes, weights=c[k_class], minlength=k) for c in comps])
-        sizes = np.bincount(codes, minlength=k)
-        centred = sums - sizes[None, :] * aucs[:, None]
-        cov += k / (k - 1) * (centred @ centred.T) / n**2
-    return aucs, cov
 
 
 def clustered_delong_test(
