@@ -221,3 +221,32 @@ def test_cli_argument_errors_are_one_line(capsys) -> None:
         with pytest.raises(SystemExit) as exit_:
             main(["--detectors", "meso4", "--out", "x", *args])
         assert exit_.value.code == 2 and message in capsys.readouterr().err, args
+
+
+def test_cli_protocol_with_seeds_goes_to_one_slurm_array(tmp_path: Path, monkeypatch) -> None:
+    """``--protocol`` with ``--seeds`` and ``--launcher slurm``: the protocol's sweeps carry the
+    seeds and are launched together through :func:`benchmarks.launch.run_sweeps_jobs` with the
+    job options of the command line (the protocol itself and submitit stand in)."""
+    from fairforensics.benchmarks import launch, protocols
+    from fairforensics.cli.benchmark import main
+
+    seen: dict = {}
+
+    def fake_protocol(proto, *, detectors, data_root, out, sweep, launch):
+        seen.update(proto=proto, sweep=sweep)
+        launch([sweep, sweep])
+        return out / "tables"
+
+    def fake_jobs(sweeps, kind, options):
+        seen.update(sweeps=sweeps, kind=kind, options=options)
+        return [s.out for s in sweeps]
+
+    monkeypatch.setattr(protocols, "run_protocol", fake_protocol)
+    monkeypatch.setattr(launch, "run_sweeps_jobs", fake_jobs)
+    argv = ["--protocol", "df40-p4", "--detectors", "meso4", "--data-root", str(tmp_path)]
+    argv += ["--seeds", "0", "1", "--launcher", "slurm", "--partition", "gpu"]
+    argv += ["--gpus-per-job", "2", "--out", str(tmp_path / "p4")]
+    assert main(argv) == 0
+    assert seen["proto"].train.per_method and seen["sweep"].seeds == [0, 1]  # df40-p4
+    assert seen["kind"] == "slurm" and len(seen["sweeps"]) == 2
+    assert (seen["options"].partition, seen["options"].gpus_per_job) == ("gpu", 2)
