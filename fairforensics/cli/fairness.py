@@ -185,13 +185,13 @@ def main(argv: list[str] | None = None) -> int:
         evaluation_notes,
         evaluation_report_of,
     )
-    from fairforensics.preprocessing.resolve import check_datasets_complete
     from fairforensics.fairness.report import (
         fairness_report,
         format_summary,
         load_report_config,
         write_report,
     )
+    from fairforensics.preprocessing.resolve import check_datasets_complete
 
     configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,

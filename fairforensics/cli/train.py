@@ -132,9 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         check_writable(args.output_dir, "--output-dir")  # before any data is read
     # after the arguments are read: --help and argument errors import no torch
     from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.preprocessing.resolve import check_datasets_complete
     from fairforensics.training.config import load_train_config
     from fairforensics.training.distributed import teardown
-    from fairforensics.preprocessing.resolve import check_datasets_complete
     from fairforensics.training.trainer import Trainer
 
     log = logging.getLogger("train")
