@@ -75,9 +75,16 @@ class StopRequested(KeyboardInterrupt):
 class PreprocessInterrupted(Exception):
     """A run stopped by a signal; the index and manifest of the finished videos are written."""
 
-    def __init__(self, signum: int, done: int, total: int) -> None:
+    def __init__(self, signum: int, done: int, total: int, index: Path | None = None) -> None:
+        marked = (
+            f"; until then {index} is marked incomplete (train, test and the others refuse it "
+            "unless --allow-partial)"
+            if index is not None
+            else ""
+        )
         super().__init__(
             f"interrupted: {done} of {total} videos done; re-run the same command to resume"
+            + marked
         )
         self.signum, self.done, self.total = signum, done, total
 
@@ -282,7 +289,12 @@ def run_preprocess(
                 summary, listing, items, results, records, pending, interrupted=stopped is not None
             )
             if stopped is not None:
-                raise PreprocessInterrupted(stopped.signum, summary.videos_done, len(items))
+                raise PreprocessInterrupted(
+                    stopped.signum,
+                    summary.videos_done,
+                    len(items),
+                    summary.index_path if summary.videos_pending else None,
+                )
             logger.info(
                 "%s: %d videos in the index (%d cached), %d skipped, %d face crops in the index "
                 "(%d faces found by this run), %.1f s",
