@@ -66,7 +66,7 @@ def test_missing_frame_is_named(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=4), "schema_version must be 1 or 2 or 3"),
+        (lambda d: d.update(schema_version=5), "schema_version must be 1 or 2 or 3 or 4"),
         (lambda d: d.update(videos_listed=3, videos_found=2), "needs schema_version 3"),
         (lambda d: d.update(schema_version=3, videos_listed=2), "go together"),
         (lambda d: d.update(schema_version=3, videos_listed=2, videos_found=3), "more than"),
