@@ -246,7 +246,7 @@ def decode_problem(path: str | Path) -> str | None:
             return (
                 None
                 if cv2.imread(str(path), cv2.IMREAD_UNCHANGED) is not None
-                else ("the image does not decode")
+                else "the image does not decode"
             )
         if path.suffix.lower() in VIDEO_SUFFIXES:
             return _video_problem(path)
