@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
@@ -124,18 +124,17 @@ class VerifyReport:
 def scan_tree(root: str | Path, *, skip: Iterable[str | Path] = ()) -> list[str]:
     """Every regular file under ``root`` as a sorted POSIX path relative to it (``os.scandir``:
     one ``stat`` a directory entry at most, so 100k files list in about a second)."""
-    root = Path(root)
-    skipped = {Path(p).resolve() for p in skip}
+    skipped = {str(Path(p).resolve()) for p in skip}
     out: list[str] = []
-    stack = [(root, "")]
+    stack = [(str(Path(root).resolve()), "")]
     while stack:
         folder, prefix = stack.pop()
         with os.scandir(folder) as entries:
             for entry in entries:
                 rel = prefix + entry.name
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append((Path(entry.path), rel + "/"))
-                elif entry.is_file() and (not skipped or Path(entry.path).resolve() not in skipped):
+                    stack.append((entry.path, rel + "/"))
+                elif entry.is_file() and entry.path not in skipped:
                     out.append(rel)
     out.sort()
     return out
@@ -152,20 +151,29 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str:
 
 def _map(fn: Callable[[str], Any], items: list[str], workers: int, desc: str, bar: bool) -> list:
     """``fn`` over ``items`` in ``workers`` threads (hashing and decoding release the GIL), in
-    order, with a progress bar on a terminal."""
-    with ThreadPoolExecutor(max(1, workers)) as pool:
-        return list(
-            tqdm(pool.map(fn, items), total=len(items), desc=desc, unit="file",
-                 disable=None if bar else True)
-        )  # fmt: skip
+    order, in chunks (one task a file costs more than hashing an empty one), with a progress bar
+    on a terminal."""
+    size = 64
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    out: list = []
+    with (
+        ThreadPoolExecutor(max(1, workers)) as pool,
+        tqdm(total=len(items), desc=desc, unit="file", disable=None if bar else True) as pbar,
+    ):
+        for done in pool.map(lambda chunk: [fn(x) for x in chunk], chunks):
+            out += done
+            pbar.update(len(done))
+    return out
 
 
 def hash_tree(
     root: str | Path, files: list[str], *, workers: int = 4, progress: bool = True
 ) -> dict[str, str]:
     """``{relative path: SHA-256}`` of ``files`` under ``root``."""
-    root = Path(root)
-    digests = _map(lambda rel: sha256_file(root / rel), files, workers, "hashing", progress)
+    base = str(root)
+    digests = _map(
+        lambda rel: sha256_file(os.path.join(base, rel)), files, workers, "hashing", progress
+    )
     return dict(zip(files, digests, strict=True))
 
 
@@ -381,11 +389,11 @@ def verify_index(
     present = [f"{base}{rel}" for rel in scan_tree(root / base)] if (root / base).is_dir() else []
     have = set(present)
     report.add("absent", [rel for rel in listed if rel not in have])
-    suffixes = {PurePosixPath(rel).suffix.lower() for rel in listed}
+    suffixes = {os.path.splitext(rel)[1].lower() for rel in listed}
     wanted = set(listed)
     report.add(
         "unlisted",
-        [f for f in present if PurePosixPath(f).suffix.lower() in suffixes and f not in wanted],
+        [f for f in present if f not in wanted and os.path.splitext(f)[1].lower() in suffixes],
     )
     report.checked["files listed"] = len(listed)
     report.checked[f"files present under {base or './'}"] = len(present)
@@ -462,7 +470,7 @@ def _files_of(video: Any) -> list[str]:
 
 def _common_folder(rels: list[str]) -> str:
     """The folder every path of ``rels`` lies in, as ``"a/b/"`` (``""``: the root)."""
-    parents = {PurePosixPath(r).parent.as_posix() for r in rels}
+    parents = {r.rpartition("/")[0] for r in rels}
     common = os.path.commonpath(sorted(parents)) if parents else ""
     return "" if common in ("", ".") else f"{common}/"
 
