@@ -15,9 +15,8 @@ Stopping (issue 14): SIGINT (Ctrl-C) or SIGTERM cancels the videos not started y
 running ones finish (a second signal abandons them, as does the first with one worker; a video
 stopped midway leaves only a hidden temporary folder), writes the index and manifest of what is
 done and raises :class:`PreprocessInterrupted`. That index records the videos not done as
-``videos_pending``, so commands refuse it as incomplete unless ``--allow-partial`` (as does an
-``--index-only`` index while shards are pending). Re-running the same command resumes from the
-completion records and writes the complete index.
+``videos_pending``, so commands refuse it as incomplete unless ``--allow-partial``. Re-running
+the same command resumes from the completion records and writes the complete index.
 """
 
 from __future__ import annotations
@@ -279,7 +278,9 @@ def run_preprocess(
                 crop=cfg.align.crop,
                 preprocess=cfg.face_settings().to_json(),
                 source_root=Path(cfg.dataset.root).resolve().as_posix(),
-                videos_pending=summary.videos_pending or None,  # interrupted: incomplete
+                # interrupted: incomplete (an --index-only run cannot tell the videos not done
+                # from those that failed: both have no completion record)
+                videos_pending=(summary.videos_pending or None) if stopped else None,
             )
             if index.partial:
                 logger.warning("%s is partial: %s are on disk", name, index.partial)
