@@ -138,7 +138,9 @@ def tiny(tmp_path_factory):
         for f, r in enumerate(rel):
             (data / r).parent.mkdir(parents=True, exist_ok=True)
             cv2.imwrite(str(data / r), np.roll(img, 3 * f, axis=1))
-        videos.append(VideoEntry(f"{v:03d}", v % 2, method, "test", rel, attributes={"g": "a"}))
+        videos.append(
+            VideoEntry(f"{v:03d}", v % 2, method, "test", rel, attributes={"g": "ab"[v // 4]})
+        )
     index = DatasetIndex("tiny", "deepfake", videos, root=data, videos_pending=2)
     write_index(index, data / "tiny.json")
     from fairforensics.detectors import build_detector, save_checkpoint
@@ -187,6 +189,19 @@ def test_test_refuses_an_incomplete_index_and_allows_it_named_partial(tiny, tmp_
     tables = list((tmp_path / "ev" / "tables").glob("*.md"))
     assert tables and all(label in t.read_text() for t in tables)
     assert label in (tmp_path / "ev" / "report.html").read_text()
+
+
+def test_robustness_allowed_names_the_set_partial_in_its_tables(tiny, tmp_path, capsys):
+    _, data, run = tiny
+    out = tmp_path / "rob"
+    argv = ["robustness", "--run", str(run), "--test-data", "tiny", "--data-root", str(data)]
+    argv += ["--types", "GB", "--levels", "1", "--out", str(out), "--no-progress"]
+    argv += ["--set", "n_boot=0", "--set", "plots=false", "--allow-partial"]
+    code, err = _cli(argv, capsys)
+    assert code == 0, err
+    label = "tiny (partial: 6 videos preprocessed, 2 not yet (interrupted run))"
+    assert label in (out / "robustness_table.md").read_text()
+    assert label in (out / "robustness_fairness_table.md").read_text()
 
 
 @pytest.mark.parametrize(
