@@ -31,15 +31,37 @@ from typing import Any
 
 from tqdm import tqdm
 
-#: videos per method that the datasets' papers publish, by dataset name (the shipped configs'
-#: ``dataset.name``). FaceForensics++ (Roessler et al. 2019, and FaceShifter's 1,000 added to
-#: it): 1,000 source videos and 1,000 fakes of each method; Celeb-DF v2 (Li et al. 2020): 590
-#: Celeb-real and 300 YouTube-real videos, 5,639 Celeb-synthesis videos. Celeb-DF++ and DF40
-#: publish no per-method count that this project records: their counts are shown unchecked.
-_FF = {m: 1000 for m in ("real", "Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures")}
+#: videos per method that the datasets' authors publish, by dataset name (the shipped configs'
+#: ``dataset.name``). FaceForensics++ (Roessler et al. 2019, FaceShifter added to it): 1,000
+#: source videos and 1,000 fakes of each method; Celeb-DF v2 (Li et al. 2020): 590 Celeb-real
+#: and 300 YouTube-real videos, 5,639 Celeb-synthesis videos. Celeb-DF++ and DF40 publish no
+#: per-method total that this project records (see :data:`PUBLISHED_TEST_COUNTS`).
+_FF_METHODS = ("real", "Deepfakes", "Face2Face", "FaceSwap", "NeuralTextures", "FaceShifter")
+_FF_NAMES = ("FF-raw", "FF-c23", "FF-c40")
 PUBLISHED_COUNTS: dict[str, dict[str, int]] = {
-    **{name: {**_FF, "FaceShifter": 1000} for name in ("FF-raw", "FF-c23", "FF-c40")},
+    **{name: dict.fromkeys(_FF_METHODS, 1000) for name in _FF_NAMES},
     "Celeb-DF-v2": {"real": 890, "Celeb-synthesis": 5639},
+}
+
+
+def _celebdfpp_test() -> dict[str, int]:
+    """Celeb-DF++'s test split (its README): Celeb-DF's 178 real test videos, 200 fakes of each
+    face-swap and face-reenactment method, 300 of each talking-face method."""
+    from fairforensics.preprocessing.datasets.celebdfpp import SCENARIOS
+
+    per = {"FaceSwap": 200, "FaceReenact": 200, "TalkingFace": 300}
+    counts = {"real": 178}
+    for scenario, (_, methods) in SCENARIOS.items():
+        counts.update(dict.fromkeys(methods, per[scenario]))
+    return counts
+
+
+#: videos per method of the published test split: FF++'s official split (140 sources and 140
+#: fakes of each method), Celeb-DF v2's test list (178 real, 340 fake), Celeb-DF++'s test list.
+PUBLISHED_TEST_COUNTS: dict[str, dict[str, int]] = {
+    **{name: dict.fromkeys(_FF_METHODS, 140) for name in _FF_NAMES},
+    "Celeb-DF-v2": {"real": 178, "Celeb-synthesis": 340},
+    "Celeb-DF-pp": _celebdfpp_test(),
 }
 
 #: the kinds of finding, in the order the table shows them
@@ -303,20 +325,27 @@ def _rel(path: str | Path, root: Path) -> str:
     return Path(os.path.relpath(path, root)).as_posix()
 
 
-def _counts(report: VerifyReport, dataset: str, methods: Counter) -> None:
-    """Per-method video counts, against the published ones when :data:`PUBLISHED_COUNTS` has
-    the dataset (a method the published counts name but that is not there is not an error:
-    configs choose their methods)."""
-    published = PUBLISHED_COUNTS.get(dataset)
-    for method in sorted(methods, key=lambda m: (m != "real", m)):
-        pub = None if published is None else published.get(method)
-        report.counts.append((method, methods[method], pub))
-        if pub is not None and methods[method] != pub:
-            report.add("count", [method], f"{methods[method]:,} videos, published {pub:,}")
-    if published is None:
+def _counts(report: VerifyReport, dataset: str, videos: Iterable[tuple[str, str]]) -> None:
+    """Per-method video counts (``videos``: method and split of each), in all and in the test
+    split, against the published ones where :data:`PUBLISHED_COUNTS` /
+    :data:`PUBLISHED_TEST_COUNTS` have the dataset (a published method that is not there at all
+    is not an error: configs choose their methods)."""
+    pairs = list(videos)
+    for published, what in ((PUBLISHED_COUNTS, ""), (PUBLISHED_TEST_COUNTS, " (test split)")):
+        known = published.get(dataset)
+        found = Counter(m for m, split in pairs if not what or split == "test")
+        if known is None and what:
+            continue
+        for method in sorted(found, key=lambda m: (m != "real", m)):
+            pub = None if known is None else known.get(method)
+            report.counts.append((method + what, found[method], pub))
+            if pub is not None and found[method] != pub:
+                report.add("count", [method + what], f"{found[method]:,} videos, published {pub:,}")
+    if dataset not in PUBLISHED_COUNTS:
+        test = " (the test split's are checked)" if dataset in PUBLISHED_TEST_COUNTS else ""
         report.notes.append(
-            f"no published per-method counts known for {dataset!r} (known: "
-            f"{', '.join(PUBLISHED_COUNTS)}): the counts are shown unchecked"
+            f"no published per-method totals known for {dataset!r} (known: "
+            f"{', '.join(PUBLISHED_COUNTS)}): the totals are shown unchecked{test}"
         )
 
 
@@ -353,7 +382,7 @@ def verify_raw(
         check_decoding(
             report, sorted(_rel(p, root) for p in listed), workers=workers, progress=progress
         )
-    _counts(report, ds.name, Counter(item.method for item in listing.items))
+    _counts(report, ds.name, ((item.method, item.split) for item in listing.items))
     return report
 
 
@@ -404,7 +433,7 @@ def verify_index(
     if index.incomplete:
         report.notes.append(f"the index is incomplete: {index.incomplete}")
     _check_sources(report, index, source_root, decode=decode, workers=workers, progress=progress)
-    _counts(report, index.dataset, Counter(v.method for v in index.videos))
+    _counts(report, index.dataset, ((v.method, v.split) for v in index.videos))
     return report
 
 
@@ -484,6 +513,7 @@ def verify_tree(root: str | Path) -> VerifyReport:
 __all__ = [
     "KINDS",
     "PUBLISHED_COUNTS",
+    "PUBLISHED_TEST_COUNTS",
     "Finding",
     "VerifyReport",
     "check_decoding",

@@ -121,6 +121,16 @@ def test_counts_are_checked_against_the_published_ones(tmp_path, capsys) -> None
     code, out = _verify([str(index), "--no-decode"], capsys)
     assert code == 1, out
     assert "| real | 2 | 1,000 |" in out and "  real: 2 videos, published 1,000" in out
+    assert "| real (test split) | 2 | 140 |" in out
+    assert "  real (test split): 2 videos, published 140" in out
+
+
+def test_celebdfpp_test_split_counts_are_checked(tmp_path, capsys) -> None:
+    index = _processed(tmp_path, name="Celeb-DF-pp", n=2)
+    code, out = _verify([str(index), "--no-decode"], capsys)
+    assert code == 1, out
+    assert "| real (test split) | 2 | 178 |" in out and "| real | 2 | - |" in out
+    assert "the totals are shown unchecked (the test split's are checked)" in out
 
 
 def test_manifest_round_trip_and_a_tampered_file(tmp_path, capsys) -> None:
