@@ -450,10 +450,11 @@ def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
 
 def check_complete(
     index: DatasetIndex | str | Path, *, allow_partial: bool = False, source: str | None = None
-) -> None:
+) -> str | None:
     """Raise :class:`IncompleteIndexError`, one line naming the file, when an interrupted
     preprocessing run wrote the index (a :class:`DatasetIndex`, or the path of an index file,
-    read without validation), unless ``allow_partial``; tables then name it partial."""
+    read without validation), unless ``allow_partial``; then return what it lacks (tables name
+    it partial). None for a complete index."""
     if isinstance(index, DatasetIndex):
         pending, done = index.videos_pending, len(index.videos)
         source = source or f"{index.root}/{index.dataset}.json"
@@ -462,12 +463,14 @@ def check_complete(
         try:
             data = json.loads(Path(index).read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return  # not there or not JSON: the reader says so
+            return None  # not there or not JSON: the reader says so
         if not isinstance(data, dict):
-            return
+            return None
         pending, done = data.get("videos_pending"), len(data.get("videos") or [])
-    if allow_partial or not isinstance(pending, int) or pending <= 0:
-        return
+    if not isinstance(pending, int) or isinstance(pending, bool) or pending <= 0:
+        return None
+    if allow_partial:
+        return f"{done:,} videos preprocessed, {pending:,} not yet (interrupted run)"
     raise IncompleteIndexError(
         f"{source}: incomplete dataset index: its preprocessing run was interrupted with "
         f"{done:,} videos done and {pending:,} not yet; re-run the same preprocess command to "
