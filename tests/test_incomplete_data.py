@@ -234,3 +234,17 @@ def test_benchmark_passes_allow_partial_to_every_run(tmp_path) -> None:
     for command in (train_command, eval_command, robustness_command):
         assert "--allow-partial" in command(sweep, "meso4")
     assert "--allow-partial" not in train_command(Sweep(["meso4"], tmp_path), "meso4")
+
+
+def test_a_combination_with_an_incomplete_part_stays_incomplete(tiny, tmp_path) -> None:
+    from fairforensics.preprocessing.combine import combine_indexes
+
+    _, data, _ = tiny
+    part = read_index(data / "tiny.json")
+    whole = DatasetIndex("whole", "deepfake", part.videos[:2], root=data)
+    combined = combine_indexes([part, whole], "both", data)
+    assert combined.videos_pending == 2 and combined.incomplete
+    write_index(combined, data / "both.json")
+    with pytest.raises(IncompleteIndexError, match="both.json"):
+        check_complete(data / "both.json")
+    assert combine_indexes([whole], "one", data).videos_pending is None
