@@ -10,7 +10,8 @@ Examples::
 
 A raw dataset is checked through its preprocess config (any shipped one): the files its lists
 name, the videos or images beside them that no list names, each one decoded (first and last
-frame), and the counts per method against the published ones (FF++, Celeb-DF v2). A JSON index
+frame), and the counts per method against the published ones (FF++ and Celeb-DF v2, and the
+test splits of those and of Celeb-DF++). A JSON index
 is checked the same way for its frames, landmarks and masks, and, when the index records the
 raw dataset it was made from (``source_root``, or --source-root), each video's source file is
 found and decoded too. --write-manifest writes the SHA-256 of every file of the tree (the
