@@ -95,6 +95,7 @@ class Sweep:
     robustness_args: list[str] = field(default_factory=list)  # e.g. ["--types", "GB,VC"]
     seeds: list[int] | None = None  # one training per seed (train.seed), in <detector>/seed<k>
     baselines: dict[str, Path] = field(default_factory=dict)  # extra baseline predictions files
+    allow_partial: bool = False  # every run: --allow-partial (incomplete indexes named partial)
     costs: bool = True  # measure the cost columns (parameters, MACs, CPU ms per frame)
     show_intervals: bool = False  # Markdown/HTML leaderboards show each cell's interval
 
@@ -105,7 +106,8 @@ class Sweep:
         return self.data_root
 
     def extra_args(self) -> list[str]:
-        return [x for module in self.imports for x in ("--import", module)]
+        partial = ["--allow-partial"] if self.allow_partial else []
+        return [*partial, *(x for module in self.imports for x in ("--import", module))]
 
     def folder(self, detector: str, seed: int | None = None) -> Path:
         """Where one run of ``detector`` lives: ``<out>/<detector>``, with a seed

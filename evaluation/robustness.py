@@ -450,9 +450,12 @@ def run_robustness(
     modes: dict[str, str] = {}
     expected = crop_from_mapping((meta or {}).get("expected_crop"), "expected_crop")
     crop_notes: dict[str, str] = {}  # as test.py: a set cropped otherwise than the weights expect
+    partial: dict[str, str] = {}  # as test.py: tables name a partial set "<name> (partial: ...)"
     for name in test.test_data:
         index_path = resolve_index_path(name, root)
         index = resolve_index(name, root)
+        if index.partial:
+            partial[name] = index.partial
         note = check_crop(index, expected)
         if note:
             crop_notes[name] = note
@@ -474,9 +477,11 @@ def run_robustness(
             }
         modes[name] = result.mode
         skipped += [{"test_data": name, **s} for s in result.skipped]
-        rows += robustness_rows(detector_name, name, result, test)
+        rows += robustness_rows(detector_name, index.label, result, test)
     if crop_notes:
         meta = {**(meta or {}), "crop_notes": crop_notes}
+    if partial:
+        meta = {**(meta or {}), "partial": partial}
     _write_outputs(rows, out, test, rcfg, detector_name, train_data, meta, modes, skipped,
                    timing, extra_sections)  # fmt: skip
     return rows

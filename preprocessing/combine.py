@@ -80,6 +80,8 @@ def combine_indexes(
         videos_found=sum(ix.videos_found or 0 for ix in indexes) if counted else None,
         crop=common_crop(indexes),
         preprocess=settings[0] if same else None,
+        # an incomplete part (an interrupted preprocessing run) keeps the combination incomplete
+        videos_pending=sum(ix.videos_pending or 0 for ix in indexes) or None,
     )
 
 

@@ -1,9 +1,10 @@
 """The dataset index: one JSON file per dataset that every later stage reads.
 
-Schema version 3 (all paths are POSIX paths relative to the directory of the index file)::
+Schema version 4 (all paths are POSIX paths relative to the directory of the index file)::
 
     {
-      "schema_version": 3,                 # 2: without the counts and crop; 1: nor "clips"
+      "schema_version": 4,                 # 3: without source_root and videos_pending; 2: nor
+                                           # the counts and crop; 1: nor "clips"
       "dataset": "FF-c23",                 # name used by --train-data / --test-data
       "task": "deepfake" | "pad",
       "methods": ["real", "Deepfakes", ...],   # optional; derived from videos when absent
@@ -16,6 +17,13 @@ Schema version 3 (all paths are POSIX paths relative to the directory of the ind
                                            # the faces were cropped (configs.crop.CropSpec)
       "preprocess": {"sampling": {...}, "face": {...}, "align": {...}, ...},   # optional: the
                                            # face-crop settings that made it (FaceSettings)
+      "source_root": "/data/raw/FF++",     # optional (version 4): the absolute path of the raw
+                                           # dataset it was made from (dataset.root); "source"
+                                           # paths are relative to it. Absent: unknown
+      "videos_pending": 4,                 # optional (version 4): videos listed and found but
+                                           # not preprocessed yet, because the run was
+                                           # interrupted; the index is then incomplete and
+                                           # commands refuse it unless --allow-partial
       "videos": [
         {
           "id": "000_003",                 # unique together with "method"
@@ -40,7 +48,7 @@ clips are sorted, do not overlap and lie inside ``frames``. Older versions are s
 (their crop and completeness are unknown), and an index is written with the lowest version
 that holds what it records, so tools that know only version 1 keep reading indexes without
 clips, counts or crop. Use :func:`read_index` / :func:`write_index` (atomic) and
-:func:`validate_index`.
+:func:`validate_index`; :func:`check_complete` refuses an incomplete index.
 """
 
 from __future__ import annotations
@@ -55,8 +63,9 @@ from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.configs.loader import ConfigError
 from fairforensics.preprocessing.files import write_json
 
-SCHEMA_VERSION = 3
-SCHEMA_VERSIONS = (1, 2, 3)  # what the reader accepts; 2 adds "clips", 3 the counts and crop
+SCHEMA_VERSION = 4
+SCHEMA_VERSIONS = (1, 2, 3, 4)  # what the reader accepts; 2 adds "clips", 3 the counts and
+# crop, 4 source_root and videos_pending
 SPLITS = ("train", "val", "test")
 ALL_SPLITS = "all"  # a split argument that means every video of the index
 SPLIT_CHOICES = (*SPLITS, ALL_SPLITS)  # what a command's --split accepts
@@ -65,6 +74,10 @@ TASKS = ("deepfake", "pad")
 
 class DatasetIndexError(ValueError):
     """A dataset index file is malformed; the message names the file and the problem."""
+
+
+class IncompleteIndexError(DatasetIndexError):
+    """An index that an interrupted preprocessing run wrote, used without ``allow_partial``."""
 
 
 @dataclass
@@ -112,15 +125,29 @@ class DatasetIndex:
     crop: CropSpec | None = None  # how its faces were cropped (None: unknown)
     #: the face-crop settings that made the index (``FaceSettings.to_json()``), when known
     preprocess: dict[str, Any] | None = None
+    source_root: str | None = None  # the raw dataset's folder it was made from (None: unknown)
+    videos_pending: int | None = None  # videos an interrupted run did not preprocess yet
+
+    @property
+    def incomplete(self) -> str | None:
+        """``"3 videos preprocessed, 4 not yet (interrupted run)"`` when the preprocessing run
+        that wrote the index was interrupted, else None."""
+        if not self.videos_pending:
+            return None
+        return (
+            f"{len(self.videos):,} videos preprocessed, {self.videos_pending:,} not yet "
+            "(interrupted run)"
+        )
 
     @property
     def partial(self) -> str | None:
-        """``"42 of 6,000 listed videos"`` when videos the dataset lists were missing, else None."""
-        if self.videos_listed is None or self.videos_found is None:
-            return None
-        if self.videos_found >= self.videos_listed:
-            return None
-        return f"{self.videos_found:,} of {self.videos_listed:,} listed videos"
+        """``"42 of 6,000 listed videos"`` when videos the dataset lists were missing, with
+        :attr:`incomplete` when the run was interrupted; else None."""
+        parts = [self.incomplete] if self.incomplete else []
+        listed, found = self.videos_listed, self.videos_found
+        if listed is not None and found is not None and found < listed:
+            parts.append(f"{found:,} of {listed:,} listed videos")
+        return "; ".join(parts) or None
 
     @property
     def label(self) -> str:
@@ -160,7 +187,11 @@ class DatasetIndex:
     def to_json(self) -> dict[str, Any]:
         counts = {"videos_listed": self.videos_listed, "videos_found": self.videos_found}
         counts = {k: v for k, v in counts.items() if v is not None}
-        if counts or self.crop is not None:
+        latest = {"source_root": self.source_root, "videos_pending": self.videos_pending or None}
+        latest = {k: v for k, v in latest.items() if v is not None}
+        if latest:
+            version = 4
+        elif counts or self.crop is not None:
             version = 3
         else:
             version = 2 if any(v.clips is not None for v in self.videos) else 1
@@ -178,6 +209,7 @@ class DatasetIndex:
             data["crop"] = self.crop.to_json()
         if self.preprocess is not None:
             data["preprocess"] = self.preprocess
+        data.update(latest)
         data["videos"] = [v.to_json() for v in self.videos]
         return data
 
@@ -236,10 +268,11 @@ def validate_index(
         "preprocess",
         "videos",
     }
-    known_top |= set(_VERSION_3)
+    known_top |= set(_VERSION_3) | set(_VERSION_4)
     for key in sorted(set(data) - known_top):
         errors.append(f"{source}: unknown top-level key {key!r}; allowed: {sorted(known_top)}")
     errors.extend(_version_3_errors(data, version, source))
+    errors.extend(_version_4_errors(data, version, source))
     if data.get("preprocess") is not None and not isinstance(data["preprocess"], dict):
         errors.append(f"{source}: 'preprocess' must be an object (the face-crop settings)")
     videos = data.get("videos")
@@ -330,6 +363,26 @@ def _version_3_errors(data: dict[str, Any], version: Any, source: str) -> list[s
     return errors
 
 
+_VERSION_4 = ("source_root", "videos_pending")
+
+
+def _version_4_errors(data: dict[str, Any], version: Any, source: str) -> list[str]:
+    """Problems of the top-level keys that schema version 4 adds."""
+    present = [k for k in _VERSION_4 if k in data]
+    if present and version in (1, 2, 3):
+        return [f"{source}: {', '.join(repr(k) for k in present)} needs schema_version 4"]
+    errors = []
+    root = data.get("source_root")
+    if "source_root" in data and (not isinstance(root, str) or not root):
+        errors.append(f"{source}: 'source_root' must be a non-empty path string, got {root!r}")
+    pending = data.get("videos_pending")
+    if "videos_pending" in data and (
+        isinstance(pending, bool) or not isinstance(pending, int) or pending < 0
+    ):
+        errors.append(f"{source}: 'videos_pending' must be an integer >= 0, got {pending!r}")
+    return errors
+
+
 def _clip_errors(clips: Any, n_frames: int) -> list[str]:
     """Problems of a video's ``clips``: sorted, non-overlapping [start, length] inside frames."""
     shape = "'clips' must be a list of [first position, length] pairs of integers"
@@ -370,6 +423,8 @@ def index_from_json(data: dict[str, Any], root: Path, source: str = "<index>") -
         videos_found=data.get("videos_found"),
         crop=crop_from_mapping(data.get("crop"), f"{source}: crop"),
         preprocess=data.get("preprocess"),
+        source_root=data.get("source_root"),
+        videos_pending=data.get("videos_pending"),
     )
 
 
@@ -391,6 +446,36 @@ def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
                 "dataset index points to missing files:\n  " + "\n  ".join(errors[:20])
             )
     return index
+
+
+def check_complete(
+    index: DatasetIndex | str | Path, *, allow_partial: bool = False, source: str | None = None
+) -> str | None:
+    """Raise :class:`IncompleteIndexError`, one line naming the file, when an interrupted
+    preprocessing run wrote the index (a :class:`DatasetIndex`, or the path of an index file,
+    read without validation), unless ``allow_partial``; then return what it lacks (tables name
+    it partial). None for a complete index."""
+    if isinstance(index, DatasetIndex):
+        pending, done = index.videos_pending, len(index.videos)
+        source = source or f"{index.root}/{index.dataset}.json"
+    else:
+        source = source or str(index)
+        try:
+            data = json.loads(Path(index).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None  # not there or not JSON: the reader says so
+        if not isinstance(data, dict):
+            return None
+        pending, done = data.get("videos_pending"), len(data.get("videos") or [])
+    if not isinstance(pending, int) or isinstance(pending, bool) or pending <= 0:
+        return None
+    if allow_partial:
+        return f"{done:,} videos preprocessed, {pending:,} not yet (interrupted run)"
+    raise IncompleteIndexError(
+        f"{source}: incomplete dataset index: its preprocessing run was interrupted with "
+        f"{done:,} videos done and {pending:,} not yet; re-run the same preprocess command to "
+        "finish it, or pass --allow-partial to use what it holds (tables then name it partial)"
+    )
 
 
 def write_index(index: DatasetIndex, path: str | Path) -> None:

@@ -14,8 +14,9 @@ writes the full index from the completion records without processing anything.
 Stopping (issue 14): SIGINT (Ctrl-C) or SIGTERM cancels the videos not started yet, lets the
 running ones finish (a second signal abandons them, as does the first with one worker; a video
 stopped midway leaves only a hidden temporary folder), writes the index and manifest of what is
-done and raises :class:`PreprocessInterrupted`. Re-running the same command resumes from the
-completion records.
+done and raises :class:`PreprocessInterrupted`. That index records the videos not done as
+``videos_pending``, so commands refuse it as incomplete unless ``--allow-partial``. Re-running
+the same command resumes from the completion records and writes the complete index.
 """
 
 from __future__ import annotations
@@ -73,9 +74,16 @@ class StopRequested(KeyboardInterrupt):
 class PreprocessInterrupted(Exception):
     """A run stopped by a signal; the index and manifest of the finished videos are written."""
 
-    def __init__(self, signum: int, done: int, total: int) -> None:
+    def __init__(self, signum: int, done: int, total: int, index: Path | None = None) -> None:
+        marked = (
+            f"; until then {index} is marked incomplete (train, test and the others refuse it "
+            "unless --allow-partial)"
+            if index is not None
+            else ""
+        )
         super().__init__(
             f"interrupted: {done} of {total} videos done; re-run the same command to resume"
+            + marked
         )
         self.signum, self.done, self.total = signum, done, total
 
@@ -269,6 +277,10 @@ def run_preprocess(
                 videos_found=listing.videos_found,
                 crop=cfg.align.crop,
                 preprocess=cfg.face_settings().to_json(),
+                source_root=Path(cfg.dataset.root).resolve().as_posix(),
+                # interrupted: incomplete (an --index-only run cannot tell the videos not done
+                # from those that failed: both have no completion record)
+                videos_pending=(summary.videos_pending or None) if stopped else None,
             )
             if index.partial:
                 logger.warning("%s is partial: %s are on disk", name, index.partial)
@@ -278,7 +290,12 @@ def run_preprocess(
                 summary, listing, items, results, records, pending, interrupted=stopped is not None
             )
             if stopped is not None:
-                raise PreprocessInterrupted(stopped.signum, summary.videos_done, len(items))
+                raise PreprocessInterrupted(
+                    stopped.signum,
+                    summary.videos_done,
+                    len(items),
+                    summary.index_path if summary.videos_pending else None,
+                )
             logger.info(
                 "%s: %d videos in the index (%d cached), %d skipped, %d face crops in the index "
                 "(%d faces found by this run), %.1f s",

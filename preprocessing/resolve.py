@@ -8,11 +8,14 @@ also tests. ``<data_root>/<name>.json`` may be our schema-v1 index or a Deepfake
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from fairforensics.preprocessing.datasets.deepfakebench import read_any_index
-from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError
+from fairforensics.preprocessing.index import DatasetIndex, DatasetIndexError, check_complete
+
+log = logging.getLogger(__name__)
 
 
 def resolve_index_path(name: str | Path, data_root: str | Path) -> Path:
@@ -37,3 +40,20 @@ def resolve_index(name: str | Path, data_root: str | Path) -> DatasetIndex:
 def resolve_datasets(data_root: str | Path, names: Sequence[str]) -> list[DatasetIndex]:
     """:func:`resolve_index` for every name."""
     return [resolve_index(name, data_root) for name in names]
+
+
+def check_datasets_complete(
+    names: Iterable[str | Path], data_root: str | Path, *, allow_partial: bool = False
+) -> None:
+    """:func:`~fairforensics.preprocessing.index.check_complete` on the index of every name that
+    resolves (one that does not is left to the command's own error): an index of an interrupted
+    preprocessing run stops the command, naming it, unless ``allow_partial`` (then a warning
+    names it)."""
+    for name in dict.fromkeys(names):
+        try:
+            path = resolve_index_path(name, data_root)
+        except DatasetIndexError:
+            continue
+        lacks = check_complete(path, allow_partial=allow_partial)
+        if lacks:
+            log.warning("%s is incomplete (%s): used as --allow-partial says", path, lacks)

@@ -66,7 +66,7 @@ def test_missing_frame_is_named(tmp_path) -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(schema_version=4), "schema_version must be 1 or 2 or 3"),
+        (lambda d: d.update(schema_version=5), "schema_version must be 1 or 2 or 3 or 4"),
         (lambda d: d.update(videos_listed=3, videos_found=2), "needs schema_version 3"),
         (lambda d: d.update(schema_version=3, videos_listed=2), "go together"),
         (lambda d: d.update(schema_version=3, videos_listed=2, videos_found=3), "more than"),
@@ -164,3 +164,23 @@ def test_counts_and_crop_round_trip_as_version_3_and_name_a_partial_set(tmp_path
     write_index(old, tmp_path / "old.json")
     back = read_index(tmp_path / "old.json")
     assert back.crop is None and back.partial is None and back.videos_listed is None
+
+
+def test_version_4_keys_source_root_and_videos_pending(tmp_path) -> None:
+    index = DatasetIndex("FF", "deepfake", [video()], source_root="/data/raw", videos_pending=3)
+    data = index.to_json()
+    assert data["schema_version"] == 4
+    assert (data["source_root"], data["videos_pending"]) == ("/data/raw", 3)
+    write_index(index, tmp_path / "FF.json")
+    back = read_index(tmp_path / "FF.json")
+    assert (back.source_root, back.videos_pending) == ("/data/raw", 3)
+    old = DatasetIndex("FF", "deepfake", [video()]).to_json()
+    assert "source_root" not in old and old["schema_version"] == 1  # unknown: absent
+    for edit, message in [
+        ({"source_root": ""}, "'source_root' must be a non-empty path string"),
+        ({"source_root": 3}, "'source_root' must be a non-empty path string"),
+        ({"videos_pending": -1}, "'videos_pending' must be an integer >= 0"),
+        ({"videos_pending": True}, "'videos_pending' must be an integer >= 0"),
+        ({"schema_version": 3}, "'source_root', 'videos_pending' needs schema_version 4"),
+    ]:
+        assert any(message in e for e in validate_index({**data, **edit}, "x.json")), edit

@@ -55,7 +55,7 @@ def test_a_run_of_consecutive_frames_is_decoded_in_one_pass() -> None:
 
 def test_index_records_clips_of_consecutive_frames(clip_run) -> None:
     _, _, out, summary = clip_run
-    assert json.loads((out / "demo.json").read_text())["schema_version"] == 3  # clips, counts
+    assert json.loads((out / "demo.json").read_text())["schema_version"] == 4  # source_root
     index = read_index(out / "demo.json", check_files=True)
     assert summary.videos_done == 8
     by_key = {(v.method, v.id): v for v in index.videos}

@@ -80,6 +80,9 @@ def test_a_signal_stops_writes_the_index_and_the_rerun_resumes(
     # the index lists exactly the finished videos; the manifest says what is pending
     index = read_index(out / "demo.json", check_files=True)
     assert len(index.videos) == done
+    # ... and is marked incomplete, with the true count of what is not done (issue 46, item 5)
+    assert index.videos_pending and "not yet (interrupted run)" in index.partial
+    assert "is marked incomplete" in errors[-1]
     manifest = json.loads((out / "demo.manifest.json").read_text())
     assert manifest["interrupted"] is True and manifest["pending"]
     # no half video counted as done: every video folder is whole or hidden
@@ -91,6 +94,7 @@ def test_a_signal_stops_writes_the_index_and_the_rerun_resumes(
     assert summary["videos_cached"] >= done and summary["videos_done"] == 8
     assert not list((out / "demo").rglob(".*.tmp-*"))
     assert snapshot(out) == snapshot(clean)
+    assert read_index(out / "demo.json").videos_pending is None
     manifest = json.loads((out / "demo.manifest.json").read_text())
     assert manifest["interrupted"] is False and manifest["pending"] == []
 

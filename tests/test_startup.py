@@ -124,6 +124,7 @@ VALUE_ERRORS = {
     "export": ["runs/x", "--weights", "w.pt", "--out", "{folder}/pkg"],
     "models": ["--detector", "no_such_detector"],
     "audit": ["--data", "demo", "--source-root", "{folder}/none", "--out", "{folder}/a"],
+    "verify": ["{folder}/no_such_index.json", "--no-decode"],
 }
 
 #: verb -> its arguments with an output path that cannot be written ({out}: a file stands in the

@@ -30,6 +30,7 @@ VERBS = {
     "export": "export",
     "models": "models",
     "audit": "audit",
+    "verify": "verify",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -142,3 +143,8 @@ def models() -> NoReturn:
 def audit() -> NoReturn:
     """``ff-audit``."""
     run_verb("audit")
+
+
+def verify() -> NoReturn:
+    """``ff-verify``."""
+    run_verb("verify")

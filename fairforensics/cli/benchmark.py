@@ -24,6 +24,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.partial import add_allow_partial_argument
 from fairforensics.configs import import_modules
 from fairforensics.configs.writable import check_writable
 
@@ -139,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="slurm: a further sbatch option, repeatable (e.g. account=abc)",
     )
+    add_allow_partial_argument(p)
     add_import_argument(p)
     args = p.parse_args(argv)
     if args.protocol and (args.train_data or args.val_data or args.test_data):
@@ -160,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         p.error(str(exc))
     check_writable(args.out)  # before any run trains
+    if not args.protocol:  # a protocol's runs read the indexes it derives (checked by each run)
+        from fairforensics.preprocessing.resolve import check_datasets_complete  # no torch
+
+        names = [*(args.train_data or ["FF-c23"]), *(args.val_data or []), *(args.test_data or [])]
+        check_datasets_complete(
+            names, args.data_root or "datasets", allow_partial=args.allow_partial
+        )
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, run_sweep
@@ -184,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         robustness_args=args.robustness_args,
         seeds=args.seeds,
         baselines=baselines,
+        allow_partial=args.allow_partial,
         costs=not args.no_costs,
         show_intervals=args.show_intervals,
     )

@@ -30,6 +30,7 @@ from fairforensics.cli.errors import (
     run_cli,
 )
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.partial import add_allow_partial_argument
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules, shipped_configs
 from fairforensics.configs.writable import check_writable
@@ -157,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
         help=config_help("train", "protocol: extra train config (e.g. demo)"),
     )
     parser.add_argument("-v", "--verbose", action="store_true")
+    add_allow_partial_argument(parser)
     add_threshold_arguments(parser)
     add_import_argument(parser)
     args = parser.parse_args(argv)
@@ -189,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         load_report_config,
         write_report,
     )
+    from fairforensics.preprocessing.resolve import check_datasets_complete
 
     configure_logging(
         level=logging.INFO if args.verbose else logging.WARNING,
@@ -207,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         import_modules(args.imports)
         cfg = load_report_config(args.config, overrides=overrides)
         if args.protocol:
+            check_datasets_complete(
+                [args.dataset], args.data_root, allow_partial=args.allow_partial
+            )
             protocol = protocols.load_protocol(args.protocol)
             if not explicit_alpha:  # --alpha / --set alpha= > the protocol's alpha > report's
                 cfg.alpha = protocol.alpha

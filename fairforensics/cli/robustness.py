@@ -16,11 +16,13 @@ an index made by ``preprocess``, whose ``source`` paths lie under --source-root,
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.partial import add_allow_partial_argument
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
@@ -85,6 +87,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-fairness", action="store_true", help="skip fairness under perturbation")
     p.add_argument("--no-progress", action="store_true")
     add_threshold_arguments(p)
+    add_allow_partial_argument(p)
     add_import_argument(p)
     return p.parse_args(argv)
 
@@ -100,7 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     from fairforensics.evaluation.model_package.load import load_model
     from fairforensics.evaluation.report import add_sections
     from fairforensics.evaluation.results import slug
-    from fairforensics.evaluation.robustness import RobustnessConfig, read_cases, run_robustness
+    from fairforensics.evaluation.robustness import (
+        RUN_INFO,
+        RobustnessConfig,
+        read_cases,
+        run_robustness,
+    )
     from fairforensics.evaluation.thresholds import (
         DecisionThreshold,
         decision_threshold,
@@ -108,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     from fairforensics.fairness.report import load_report_config
     from fairforensics.fairness.robustness import case_gaps, write_robustness_fairness
-    from fairforensics.preprocessing.resolve import resolve_index
+    from fairforensics.preprocessing.index import dataset_label
+    from fairforensics.preprocessing.resolve import check_datasets_complete, resolve_index
 
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -116,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.data_root:
         overrides.append(f"data_root={args.data_root}")
     cfg = settings.load_test_config(*args.config, overrides=overrides)
+    check_datasets_complete(
+        [*cfg.test_data, *([args.val_data] if args.val_data else [])],
+        cfg.data_root or "datasets",
+        allow_partial=args.allow_partial,
+    )
     rcfg = RobustnessConfig(
         types=_list(args.types),
         levels=_list(args.levels, int),
@@ -182,9 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     if report_cfg is not None:
         report_cfg.threshold = cfg.threshold
         rows = []
+        partial = json.loads((out / RUN_INFO).read_text(encoding="utf-8")).get("partial") or {}
         for test_data in cfg.test_data:
             _, cases = read_cases(out / "predictions" / slug(test_data))
-            rows += case_gaps(cases, args.attributes, report_cfg, test_data=test_data)
+            label = dataset_label(test_data, partial.get(test_data))  # as in every table
+            rows += case_gaps(cases, args.attributes, report_cfg, test_data=label)
         if rows:
             sections = write_robustness_fairness(rows, out, figures=cfg.plots)
             if cfg.report:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.partial import add_allow_partial_argument
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.writable import check_writable
@@ -90,6 +91,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="skip test sets whose index is missing (listed in eval.json and the report)",
     )
+    add_allow_partial_argument(p)
     p.add_argument("--within", nargs="+", help="leaderboard: within-domain test sets (default FF*)")
     p.add_argument(
         "--section",
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model
-    from fairforensics.preprocessing.resolve import resolve_index
+    from fairforensics.preprocessing.resolve import check_datasets_complete, resolve_index
 
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -180,6 +182,11 @@ def main(argv: list[str] | None = None) -> int:
             files, out, cfg, args.name, args.train_data, extra_sections=extra, scores=args.scores
         )
     else:
+        check_datasets_complete(
+            [*cfg.test_data, *([args.val_data] if args.val_data else [])],
+            cfg.data_root or "datasets",
+            allow_partial=args.allow_partial,
+        )
         if args.detector:
             from fairforensics.detectors import list_detectors
             from fairforensics.detectors.registry import plugin_failure_note

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.partial import add_allow_partial_argument
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
 from fairforensics.configs.writable import check_writable
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         "--resume", metavar="RUN_DIR", help="continue a run exactly where it stopped"
     )
     parser.add_argument("--log-level", default="INFO")
+    add_allow_partial_argument(parser)
     add_import_argument(parser)
     args = parser.parse_args(argv)
     configure_logging(
@@ -130,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         check_writable(args.output_dir, "--output-dir")  # before any data is read
     # after the arguments are read: --help and argument errors import no torch
     from fairforensics.fairness.fairswap import fairswap_transforms
+    from fairforensics.preprocessing.resolve import check_datasets_complete
     from fairforensics.training.config import load_train_config
     from fairforensics.training.distributed import teardown
     from fairforensics.training.trainer import Trainer
@@ -138,7 +141,6 @@ def main(argv: list[str] | None = None) -> int:
     import_modules(args.imports)
     if args.resume:
         cfg = resume_config(args.resume, args.overrides)
-        trainer = Trainer(cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train))
     else:
         overrides = list(args.overrides)
         for key, value in (
@@ -159,7 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             detector_yaml=args.detector_config,
             variant=args.variant,
         )
-        trainer = Trainer(cfg, batch_transforms=fairswap_transforms(cfg.train))
+    data = cfg.data
+    check_datasets_complete(
+        [*data.train_data, *data.val_data, *data.test_data],
+        data.data_root,
+        allow_partial=args.allow_partial,
+    )
+    trainer = Trainer(cfg, resume=args.resume, batch_transforms=fairswap_transforms(cfg.train))
     try:
         run_dir = trainer.fit()
     except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM (fairforensics.cli.errors)

@@ -53,6 +53,7 @@ class Listing:
     problems: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
     missing: int = 0  # listed videos not found; layouts without lists (folders) have none
     allow_partial: bool = False  # dataset.options.allow_partial: the missing ones are intended
+    missing_paths: list[str] = field(default_factory=list)  # the missing ones (for verify)
 
     def problem(self, path: str | Path, reason: str) -> None:
         """Record (and log) a file the layout names but that cannot be used."""
@@ -63,6 +64,7 @@ class Listing:
         """Record a video the dataset's lists name but that is not on disk (counted in
         :attr:`missing`)."""
         self.missing += 1
+        self.missing_paths.append(str(path))
         self.problem(path, reason)
 
     @property

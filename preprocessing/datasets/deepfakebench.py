@@ -96,11 +96,13 @@ def import_deepfakebench_json(
     attributes: str | Path | None = None,
     attributes_key: str = "video",
     allow_missing_frames: bool = False,
+    check_frames: bool = True,
 ) -> DatasetIndex:
     """A :class:`DatasetIndex` rooted at ``data_root`` from a DeepfakeBench JSON file.
 
     ``dataset`` names the index (default: the JSON's top-level key); ``attributes`` is an
     optional CSV of per-video attributes keyed by its ``attributes_key`` column (module doc).
+    ``check_frames=False`` keeps every listed frame unchecked (``fairforensics verify``).
     """
     json_path, data_root = Path(json_path), Path(data_root)
     try:
@@ -151,7 +153,11 @@ def import_deepfakebench_json(
     if not entries:
         raise DatasetLayoutError(f"{json_path}: no video with frames (compression {compression!r})")
     info = {"source": f"DeepfakeBench JSON {json_path.name}"}
-    missing = _drop_missing_frames(entries, json_path, data_root, allow_missing_frames)
+    missing = (
+        _drop_missing_frames(entries, json_path, data_root, allow_missing_frames)
+        if check_frames
+        else None
+    )
     if missing:
         info["missing_frames"] = missing
     if dropped:

@@ -210,6 +210,7 @@ def _count_missing(
         if ("_" in vid) == bool(label) and (method, vid) not in found
     ]
     listing.missing = len(absent)
+    listing.missing_paths = [str(p) for p in absent]
     if absent:
         intended = (
             "dataset.options.allow_partial is true, so this subset is intended: tables name "

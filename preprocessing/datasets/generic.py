@@ -8,7 +8,9 @@ Folders (the split folders are optional; without them the split is derived)::
 CSV (``dataset.options.csv``, relative to the root or absolute): columns ``path`` (relative to
 the root; an absolute path or one with ``..`` is a logged problem and the row is left out),
 ``label`` (0/1, real/fake, bonafide/attack) and optionally ``split``, ``method``, ``identity``,
-``id``; every other column becomes an attribute.
+``id``; every other column becomes an attribute. A row whose file is not on disk counts as a
+listed video that is missing (``Listing.missing``), as in every layout with lists: more than
+``max_failed_share`` of them stops the run before processing, unless ``allow_partial``.
 
 Derived splits are identity-disjoint when identities are known (the CSV's ``identity``), else each
 file is its own group: a fake whose file name contains a real video's name (FF++'s
@@ -150,6 +152,9 @@ def _from_csv(root: Path, opts: GenericOptions, listing: Listing) -> None:
             if not split:
                 derived = True
                 split = DERIVED
+            if not (root / rel_file).is_file():  # counted like every layout's listed files
+                listing.missing_video(root / rel_file, f"listed in {path} line {n}, not on disk")
+                continue
             method = (row.get("method") or "").strip() or ("real" if label == 0 else "fake")
             attrs = {
                 k: str(v).strip()
