@@ -38,7 +38,10 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "fairness/paired.py": ("tests/test_fairness_paired.py", "tests/test_fairness_robustness.py"),
     "fairness/leaderboard_metrics.py": ("tests/test_leaderboard_intervals.py",),
     "evaluation/audit/shortcut.py": ("tests/test_audit.py",),
-    "preprocessing/datasets/df40.py": ("tests/test_celebdfpp_df40.py",),
+    "preprocessing/datasets/df40.py": (
+        "tests/test_celebdfpp_df40.py",
+        "tests/test_df40_details.py",
+    ),
     "preprocessing/datasets/celebdfpp.py": ("tests/test_celebdfpp_df40.py",),
 }
 #: repository folders installed as ``fairforensics.<folder>`` (setup.py)
