@@ -42,7 +42,10 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_celebdfpp_df40.py",
         "tests/test_df40_details.py",
     ),
-    "preprocessing/datasets/celebdfpp.py": ("tests/test_celebdfpp_df40.py",),
+    "preprocessing/datasets/celebdfpp.py": (
+        "tests/test_celebdfpp_df40.py",
+        "tests/test_celebdfpp_details.py",
+    ),
 }
 #: repository folders installed as ``fairforensics.<folder>`` (setup.py)
 SUBPACKAGES = (
