@@ -215,7 +215,8 @@ def annotate_df40(index: DatasetIndex) -> int:
                 )
         domain = next((_REAL_DOMAINS[p] for p in parts if p in _REAL_DOMAINS), None)
         if method is not None:
-            after = parts[parts.index(next(p for p in parts if _method_name(p) == method)) + 1 :]
+            at = next((k for k, p in enumerate(parts) if _method_name(p) == method), None)
+            after = parts[at + 1 :] if at is not None else ()  # a method from the label name
             domain = OWN_SOURCE.get(method) or next(
                 (DOMAIN_FOLDERS[p] for p in after if p in DOMAIN_FOLDERS), domain
             )
