@@ -30,6 +30,7 @@ VERBS = {
     "export": "export",
     "models": "models",
     "audit": "audit",
+    "calibrate": "calibrate",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -142,3 +143,8 @@ def models() -> NoReturn:
 def audit() -> NoReturn:
     """``ff-audit``."""
     run_verb("audit")
+
+
+def calibrate() -> NoReturn:
+    """``ff-calibrate``."""
+    run_verb("calibrate")

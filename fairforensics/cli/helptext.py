@@ -28,6 +28,7 @@ GUIDES = {
     "export": "evaluation.md",
     "models": "evaluation.md",
     "audit": "evaluation.md",
+    "calibrate": "evaluation.md",
 }
 
 
