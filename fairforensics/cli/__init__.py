@@ -31,6 +31,7 @@ VERBS = {
     "models": "models",
     "audit": "audit",
     "verify": "verify",
+    "calibrate": "calibrate",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -148,3 +149,8 @@ def audit() -> NoReturn:
 def verify() -> NoReturn:
     """``ff-verify``."""
     run_verb("verify")
+
+
+def calibrate() -> NoReturn:
+    """``ff-calibrate``."""
+    run_verb("calibrate")

@@ -29,6 +29,7 @@ GUIDES = {
     "models": "evaluation.md",
     "audit": "evaluation.md",
     "verify": "preprocessing.md",
+    "calibrate": "evaluation.md",
 }
 
 

@@ -1,0 +1,217 @@
+"""Calibration metrics against hand cases and independent implementations, post-hoc maps on a
+simulated over-confident detector, interval coverage, refusals and the calibrate command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from sklearn.metrics import roc_auc_score
+
+from fairforensics.evaluation.calibration import (
+    CalibrationError,
+    brier,
+    calibration_summary,
+    ece,
+    fit_calibration,
+    mce,
+    nll,
+    read_calibration,
+    reliability_bins,
+    write_calibration,
+)
+from fairforensics.evaluation.calibration.metrics import ece_bootstrap
+from fairforensics.evaluation.predictions import Predictions, write_predictions
+
+
+def ece_by_loop(y, s, n_bins=15):
+    """An independent ECE: a plain loop over equal-width bins (the last one closed)."""
+    total = 0.0
+    for b in range(n_bins):
+        lo, hi = b / n_bins, (b + 1) / n_bins
+        inside = [
+            (yi, si)
+            for yi, si in zip(y, s, strict=True)
+            if lo <= si < hi or (b == n_bins - 1 and si == 1)
+        ]
+        if inside:
+            share = sum(yi for yi, _ in inside) / len(inside)
+            conf = sum(si for _, si in inside) / len(inside)
+            total += len(inside) / len(y) * abs(share - conf)
+    return total
+
+
+def test_hand_case():
+    """Two bins: [0.1, 0.2] (both real: gap 0.15) and [0.8, 0.9] (one fake: gap 0.35)."""
+    y, s = [0, 0, 1, 0], [0.1, 0.2, 0.8, 0.9]
+    assert ece(y, s, n_bins=2) == pytest.approx(0.5 * 0.15 + 0.5 * 0.35)
+    assert mce(y, s, n_bins=2) == pytest.approx(0.35)
+    assert brier(y, s) == pytest.approx((0.01 + 0.04 + 0.04 + 0.81) / 4)
+    assert nll(y, s) == pytest.approx(-np.mean(np.log([0.9, 0.8, 0.8, 0.1])))
+    bins = reliability_bins(y, s, n_bins=2)
+    np.testing.assert_allclose(bins.counts, [2, 2])
+    np.testing.assert_allclose(bins.fake_share, [0, 0.5])
+    assert ece([1], [1.0], n_bins=15) == 0.0  # a score of 1 falls in the last bin
+
+
+def test_ece_equals_a_loop_and_torchmetrics():
+    rng = np.random.default_rng(0)
+    s = rng.random(500)
+    y = (rng.random(500) < s**2).astype(int)
+    assert ece(y, s) == pytest.approx(ece_by_loop(y, s), abs=1e-12)
+    torch = pytest.importorskip("torch")
+    tm = pytest.importorskip("torchmetrics.functional.classification")
+    ref = tm.binary_calibration_error(torch.tensor(s), torch.tensor(y), n_bins=15, norm="l1")
+    assert ece(y, s) == pytest.approx(float(ref), abs=1e-6)
+    ref_max = tm.binary_calibration_error(torch.tensor(s), torch.tensor(y), n_bins=15, norm="max")
+    assert mce(y, s) == pytest.approx(float(ref_max), abs=1e-6)
+
+
+def test_equal_mass_bins_hold_equal_counts():
+    s = np.linspace(0.01, 0.99, 150)
+    y = np.arange(150) % 2
+    bins = reliability_bins(y, s, n_bins=15, strategy="quantile")
+    assert set(bins.counts.astype(int)) == {10}
+    with pytest.raises(ValueError, match="strategy"):
+        ece(y, s, strategy="equal")
+
+
+def over_confident(rng, n_videos, frames, k, tau=0.0):
+    """Videos of known calibrated log-odds ``l`` (half real, half fake: the population's mix),
+    frames scored ``sigmoid(k (l + e))``: a detector whose logit is k times the log-odds."""
+    lo = rng.normal(0, 2.0, 8 * n_videos)
+    y = (rng.random(8 * n_videos) < expit(lo)).astype(int)
+    keep = np.r_[np.flatnonzero(y == 0)[: n_videos // 2], np.flatnonzero(y == 1)[: n_videos // 2]]
+    lo, y = lo[keep], y[keep]
+    e = rng.normal(0, tau, (len(lo), frames))
+    scores = expit(k * (lo[:, None] + e)).ravel()
+    return (
+        np.repeat(y, frames),
+        scores,
+        np.repeat(np.arange(len(lo)), frames),
+        np.repeat(lo, frames),
+    )
+
+
+def population_ece(k, tau, n=2_000_000, seed=99):
+    """The detector's ECE on the population (15 equal bins), by Monte Carlo of the log-odds."""
+    rng = np.random.default_rng(seed)
+    lo, e = rng.normal(0, 2.0, n), rng.normal(0, tau, n)
+    s, p = expit(k * (lo + e)), expit(lo)
+    b = np.clip((s * 15).astype(int), 0, 14)
+    return float(np.abs(np.bincount(b, weights=p - s, minlength=15)).sum() / n)
+
+
+def test_temperature_scaling_repairs_an_over_confident_detector():
+    rng = np.random.default_rng(1)
+    y, s, videos, lo = over_confident(rng, 400, 4, k=3.0)
+    yt, st, _, lot = over_confident(rng, 400, 4, k=3.0)
+    cal = fit_calibration(y, s, "temperature", clusters=videos)
+    assert cal.params["temperature_low"] < 3.0 < cal.params["temperature_high"]
+    after = cal.apply(st)
+    floor = ece(yt, expit(lot))  # the true probabilities' ECE on this test set: the floor
+    assert ece(yt, st) > 2.5 * floor
+    assert ece(yt, after) < 1.25 * floor
+    assert roc_auc_score(yt, after) == roc_auc_score(yt, st)
+    platt = fit_calibration(y, s, "platt")
+    assert platt.params["a"] == pytest.approx(1 / 3.0, rel=0.15)
+    assert roc_auc_score(yt, platt.apply(st)) == roc_auc_score(yt, st)
+
+
+def test_temperature_interval_covers_the_truth():
+    """Seeded: 300 sets of 50 videos (8 identical frames each, so frames are not samples); the
+    truth is T = k exactly. 95 % nominal; binomial 99.9 % bounds for 300 sets: [0.90, 0.985]."""
+    rng = np.random.default_rng(2)
+    hits = 0
+    for _ in range(300):
+        y, s, videos, _ = over_confident(rng, 50, 8, k=2.0)
+        p = fit_calibration(y, s, "temperature", clusters=videos).params
+        hits += p["temperature_low"] <= 2.0 <= p["temperature_high"]
+    assert 0.90 <= hits / 300 <= 0.985
+
+
+@pytest.mark.parametrize("n_videos, low", [(50, 0.83), (200, 0.87)])
+def test_ece_interval_coverage(n_videos, low):
+    """Seeded: 200 sets, frames correlated within a video (tau = 0.5), truth by Monte Carlo.
+    Measured over 400 sets: 0.88 at 50 videos, 0.92 at 200 (below the nominal 0.95: the |.| of
+    each bin makes the bootstrap biased where a bin's true gap is near 0; docs/evaluation.md).
+    A bootstrap that ignored the videos covers far less (0.6-0.7)."""
+    truth = population_ece(2.0, 0.5)
+    rng = np.random.default_rng(5)
+    hits = 0
+    for i in range(200):
+        y, s, videos, _ = over_confident(rng, n_videos, 8, k=2.0, tau=0.5)
+        _, lo, hi = ece_bootstrap(y, s, videos, n_boot=200, seed=i)
+        hits += lo <= truth <= hi
+    assert low <= hits / 200 <= 0.99
+
+
+def test_isotonic_states_its_ties_and_summary_withholds_small_intervals():
+    rng = np.random.default_rng(3)
+    y, s, videos, _ = over_confident(rng, 60, 2, k=2.0)
+    iso = fit_calibration(y, s, "isotonic")
+    assert "distinct values" in iso.note and iso.params["distinct_values"] < len(np.unique(s))
+    assert np.all(np.diff(iso.apply(np.sort(s))) >= 0)
+    few = calibration_summary(y[:8], s[:8], videos[:8])
+    assert few["ece_low"] is None and "fewer than 5" in few["note"]
+    enough = calibration_summary(y, s, videos, n_boot=200)
+    assert enough["ece_low"] <= enough["ece"] <= enough["ece_high"]
+
+
+def test_refusals(tmp_path):
+    with pytest.raises(CalibrationError, match="only fakes"):
+        fit_calibration([1, 1, 1], [0.2, 0.5, 0.9], "temperature")
+    with pytest.raises(CalibrationError, match="unknown calibration method 'beta'"):
+        fit_calibration([0, 1], [0.2, 0.9], "beta")
+    cal = fit_calibration([0, 0, 1, 1, 0, 1], [0.1, 0.6, 0.4, 0.9, 0.3, 0.8], "temperature")
+    cal.producer = {"detector": "xception", "weights_sha256": "aa"}
+    cal.check_producer({"detector": "xception", "weights_sha256": "aa"}, "x.csv")
+    with pytest.raises(CalibrationError, match="fitted for weights_sha256 'aa'"):
+        cal.check_producer({"detector": "xception", "weights_sha256": "bb"}, "x.csv")
+    path = tmp_path / "cal.json"
+    write_calibration(path, cal)
+    assert read_calibration(path).apply([0.3]) == pytest.approx(cal.apply([0.3]))
+    path.write_text(json.dumps({"format": "fairforensics-calibration/1", "method": "beta"}))
+    with pytest.raises(CalibrationError, match="unknown calibration method"):
+        read_calibration(path)
+    with pytest.raises(CalibrationError, match="not found"):
+        read_calibration(tmp_path / "none.json")
+
+
+def test_calibrate_command(tmp_path):
+    rng = np.random.default_rng(4)
+    y, s, videos, _ = over_confident(rng, 40, 3, k=3.0)
+    n = len(y)
+    preds = Predictions(
+        dataset=np.full(n, "val"), video_id=videos.astype(str), frame=np.tile(np.arange(3), 40),
+        label=y, score=s, method=np.where(y == 1, "fake", "real"),
+    )  # fmt: skip
+    csv = tmp_path / "val.csv"
+    write_predictions(csv, preds)
+    (tmp_path / "val.provenance.json").write_text(json.dumps({"detector": "meso4"}))
+    out = tmp_path / "cal.json"
+    cmd = [sys.executable, "-m", "fairforensics.cli.calibrate", "--predictions", str(csv)]
+    done = subprocess.run([*cmd, "--method", "temperature", "--out", str(out)],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["validation_after"]["ece"] < report["validation_before"]["ece"]
+    cal = read_calibration(out)
+    assert cal.producer == {"detector": "meso4"} and cal.fitted_on["videos"] == 40
+    bad = subprocess.run(
+        [*cmd, "--method", "beta", "--out", str(out)], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "invalid choice: 'beta'" in bad.stderr
+    one = tmp_path / "fakes.csv"
+    write_predictions(one, preds.subset(y == 1))
+    refused = subprocess.run(
+        [sys.executable, "-m", "fairforensics.cli.calibrate", "--predictions", str(one),
+         "--method", "platt", "--out", str(out)], capture_output=True, text=True,
+    )  # fmt: skip
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines()[-1].startswith("error: ")
+    assert "only fakes" in refused.stderr
