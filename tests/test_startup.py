@@ -125,6 +125,7 @@ VALUE_ERRORS = {
     "models": ["--detector", "no_such_detector"],
     "audit": ["--data", "demo", "--source-root", "{folder}/none", "--out", "{folder}/a"],
     "verify": ["{folder}/no_such_index.json", "--no-decode"],
+    "calibrate": ["--predictions", "{folder}/no.csv", "--method", "platt", "--out", "{folder}/c"],
 }
 
 #: verb -> its arguments with an output path that cannot be written ({out}: a file stands in the
@@ -152,6 +153,7 @@ UNWRITABLE_OUT = {
     ],
     "export": ["no_run", "--out", "{out}"],
     "audit": ["--data", "no_such_index", "--out", "{out}"],
+    "calibrate": ["--predictions", "no.csv", "--method", "platt", "--out", "{out}/c.json"],
 }
 
 

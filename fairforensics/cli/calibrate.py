@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         help="fit on frame scores (default) or on video scores (the mean of a video's frames)",
     )  # fmt: skip
     args = p.parse_args(argv)
+    check_writable_file(args.out)
     if not args.predictions.is_file():
         p.error(f"--predictions {args.predictions}: file not found")
-    check_writable_file(args.out)
     from fairforensics.evaluation.calibration.run import calibrate_file
 
     calibration, report = calibrate_file(args.predictions, args.method, level=args.level)
