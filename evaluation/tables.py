@@ -439,14 +439,15 @@ def _warn_gaps(
 
 
 def _best_cells(
-    rows: list[list[Any]], columns: list[str], higher: bool, k: int
+    rows: list[list[Any]], columns: list[str], higher: bool, k: int, ranked: np.ndarray
 ) -> set[tuple[int, int]]:
-    """The best value of each test-set and average column (paper 002 Table 3 marks it in red)."""
+    """The best value among the ``ranked`` rows (not baselines) of each test-set and average
+    column (paper 002 Table 3 marks it in red)."""
     best = set()
     for j, name in enumerate(columns[2:], start=2):
         if name.endswith(f"Top{k}"):
             continue
-        col = np.array([r[j] for r in rows], dtype=np.float64)
+        col = np.array([r[j] if ranked[i] else None for i, r in enumerate(rows)], dtype=np.float64)
         if np.isnan(col).all():
             continue
         target = np.nanmax(col) if higher else np.nanmin(col)
