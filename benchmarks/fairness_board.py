@@ -131,7 +131,7 @@ def fairness_table(
             )
             continue
         kind = BASELINE if e.baseline else detector_type(e.detector)
-        how = e.threshold_text + (" (mean of the seeds')" if len(e.preds) > 1 else "")
+        how = e.threshold_text + (" (mean of the seeds')" if len(set(e.thresholds)) > 1 else "")
         split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"
         rows.append((kind, e.detector, e.threshold, how, split, values, details))
     if not rows:

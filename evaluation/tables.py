@@ -243,7 +243,7 @@ class Table:
         """``{"title", "columns", "rows", "best"}``; ``best``: ``[row, column]`` of each best
         cell (the bold ones)."""
         rows = json_records(*self._expanded())
-        best = sorted([i, self.columns[j]] for i, j in self.highlight)
+        best = sorted([int(i), self.columns[j]] for i, j in self.highlight)
         data = {"title": self.title, "columns": self.columns, "rows": rows, "best": best}
         return json.dumps(data, indent=2)
 
