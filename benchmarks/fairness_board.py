@@ -10,6 +10,7 @@ apart (never ranked):
   one its evaluation decided with: the run's validation threshold where there is one) and how
   it was chosen; ``decisions``: ``one class`` when every decision on the test set is the same
   (all fake or all real), whose threshold columns then read ``one class`` instead of a gap;
+  ``seeds``: how many runs' scores the row averages (the title gives the test videos);
 * ``AUC`` (of the seed-averaged scores; the leaderboard's is the mean of the seeds' AUCs) with
   its clustered interval; ``AUC gap``, ``FPR gap``, ``FNR gap``: the signed gaps of
   :func:`fairness.gaps.group_gaps` (between the groups furthest apart; ``AUC gap`` is
@@ -37,7 +38,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fairforensics.evaluation.confidence import MIN_INTERVAL_UNITS
-from fairforensics.evaluation.leaderboard import Entry, one_class
+from fairforensics.evaluation.leaderboard import Entry, one_class, test_videos
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.significance import seed_average
@@ -133,27 +134,28 @@ def fairness_table(
         kind = BASELINE if e.baseline else detector_type(e.detector)
         how = e.threshold_text + (" (mean of the seeds')" if len(set(e.thresholds)) > 1 else "")
         split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"
-        rows.append((kind, e.detector, e.threshold, how, split, values, details))
+        rows.append((kind, e.detector, e.threshold, how, split, len(e.preds), values, details))
     if not rows:
         raise ValueError(f"no row of {test_data} has fairness figures by {attribute}")
     # detectors by AUC, then the baselines by AUC (set apart, never ranked)
-    rows.sort(key=lambda r: (r[0] == BASELINE, -np.nan_to_num(r[5]["AUC"], nan=-1.0), r[1]))
-    figures = list(rows[0][5])
+    rows.sort(key=lambda r: (r[0] == BASELINE, -np.nan_to_num(r[6]["AUC"], nan=-1.0), r[1]))
+    figures = list(rows[0][6])
+    videos = test_videos([e for e in entries if e.test_data == test_data])[test_data]
     auc = "AUC of the seed-averaged scores" if several else "AUC"
     table = Table(
-        ["Type", "Detector", "threshold", "chosen by", "decisions", *figures],
+        ["Type", "Detector", "threshold", "chosen by", "decisions", "seeds", *figures],
         title=(
-            f"{test_data}: fairness by {attribute} (sorted by AUC; {auc}, frame level; gaps "
+            f"{test_data}: fairness by {attribute} ({videos}; sorted by AUC; {auc}, frame level; gaps "
             "and Lin et al.'s figures at each row's threshold, said with how it was chosen; "
             f"{ONE_CLASS}: every decision the same, no gap to measure; AUC gap and xAUC "
             "threshold-free; intervals in the CSV/JSON)"
         ),
     )
-    for i, (kind, detector, threshold, how, split, values, details) in enumerate(rows):
+    for i, (kind, detector, threshold, how, split, seeds, values, details) in enumerate(rows):
         table.rows.append(
-            [kind, detector, threshold, how, split, *(values.get(f) for f in figures)]
+            [kind, detector, threshold, how, split, seeds, *(values.get(f) for f in figures)]
         )
-        for j, f in enumerate(figures, start=5):
+        for j, f in enumerate(figures, start=6):
             info = {k: v for k, v in details.get(f, {}).items() if k in ("low", "high")}
             table.details[(i, j)] = info
         if kind == BASELINE:

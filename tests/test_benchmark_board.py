@@ -183,7 +183,8 @@ def test_fairness_columns_sorted_by_auc_with_baselines(swept) -> None:
     out, _ = swept
     data = json.loads((out / "leaderboard" / "fairness" / "fairness_demo_gender.json").read_text())
     cols, rows = data["columns"], data["rows"]
-    assert cols[:6] == ["Type", "Detector", "threshold", "chosen by", "decisions", "AUC"]
+    assert cols[:7] == ["Type", "Detector", "threshold", "chosen by", "decisions", "seeds", "AUC"]
+    assert "(n = 24 videos;" in data["title"]
     for c in ("AUC gap", "FPR gap", "FNR gap", "F_FPR", "F_OAE", "F_DP", "F_MEO"):
         assert c in cols
     for pair in ("female>female", "female>male", "male>female", "male>male"):
