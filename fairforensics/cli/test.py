@@ -141,7 +141,8 @@ def _choose_threshold(
     """``cfg.threshold`` and ``meta``'s ``threshold_from``/``threshold_chosen_by``, said in the
     log: the user's (``--set threshold=``, a --config), else chosen on ``--val-data``, else the
     resolver of ``detect`` (:func:`evaluation.thresholds.decision_threshold`: ``--run``'s
-    validation threshold, a ``--model``'s threshold, else the default 0.5 and why)."""
+    validation threshold, a ``--model``'s threshold, else the default 0.5 and why); ``main``
+    says it once the sets are evaluated."""
     from fairforensics.evaluation import testing
     from fairforensics.evaluation.thresholds import decision_threshold
     from fairforensics.preprocessing.resolve import resolve_index
@@ -169,10 +170,6 @@ def _choose_threshold(
             else "package" if package is not None and package.threshold == chosen
             else "default"
         )  # fmt: skip
-    from fairforensics.cli.thresholds import print_threshold
-    from fairforensics.evaluation.thresholds import DecisionThreshold
-
-    print_threshold(DecisionThreshold(cfg.threshold, meta["threshold_from"]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         except testing.TestSetsSkipped as exc:  # the others are written: show them, exit 1
             skipped = exc
+        from fairforensics.cli.thresholds import print_threshold
+        from fairforensics.evaluation.thresholds import DecisionThreshold
+
+        print_threshold(DecisionThreshold(cfg.threshold, meta["threshold_from"]))
     for level in cfg.levels:
         summary = out / "tables" / f"{level}_summary.md"
         if summary.is_file():
