@@ -272,6 +272,13 @@ def test_costs_and_html_page(swept) -> None:
     assert "meso4/seed0/eval/report.html" in page and "pareto_demo_gender.png" in page
     for section in ("leaderboards", "robustness", "fairness", "cost"):
         assert f"id='{section}'" in page
+    # issue 46, item 8: margins; the best marked in every metric's table, not only AUC's;
+    # baselines set apart in the report too
+    assert "padding:0 1.5em" in page
+    acc = page[page.index("<h3>ACC (frame level)</h3>") :]
+    assert "class='best'" in acc[: acc.index("</table>")]
+    report = (out / "leaderboard" / "report.html").read_text()
+    assert report.count("class='sep'") >= 4 and "tr.baseline td" in report
 
 
 def test_launcher_runs_jobs_through_submitit(tmp_path: Path, monkeypatch) -> None:
