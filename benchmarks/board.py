@@ -37,21 +37,25 @@ def write_board(
     costs: bool = True,
     fairness_boot: int = 200,
     show_intervals: bool = False,
+    latex: bool = False,
     title: str = "Leaderboard",
 ) -> Path:
     """The sweep's leaderboard folder ``out`` from its detectors' evaluation folders
     (several per detector: its seeds); with ``baselines_dir`` the ``constant``, ``random``
     and ``extra_baselines`` rows are evaluated there first. ``detectors``: the names whose
     costs are measured (``costs``). ``show_intervals``: the Markdown and report leaderboards
-    show each cell's interval (CSV, JSON and ``index.html`` always do). Returns ``out``."""
+    show each cell's interval (CSV, JSON and ``index.html`` always do); ``latex``: the
+    leaderboard and fairness tables also as ``.tex`` (booktabs). Each row decides at its run's
+    threshold (:func:`evaluation.leaderboard.build_leaderboard`). Returns ``out``."""
     dirs = [Path(d) for d in eval_dirs]
     if baselines_dir is not None:
         dirs += write_baselines(dirs, baselines_dir, cfg, extra=extra_baselines, seed=cfg.seed)
     sections: list[Section] = []
     entries = collect_entries(dirs)
     fair = write_fairness_tables(
-        entries, out / "fairness", n_boot=fairness_boot, confidence=cfg.confidence, seed=cfg.seed
-    )
+        entries, out / "fairness", n_boot=fairness_boot, confidence=cfg.confidence,
+        seed=cfg.seed, latex=latex,
+    )  # fmt: skip
     if fair:
         sections.append(Section("Fairness", [item for pair in fair for item in pair]))
     cost = cost_table(list(detectors), out) if costs and detectors else None
@@ -63,13 +67,13 @@ def write_board(
         cfg.metrics,
         cfg.levels,
         reduce=cfg.reduce,
-        threshold=cfg.threshold,
         within=within,
         extra_sections=sections,
         n_boot=cfg.n_boot,
         confidence=cfg.confidence,
         seed=cfg.seed,
         show_intervals=show_intervals,
+        latex=latex,
     )
     write_page(out, entries, fair, cost, title=title)
     return out

@@ -2,7 +2,9 @@
 
 Every table is sortable by clicking a column header (inline JavaScript, no network: the page
 and its figures are files of the folder). Cells show their interval; a cell not
-distinguishable from its column's best is marked ``≈``; baseline rows are set in grey italics;
+distinguishable from its column's best is marked ``≈``, the best of every column is bold red;
+baseline rows are set apart below the others (their own block, which sorting leaves below, in
+grey italics, under a line that says they are not ranked);
 each detector links to its evaluation report (one per seed) and, where one was run, its
 robustness report. Sections: leaderboards (every level and metric), robustness, fairness (tables
 and Pareto figures), cost.
@@ -20,16 +22,17 @@ from typing import Any
 
 from fairforensics.evaluation.leaderboard import Entry
 from fairforensics.evaluation.report import relative_to
-from fairforensics.evaluation.tables import BASELINE, TIE_MARK, Table
+from fairforensics.evaluation.tables import BASELINE, BASELINE_NOTE, TIE_MARK, Table
 from fairforensics.preprocessing.files import atomic_write_text
 
 _STYLE = """
-body{font-family:sans-serif;max-width:1400px;margin:2em auto;color:#222}
+body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1.5em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:12px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}
 th{background:#f0f0f0;cursor:pointer} td:nth-child(-n+2){text-align:left}
 caption{font-weight:bold;text-align:left;padding:4px 0}
 tr.baseline td{color:#777;font-style:italic;background:#fafafa}
+tr.sep td{text-align:left;color:#555;font-style:italic;border-top:2px solid #888;cursor:default}
 td.tied{background:#eef6ee} td.best{font-weight:bold;color:#c00}
 img{max-width:520px} .meta{font-size:12px;color:#555}
 """
@@ -80,9 +83,10 @@ def sortable_table(
     best: set[tuple[int, str]] = frozenset(),
 ) -> str:
     """A sortable ``<table>`` of JSON records as the tables write them (each column ``c``
-    possibly with ``c low``, ``c high``, ``c sd`` and ``c tied`` beside it)."""
+    possibly with ``c low``, ``c high``, ``c sd`` and ``c tied`` beside it); baseline rows in a
+    second body under :data:`evaluation.tables.BASELINE_NOTE` (sorting sorts the first)."""
     head = "".join(f"<th onclick='sortBy(this)'>{_esc(c)}</th>" for c in columns)
-    body = []
+    body, apart = [], []
     for i, r in enumerate(records):
         cells = []
         for c in columns:
@@ -90,6 +94,8 @@ def sortable_table(
             text = _text(v)
             if r.get(f"{c} sd") is not None:
                 text += f" ± {_text(r[f'{c} sd'])}"
+            if r.get(f"{c} one_class"):
+                text += " (one class)"
             if r.get(f"{c} low") is not None and r.get(f"{c} high") is not None:
                 text += f" [{_text(r[f'{c} low'], 3)}, {_text(r[f'{c} high'], 3)}]"
             css = []
@@ -100,11 +106,16 @@ def sortable_table(
                 text += TIE_MARK
             klass = f" class='{' '.join(css)}'" if css else ""
             cells.append(f"<td data-v='{_number(v)}'{klass}>{_esc(text)}</td>")
-        row_class = " class='baseline'" if r.get("Type") == BASELINE else ""
-        body.append(f"<tr{row_class}>{''.join(cells)}</tr>")
+        if r.get("Type") == BASELINE:
+            apart.append(f"<tr class='baseline'>{''.join(cells)}</tr>")
+        else:
+            body.append(f"<tr>{''.join(cells)}</tr>")
+    if apart:
+        sep = f"<tr class='sep'><td colspan='{len(columns)}'>{_esc(BASELINE_NOTE)}</td></tr>"
+        apart = [f"</tbody><tbody class='baselines'>{sep}", *apart]
     return (
         f"<table><caption>{_esc(title)}</caption><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>"
+        f"<tbody>{''.join(body)}{''.join(apart)}</tbody></table>"
     )
 
 
@@ -119,21 +130,10 @@ def _leaderboards(out: Path) -> list[str]:
     for path in sorted(out.glob("leaderboard_*_*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         level, metric = path.stem.split("_", 2)[1:]
-        best = _best_cells(data)
+        best = {(int(i), str(c)) for i, c in data.get("best", [])}  # every metric's best cells
         parts.append(f"<h3>{_esc(metric.upper())} ({_esc(level)} level)</h3>")
         parts.append(sortable_table(data["title"], data["columns"], data["rows"], best))
     return parts
-
-
-def _best_cells(data: dict[str, Any]) -> set[tuple[int, str]]:
-    """The cells marked best: in the AUC tables those the comparison names best; elsewhere
-    none (the Markdown and report show the column maxima in bold)."""
-    return {
-        (i, c)
-        for i, r in enumerate(data["rows"])
-        for c in data["columns"]
-        if r.get(f"{c} tied") and r.get(f"{c} p") is None
-    }
 
 
 def _links(entries: Sequence[Entry], out: Path) -> str:
@@ -167,8 +167,11 @@ def write_page(
     parts = [
         f"<h1>{_esc(title)}</h1><p class='meta'>written {when}; ≈: not distinguishable from "
         "the column's best (paired DeLong, clustered by video, Holm); [low, high]: 95 % "
-        "interval clustered by video; ± sd: spread across training seeds; grey rows: sanity "
-        "baselines. Click a column header to sort.</p>",
+        "interval clustered by video; ± sd: spread across training seeds; bold red: a column's "
+        "best; grey rows below each table: sanity baselines, never ranked. Every row decides "
+        "at its run's threshold (columns Threshold and Chosen by); one class: every decision "
+        "on the test set the same. Leaderboard AUC: the mean of the seeds' AUCs; fairness AUC: "
+        "of the seed-averaged scores. Click a column header to sort.</p>",
         "<h2 id='leaderboards'>Leaderboards</h2>",
         *_leaderboards(out),
         "<h2 id='robustness'>Robustness</h2><p>The AUC tables' <i>robust AUC</i> column: the "

@@ -3,12 +3,19 @@ leaderboard entries measured with the fairness module, so it lives above both.
 
 For each test set and each attribute of its predictions with at least two groups, one table
 (``fairness_<test set>_<attribute>.*``), one row per detector and baseline (seed-averaged
-scores, frame level, videos as the clusters), **sorted by AUC**:
+scores, frame level, videos as the clusters), **sorted by AUC**, the baselines last and set
+apart (never ranked):
 
-* ``AUC`` with its clustered interval; ``AUC gap``, ``FPR gap``, ``FNR gap``: the signed gaps
-  of :func:`fairness.gaps.group_gaps` (between the groups furthest apart; ``AUC gap`` is
-  threshold-free, the others at the row's validation threshold);
-* Lin et al.'s ``F_FPR``, ``F_OAE``, ``F_DP``, ``F_MEO`` at the row's validation threshold
+* ``threshold``, ``chosen by``: the row's decision threshold (the mean of its seeds', each the
+  one its evaluation decided with: the run's validation threshold where there is one) and how
+  it was chosen; ``decisions``: ``one class`` when every decision on the test set is the same
+  (all fake or all real), whose threshold columns then read ``one class`` instead of a gap;
+  ``seeds``: how many runs' scores the row averages (the title gives the test videos);
+* ``AUC`` (of the seed-averaged scores; the leaderboard's is the mean of the seeds' AUCs) with
+  its clustered interval; ``AUC gap``, ``FPR gap``, ``FNR gap``: the signed gaps of
+  :func:`fairness.gaps.group_gaps` (between the groups furthest apart; ``AUC gap`` is
+  threshold-free, the others at the row's threshold);
+* Lin et al.'s ``F_FPR``, ``F_OAE``, ``F_DP``, ``F_MEO`` at the row's threshold
   (:func:`fairness.leaderboard_metrics.lin_intervals`);
 * ``xAUC a>b``: the cross-group AUC of every ordered pair of groups (fakes of a against reals
   of b; :func:`fairness.leaderboard_metrics.cross_group_aucs`), threshold-free.
@@ -31,11 +38,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fairforensics.evaluation.confidence import MIN_INTERVAL_UNITS
-from fairforensics.evaluation.leaderboard import Entry
+from fairforensics.evaluation.leaderboard import Entry, one_class, test_videos
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.significance import seed_average
-from fairforensics.evaluation.tables import BASELINE, Table, detector_type
+from fairforensics.evaluation.tables import BASELINE, ONE_CLASS, Table, detector_type
 from fairforensics.fairness.abf import is_missing
 from fairforensics.fairness.gaps import group_gaps
 from fairforensics.fairness.leaderboard_metrics import LIN_KEYS, cross_group_aucs, lin_intervals
@@ -43,6 +50,8 @@ from fairforensics.fairness.leaderboard_metrics import LIN_KEYS, cross_group_auc
 log = logging.getLogger(__name__)
 
 GAPS = ("auc", "fpr", "fnr")
+#: The columns of decisions at the row's threshold (``one class`` when they are all the same).
+AT_THRESHOLD = ("FPR gap", "FNR gap", *LIN_KEYS)
 
 
 def attributes_of(entries: Sequence[Entry], test_data: str) -> list[str]:
@@ -86,6 +95,9 @@ def _row(
     for k in LIN_KEYS:
         values[k] = lin[k].value
         details[k] = {"low": lin[k].low, "high": lin[k].high}
+    if one_class(pred, "frame", "mean", entry.threshold):  # no gap to see: say so, not 0
+        for k in AT_THRESHOLD:
+            values[k], details[k] = ONE_CLASS, {}
     for (a, b), est in cross_group_aucs(
         y, s, g, units, confidence=confidence, min_units=min_units
     ).items():
@@ -105,6 +117,7 @@ def fairness_table(
     min_units: int = MIN_INTERVAL_UNITS,
 ) -> Table:
     """The fairness table of ``test_data`` and ``attribute`` (module docstring)."""
+    several = any(len(e.preds) > 1 for e in entries if e.test_data == test_data)
     rows = []
     for e in entries:
         if e.test_data != test_data:
@@ -119,23 +132,34 @@ def fairness_table(
             )
             continue
         kind = BASELINE if e.baseline else detector_type(e.detector)
-        rows.append((kind, e.detector, e.threshold, values, details))
+        how = e.threshold_text + (" (mean of the seeds')" if len(set(e.thresholds)) > 1 else "")
+        split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"
+        rows.append((kind, e.detector, e.threshold, how, split, len(e.preds), values, details))
     if not rows:
         raise ValueError(f"no row of {test_data} has fairness figures by {attribute}")
-    rows.sort(key=lambda r: (-np.nan_to_num(r[3]["AUC"], nan=-1.0), r[1]))
-    figures = list(rows[0][3])
+    # detectors by AUC, then the baselines by AUC (set apart, never ranked)
+    rows.sort(key=lambda r: (r[0] == BASELINE, -np.nan_to_num(r[6]["AUC"], nan=-1.0), r[1]))
+    figures = list(rows[0][6])
+    videos = test_videos([e for e in entries if e.test_data == test_data])[test_data]
+    auc = "AUC of the seed-averaged scores" if several else "AUC"
     table = Table(
-        ["Type", "Detector", "threshold", *figures],
+        ["Type", "Detector", "threshold", "chosen by", "decisions", "seeds", *figures],
         title=(
-            f"{test_data}: fairness by {attribute} (sorted by AUC; gaps at each row's "
-            "validation threshold, AUC gap and xAUC threshold-free; intervals in the CSV/JSON)"
+            f"{test_data}: fairness by {attribute} ({videos}; sorted by AUC; {auc}, frame level; gaps "
+            "and Lin et al.'s figures at each row's threshold, said with how it was chosen; "
+            f"{ONE_CLASS}: every decision the same, no gap to measure; AUC gap and xAUC "
+            "threshold-free; intervals in the CSV/JSON)"
         ),
     )
-    for i, (kind, detector, threshold, values, details) in enumerate(rows):
-        table.rows.append([kind, detector, threshold, *(values.get(f) for f in figures)])
-        for j, f in enumerate(figures, start=3):
+    for i, (kind, detector, threshold, how, split, seeds, values, details) in enumerate(rows):
+        table.rows.append(
+            [kind, detector, threshold, how, split, seeds, *(values.get(f) for f in figures)]
+        )
+        for j, f in enumerate(figures, start=6):
             info = {k: v for k, v in details.get(f, {}).items() if k in ("low", "high")}
             table.details[(i, j)] = info
+        if kind == BASELINE:
+            table.baseline_rows.add(i)
     return table
 
 
@@ -152,24 +176,69 @@ def pareto_front(auc: Sequence[float], gap: Sequence[float]) -> list[int]:
     return sorted(front, key=lambda i: a[i])
 
 
+def label_box(text: Any, renderer: Any) -> Any:
+    """The window extent of an annotation's text alone (without its line to the point)."""
+    from matplotlib.text import Text
+
+    return Text.get_window_extent(text, renderer)
+
+
+def place_labels(ax: Any, points: Sequence[tuple[float, float]], labels: Sequence[str]) -> list:
+    """Annotate each point with its label where it overlaps no label placed before (tried
+    right of the point, then below and above it at growing distances, then left), with a line
+    to the point when moved; returns the texts."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = ax.figure
+    renderer = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    renderer = renderer.get_renderer()
+    steps = [0, *(d * k for k in range(1, 13) for d in (-1, 1))]
+    tries = [(dx, 3 + 9 * k) for dx in (4, -4) for k in steps]
+    texts, placed = [], []
+    order = sorted(range(len(points)), key=lambda i: (-points[i][1], points[i][0]))
+    for i in order:
+        probe = ax.annotate(labels[i], points[i], xytext=tries[0], textcoords="offset points",
+                            fontsize=7)  # fmt: skip
+        for dx, dy in tries:
+            probe.set_position((dx, dy))
+            probe.set_horizontalalignment("left" if dx > 0 else "right")
+            box = label_box(probe, renderer).expanded(1.02, 1.1)
+            if not any(box.overlaps(b) for b in placed):
+                break
+        probe.remove()
+        moved = {"arrowprops": {"arrowstyle": "-", "color": "0.6", "lw": 0.5}}
+        text = ax.annotate(
+            labels[i], points[i], xytext=(dx, dy), textcoords="offset points", fontsize=7,
+            ha="left" if dx > 0 else "right", **(moved if (dx, dy) != tries[0] else {}),
+        )  # fmt: skip
+        placed.append(label_box(text, renderer))
+        texts.append(text)
+    return texts
+
+
 def pareto_figure(table: Table, stem: Path) -> list[Path]:
-    """AUC against |AUC gap| of a fairness table, the front joined, baselines marked."""
+    """AUC against |AUC gap| of a fairness table, the front joined, baselines marked, labels
+    placed apart (:func:`place_labels`)."""
     records = table.records()
     auc = [r["AUC"] if r["AUC"] is not None else np.nan for r in records]
     gap = [abs(r["AUC gap"]) if r["AUC gap"] is not None else np.nan for r in records]
     front = pareto_front(auc, gap)
     fig = Figure(figsize=(5.5, 4.5))
     ax = fig.add_subplot()
+    labels, points = [], []
     for r, x, y in zip(records, auc, gap, strict=True):
         baseline = r["Type"] == BASELINE
         ax.scatter(x, y, marker="x" if baseline else "o", color="grey" if baseline else "C0")
-        ax.annotate(r["Detector"] + (" (baseline)" if baseline else ""), (x, y), fontsize=7)
+        if np.isfinite(x) and np.isfinite(y):
+            labels.append(r["Detector"] + (" (baseline)" if baseline else ""))
+            points.append((x, y))
     if front:
         ax.plot([auc[i] for i in front], [gap[i] for i in front], "-", color="C1", label="front")
         ax.legend(fontsize=7)
     ax.set_xlabel("AUC (higher is better)")
     ax.set_ylabel("|AUC gap| between groups (lower is better)")
     ax.set_title(table.title.split(" (")[0], fontsize=9)
+    place_labels(ax, points, labels)
     return save_figure(fig, stem)
 
 
@@ -180,9 +249,10 @@ def write_fairness_tables(
     n_boot: int = 200,
     confidence: float = 0.95,
     seed: int = 0,
+    latex: bool = False,
 ) -> list[tuple[Table, Path]]:
-    """Every test set's fairness tables and Pareto figures into ``out``; returns the tables
-    with their figures."""
+    """Every test set's fairness tables and Pareto figures into ``out`` (``latex``: the
+    tables also as ``.tex``); returns the tables with their figures."""
     written = []
     for test_data in dict.fromkeys(e.test_data for e in entries):
         for attribute in attributes_of(entries, test_data):
@@ -194,7 +264,7 @@ def write_fairness_tables(
                 log.warning("fairness columns: %s", exc)
                 continue
             stem = f"{slug(test_data)}_{slug(attribute)}"
-            table.write(out / f"fairness_{stem}")
+            table.write(out / f"fairness_{stem}", latex=latex)
             figure = pareto_figure(table, out / f"pareto_{stem}")[0]
             written.append((table, figure))
     return written

@@ -98,6 +98,7 @@ class Sweep:
     allow_partial: bool = False  # every run: --allow-partial (incomplete indexes named partial)
     costs: bool = True  # measure the cost columns (parameters, MACs, CPU ms per frame)
     show_intervals: bool = False  # Markdown/HTML leaderboards show each cell's interval
+    latex: bool = False  # the leaderboard and fairness tables also as LaTeX (booktabs)
 
     def data_root_of(self, detector: str) -> str | None:
         """Where ``detector`` reads its indexes: ``clip_data_root`` for a video detector."""
@@ -181,6 +182,10 @@ def train_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[
 
 
 def eval_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[str]:
+    """``fairforensics test`` of one run, deciding at the run's threshold: a trained run's
+    validation threshold (``test --run`` reads it), a package's own (``--model``), and for
+    DeepfakeBench's checkpoints one chosen on the validation data (``--val-data``: the sweep's,
+    else the val split of its training data)."""
     cmd = [sys.executable, "-m", "fairforensics.cli", "test"]
     if sweep.models_dir is not None:
         cmd += ["--model", str(sweep.models_dir / detector)]
@@ -188,6 +193,7 @@ def eval_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[s
         weights = deepfakebench_weights(sweep.weights_dir, detector)
         cmd += ["--detector", detector, "--weights", str(weights)]
         cmd += ["--train-data", ",".join(sweep.train_data)]
+        cmd += ["--val-data", *(sweep.val_data or sweep.train_data)]
     else:
         cmd += ["--run", str(sweep.folder(detector, seed) / "run")]
     cmd += ["--test-data", *(sweep.test_data or sweep.train_data)]
@@ -199,10 +205,18 @@ def eval_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[s
 
 def robustness_command(sweep: Sweep, detector: str, seed: int | None = None) -> list[str]:
     """``fairforensics robustness`` of the tested detector into ``eval/robustness`` (where the
-    leaderboard finds its ``robust AUC``)."""
+    leaderboard finds its ``robust AUC``), at the threshold its evaluation decided with
+    (``--threshold-from eval/eval.json``)."""
     test = eval_command(sweep, detector, seed)
     out = test.index("--out")
-    cmd = [sys.executable, "-m", "fairforensics.cli", "robustness", *test[4:out]]
+    args = test[4:out]
+    if "--val-data" in args:  # chosen once, by the evaluation
+        at = args.index("--val-data")
+        n = len(sweep.val_data or sweep.train_data)
+        args = args[:at] + args[at + 1 + n :]
+    evaluated = sweep.folder(detector, seed) / "eval" / "eval.json"
+    cmd = [sys.executable, "-m", "fairforensics.cli", "robustness", *args]
+    cmd += ["--threshold-from", str(evaluated)]
     if sweep.source_root:
         cmd += ["--source-root", sweep.source_root]
     cmd += [*sweep.robustness_args, "--no-progress"]
@@ -291,6 +305,7 @@ def write_leaderboard(sweep: Sweep, detectors: Sequence[str]) -> Path:
         detectors=detectors if sweep.costs else (),
         within=sweep.within,
         show_intervals=sweep.show_intervals,
+        latex=sweep.latex,
         title=f"Leaderboard of {sweep.out.name}",
     )
     return out

@@ -4,10 +4,17 @@ perturbation cases) for folders that hold a robustness run in ``<eval>/robustnes
 
 Every cell carries its interval clustered by video; in the AUC tables every detector is compared
 with its column's best (:mod:`evaluation.significance`) and the ties are marked and counted;
-several folders of one detector (its training seeds) make one row, the mean with its spread."""
+several folders of one detector (its training seeds) make one row, the mean with its spread.
+
+Each row decides at its own threshold (each seed at the one its ``eval.json`` records: the run's
+validation threshold where ``test`` found one) and says it (columns ``Threshold`` and ``Chosen
+by``); a cell whose decisions put a test set of both classes in one class is marked ``one
+class``. Baseline rows are set apart, never ranked, never a column's best nor the reference of
+the tie test."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
@@ -19,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from fairforensics.evaluation import plots
+from fairforensics.evaluation.metrics import factorize, video_scores
 from fairforensics.evaluation.predictions import Predictions, read_predictions
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
@@ -29,12 +37,14 @@ from fairforensics.evaluation.significance import (
     seed_mean_ci,
 )
 from fairforensics.evaluation.tables import (
+    THRESHOLD_METRICS,
     TIE_MARK,
     Result,
     Table,
     cross_manipulation,
     leaderboard,
 )
+from fairforensics.evaluation.thresholds import threshold_chosen_by
 
 log = logging.getLogger(__name__)
 
@@ -50,11 +60,17 @@ class Entry:
     baseline: bool = False
     thresholds: list[float] = field(default_factory=list)  # each seed's decision threshold
     eval_dirs: list[Path] = field(default_factory=list)
+    chosen_by: list[str] = field(default_factory=list)  # how each seed's threshold was chosen
 
     @property
     def threshold(self) -> float:
         """The decision threshold of the seed-averaged scores: the mean of the seeds'."""
         return float(np.mean(self.thresholds))
+
+    @property
+    def threshold_text(self) -> str:
+        """How its threshold was chosen, in a few words (one per kind among its seeds)."""
+        return " / ".join(dict.fromkeys(self.chosen_by)) or "default"
 
 
 def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
@@ -76,6 +92,7 @@ def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
             entry = entries.setdefault(key, Entry(*key, baseline=bool(info.get("baseline"))))
             entry.preds.append(read_predictions(path))
             entry.thresholds.append(float(info.get("threshold", 0.5)))
+            entry.chosen_by.append(threshold_chosen_by(info))
             entry.eval_dirs.append(d)
     for e in entries.values():
         if len(e.preds) > 1:
@@ -87,23 +104,40 @@ def collect_results(
     eval_dirs: Sequence[str | Path],
     level: str = "frame",
     reduce: str = "mean",
-    threshold: float = 0.5,
+    threshold: float | None = None,
 ) -> list[Result]:
     """One :class:`Result` per test set of each evaluation folder, recomputed from its
     predictions files (detector and training data come from ``eval.json``); a detector's
-    folders of several seeds give one result, the mean over the seeds."""
+    folders of several seeds give one result, the mean over the seeds. ``threshold``: one for
+    every row (default: each folder's own, its ``eval.json``'s)."""
     entries = collect_entries(eval_dirs)
     return [_result(e, level, reduce, threshold)[0] for e in entries]
 
 
+def seed_thresholds(entry: Entry, threshold: float | None = None) -> list[float]:
+    """Each seed's decision threshold: ``threshold`` for all when given, else its own."""
+    return [threshold] * len(entry.preds) if threshold is not None else list(entry.thresholds)
+
+
+def one_class(pred: Predictions, level: str, reduce: str, threshold: float) -> bool:
+    """Whether the decisions at ``threshold`` put a test set of both classes in one class
+    (every unit "fake", or every one "real"), at ``level``."""
+    y, s = pred.label, pred.score
+    if level == "video":
+        y, s, _ = video_scores(y, s, factorize(pred.video_key)[0], reduce=reduce)
+    fake = np.asarray(s) >= threshold
+    return bool(len(np.unique(y)) > 1 and fake.all() == fake.any())
+
+
 def _result(
-    entry: Entry, level: str, reduce: str, threshold: float
+    entry: Entry, level: str, reduce: str, threshold: float | None = None
 ) -> tuple[Result, dict[str, float]]:
-    """The entry's metrics (mean over its seeds) and their spread across seeds (sample
-    standard deviation; none with one seed)."""
+    """The entry's metrics (mean over its seeds, each at its threshold:
+    :func:`seed_thresholds`) and their spread across seeds (sample standard deviation; none
+    with one seed)."""
     runs = [
-        evaluate_predictions(p, level=level, reduce=reduce, threshold=threshold)
-        for p in entry.preds
+        evaluate_predictions(p, level=level, reduce=reduce, threshold=t)
+        for p, t in zip(entry.preds, seed_thresholds(entry, threshold), strict=True)
     ]
     names = list(runs[0]["metrics"])
     values = np.array([[r["metrics"][m] for m in names] for r in runs], dtype=np.float64)
@@ -128,7 +162,7 @@ def _level_cells(
     level: str,
     *,
     reduce: str,
-    threshold: float,
+    threshold: float | None,
     n_boot: int,
     confidence: float,
     seed: int,
@@ -136,48 +170,78 @@ def _level_cells(
 ) -> _Cells:
     """Results (means over seeds), their intervals (clustered by video; of the mean over seeds:
     :func:`evaluation.significance.seed_mean_ci`), spread across seeds and, for AUC, the
-    comparison of each detector (its seed-averaged scores) with its column's best."""
+    comparison of each detector (its seed-averaged scores) with its column's best; baselines
+    are never the best nor its reference (:func:`_compare`)."""
     cells = _Cells()
     by_set: dict[tuple[str, str], dict[str, Predictions]] = {}
     shown: dict[tuple[str, str], dict[str, float]] = {}  # the AUC each cell prints
+    baselines = {e.detector for e in entries if e.baseline}
     for e in entries:
         result, sd = _result(e, level, reduce, threshold)
         cells.results.append(result)
         averaged = seed_average(e.preds)
         by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
         shown.setdefault((e.train_data, e.test_data), {})[e.detector] = result.metrics["auc"]
+        thresholds = seed_thresholds(e, threshold)
         ci = {}
         if n_boot and len(e.preds) == 1:
             ci = evaluate_predictions(
-                averaged, level=level, reduce=reduce, threshold=threshold,
+                averaged, level=level, reduce=reduce, threshold=thresholds[0],
                 n_boot=n_boot, confidence=confidence, seed=seed,
             )["ci"]  # fmt: skip
         elif n_boot:  # the interval of the mean over the seeds the cell shows
             intervals = seed_mean_ci(
-                e.preds, level=level, reduce=reduce, threshold=threshold, n_boot=n_boot,
-                confidence=confidence, seed=seed,
+                e.preds, level=level, reduce=reduce, threshold=float(np.mean(thresholds)),
+                n_boot=n_boot, confidence=confidence, seed=seed,
             )  # fmt: skip
             ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
+            if len(set(thresholds)) > 1:  # one threshold per seed: no interval of one
+                ci = {k: v for k, v in ci.items() if k not in THRESHOLD_METRICS}
+        split = any(
+            one_class(p, level, reduce, t) for p, t in zip(e.preds, thresholds, strict=True)
+        )
         for metric in result.metrics:
             info: dict[str, Any] = {}
             if metric in ci:
                 info["low"], info["high"] = ci[metric]
             if sd:
                 info["sd"] = sd[metric]
+            if split and metric in THRESHOLD_METRICS:
+                info["one_class"] = True
             cells.details[(e.detector, e.test_data, metric)] = info
     for key, preds in by_set.items():
         test_data = key[1]
-        if len(preds) < 2:
-            continue
-        compared = compare_with_best(
-            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key]
-        )
+        compared = _compare(preds, baselines, level=level, reduce=reduce, alpha=alpha,
+                            shown=shown[key])  # fmt: skip
         for d, c in compared.items():
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
             info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
     return cells
+
+
+def _compare(
+    preds: dict[str, Predictions],
+    baselines: set[str],
+    *,
+    level: str,
+    reduce: str,
+    alpha: float,
+    shown: dict[str, float],
+) -> dict[str, Any]:
+    """:func:`evaluation.significance.compare_with_best` of a column's detectors, baselines
+    never the best nor the reference: given to it as ``baselines`` where it takes them, else
+    left out (then they carry no comparison). Nothing with fewer than two detectors."""
+    if "baselines" in inspect.signature(compare_with_best).parameters:
+        if len([d for d in preds if d not in baselines]) < 2:
+            return {}
+        return compare_with_best(preds, level=level, reduce=reduce, alpha=alpha, shown=shown,
+                                 baselines=baselines)  # fmt: skip
+    ranked = {d: p for d, p in preds.items() if d not in baselines}
+    if len(ranked) < 2:
+        return {}
+    return compare_with_best(ranked, level=level, reduce=reduce, alpha=alpha, shown=shown)
 
 
 def annotate(
@@ -197,9 +261,9 @@ def annotate(
             group = top.group(1)
             sets = table.columns[start : j - 1]
             table.columns.insert(j + 1, f"{group} Tied")
-            for row in table.rows:
+            for i, row in enumerate(table.rows):
                 tied = sum(bool(details.get((row[det], s, metric), {}).get("tied")) for s in sets)
-                row.insert(j + 1, tied)
+                row.insert(j + 1, None if i in table.baseline_rows else tied)
             table.highlight = {(r, c + (c > j)) for r, c in table.highlight}
             start = j + 2
             j += 1
@@ -234,6 +298,17 @@ def collect_robust_auc(eval_dirs: Sequence[str | Path], level: str = "frame") ->
     return out
 
 
+def _what(metric: str, entries: Sequence[Entry]) -> str:
+    """What the table's values are: with seeds, the mean of the seeds' values; at each row's
+    threshold for the metrics of decisions."""
+    seeds = any(len(e.preds) > 1 for e in entries)
+    what = f"{metric.upper()} of each seed, mean over seeds" if seeds else metric.upper()
+    if metric in THRESHOLD_METRICS:
+        what += " at each row's threshold (columns Threshold, Chosen by; one class: every "
+        what += "decision on a test set of both classes the same)"
+    return what
+
+
 def add_robust_column(table: Table, robust: dict[str, float]) -> Table:
     """The ``robust AUC`` column after the others (``None`` for a detector without a run)."""
     table.columns.append("robust AUC")
@@ -243,6 +318,34 @@ def add_robust_column(table: Table, robust: dict[str, float]) -> Table:
     return table
 
 
+def add_row_columns(table: Table, entries: Sequence[Entry], threshold: float | None) -> Table:
+    """After the others: ``Seeds`` (the evaluation folders of each row), ``Threshold`` (each
+    seed's decision threshold, or the one ``threshold`` for all) and ``Chosen by`` (how)."""
+    detector = table.columns.index("Detector")
+    by_name = {e.detector: e for e in entries}
+    table.columns += ["Seeds", "Threshold", "Chosen by"]
+    for row in table.rows:
+        e = by_name[row[detector]]
+        values = seed_thresholds(e, threshold)
+        shown: Any = values[0] if len(set(values)) == 1 else ", ".join(f"{v:.4g}" for v in values)
+        how = e.threshold_text if threshold is None else "given for every row"
+        row += [len(e.preds), shown, how]
+    return table
+
+
+def test_videos(entries: Sequence[Entry]) -> dict[str, str]:
+    """Per test set, the number of test videos (``n = 128 videos``; a range where rows differ)."""
+    counts: dict[str, set[int]] = {}
+    for e in entries:
+        counts.setdefault(e.test_data, set()).update(
+            len(factorize(p.video_key)[1]) for p in e.preds
+        )
+    return {
+        t: f"n = {min(c)}" + (f"-{max(c)}" if len(c) > 1 else "") + " videos"
+        for t, c in counts.items()
+    }
+
+
 def build_leaderboard(
     eval_dirs: Sequence[str | Path],
     out_dir: str | Path,
@@ -250,7 +353,7 @@ def build_leaderboard(
     levels: Sequence[str] | str = ("frame",),
     *,
     reduce: str = "mean",
-    threshold: float = 0.5,
+    threshold: float | None = None,
     within: Sequence[str] | None = None,
     train_data: str | None = None,
     extra_sections: Sequence[Section | tuple] = (),
@@ -259,6 +362,7 @@ def build_leaderboard(
     seed: int = 0,
     alpha: float = 0.05,
     show_intervals: bool = False,
+    latex: bool = False,
 ) -> Path:
     """Leaderboards (paper 002 Table 3) per level and metric
     (``leaderboard_<level>_<metric>.*``), cross-manipulation heat maps (Figure 2) and a radar
@@ -274,13 +378,23 @@ def build_leaderboard(
     column's best (:mod:`evaluation.significance`, level ``alpha``): ties are marked and counted
     (``<group> Tied``). Folders of one detector with several seeds give one row: the mean over
     the seeds with its interval, their spread (``<column> sd``), and tests of the
-    seed-averaged scores (:mod:`evaluation.significance`). Folders whose ``eval.json`` says ``"baseline": true`` are baseline rows."""
+    seed-averaged scores (:mod:`evaluation.significance`); an AUC cell of several seeds is the
+    mean of the seeds' AUCs (the title says so). Folders whose ``eval.json`` says
+    ``"baseline": true`` are baseline rows, set apart and never ranked.
+
+    Each row decides at each seed's own threshold (its ``eval.json``'s; ``threshold``: one for
+    every row) and says which and how it was chosen (:func:`add_row_columns`); ``within``: the
+    within-domain test sets (default: from the rows' training data,
+    :func:`evaluation.tables.within_domain`). ``latex``: each table also as
+    ``leaderboard_<level>_<metric>.tex`` (booktabs, with intervals, tie marks, seeds and the
+    number of test videos of each set)."""
     out = Path(out_dir)
     levels = [levels] if isinstance(levels, str) else list(levels)
     entries = collect_entries(eval_dirs)
     if not entries:
         raise ValueError("the evaluation folders hold no predictions")
     baselines = {e.detector for e in entries if e.baseline}
+    videos = test_videos(entries)
     by_level = {}
     sections = []
     for level in levels:
@@ -299,7 +413,12 @@ def build_leaderboard(
             table.show_intervals = show_intervals
             if metric == "auc" and robust:
                 add_robust_column(table, robust)
-            table.write(out / f"leaderboard_{level}_{slug(metric)}")
+            add_row_columns(table, entries, threshold)
+            table.column_notes = videos
+            table.title += f"; {_what(metric, entries)}; test videos: " + ", ".join(
+                f"{t} {n.removeprefix('n = ')}" for t, n in videos.items()
+            )
+            table.write(out / f"leaderboard_{level}_{slug(metric)}", latex=latex)
             sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
     level, results = levels[0], by_level[levels[0]]
     figures: list[Path] = []

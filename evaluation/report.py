@@ -34,6 +34,8 @@ th{background:#f0f0f0} td:first-child,td:nth-child(2){text-align:left}
 caption{font-weight:bold;text-align:left;padding:4px 0}
 figure{display:inline-block;margin:0.5em;max-width:100%} img{max-width:100%;height:auto}
 figcaption{font-size:12px;color:#555} .meta{font-size:12px;color:#555;overflow-wrap:anywhere}
+tr.baseline td{color:#777;font-style:italic;background:#fafafa}
+tr.sep td{text-align:left;color:#555;font-style:italic;border-top:2px solid #888}
 """
 
 

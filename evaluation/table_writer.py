@@ -12,7 +12,7 @@ import csv
 import html
 import io
 import math
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +104,12 @@ def html_text(
     caption: str = "",
     sections: bool = True,
     row_sep: str = "",
+    row_class: Mapping[int, str] | None = None,
+    label_before: Mapping[int, str] | None = None,
 ) -> str:
     """An HTML ``<table>`` (texts escaped); ``sections``: ``<thead>``/``<tbody>``; ``row_sep``
-    goes before each row and before the closing tag (``"\n"``: one row a line)."""
+    goes before each row and before the closing tag (``"\n"``: one row a line); ``row_class``:
+    row -> CSS class; ``label_before``: row -> a text on a full-width row before it."""
 
     def esc(text: Any) -> str:
         return html.escape(str(text), quote=False)
@@ -114,14 +117,74 @@ def html_text(
     head = "<tr>" + "".join(f"<th>{esc(c)}</th>" for c in columns) + "</tr>"
     body = ""
     for i, row in enumerate(rows):
+        if label_before and i in label_before:
+            body += f"{row_sep}<tr class='sep'><td colspan='{len(columns)}'>"
+            body += f"{esc(label_before[i])}</td></tr>"
         cells = [esc(cell(i, j, v)) for j, v in enumerate(row)]
         cells = [bold_format.format(c) if (i, j) in bold else c for j, c in enumerate(cells)]
-        body += row_sep + "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        klass = f" class='{row_class[i]}'" if row_class and i in row_class else ""
+        body += f"{row_sep}<tr{klass}>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
     body += row_sep
     top = f"<caption>{esc(caption)}</caption>" if caption else ""
     if sections:
         return f"<table>{top}<thead>{head}</thead><tbody>{body}</tbody></table>"
     return f"<table>{top}{head}{body}</table>"
+
+
+_LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+    "≈": r"$\approx$", "±": r"$\pm$", "–": "--", ">": r"\textgreater{}", "<": r"\textless{}",
+}  # fmt: skip
+
+
+def latex_escape(text: Any) -> str:
+    """``text`` with LaTeX's special characters (and ``≈``, ``±``) written as LaTeX."""
+    return "".join(_LATEX_ESCAPES.get(c, c) for c in str(text))
+
+
+def latex_text(
+    columns: Sequence[str],
+    cells: Sequence[Sequence[str]],
+    *,
+    caption: str = "",
+    bold: Collection[tuple[int, int]] = (),
+    right: Sequence[bool] = (),
+    notes: Sequence[str] = (),
+    label_before: Mapping[int, str] | None = None,
+) -> str:
+    """A booktabs ``table`` of formatted ``cells`` (escaped here): ``right``: right-aligned
+    columns; ``notes``: a second header line under the column names; ``label_before``: row ->
+    a text on a full-width row (after a rule) before it."""
+    n = len(columns)
+    align = "".join("r" if j < len(right) and right[j] else "l" for j in range(n))
+
+    def line(items: Sequence[str]) -> str:
+        return " & ".join(items) + r" \\"
+
+    out = [r"\begin{table}[ht]", r"\centering", r"\small"]
+    if caption:
+        out.append(r"\caption{" + latex_escape(caption) + "}")
+    out += [r"\begin{tabular}{" + align + "}", r"\toprule", line(map(latex_escape, columns))]
+    if any(notes):
+        out.append(line([latex_escape(x) for x in notes]))
+    out.append(r"\midrule")
+    for i, row in enumerate(cells):
+        if label_before and i in label_before:
+            text = latex_escape(label_before[i])
+            out += [r"\midrule"] * bool(i) + [
+                line([rf"\multicolumn{{{n}}}{{l}}{{\emph{{{text}}}}}"])
+            ]
+        out.append(
+            line(
+                [
+                    rf"\textbf{{{latex_escape(c)}}}" if (i, j) in bold else latex_escape(c)
+                    for j, c in enumerate(row)
+                ]
+            )  # fmt: skip
+        )
+    out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
+    return "\n".join(out) + "\n"
 
 
 def json_records(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
@@ -135,8 +198,11 @@ def table_paths(stem: str | Path) -> list[Path]:
     return [stem.with_name(stem.name + s) for s in (".csv", ".md", ".json")]
 
 
-def write_table_files(stem: str | Path, csv_: str, markdown: str, json_data: Any) -> list[Path]:
-    """Write the three files of a table atomically (JSON by ``write_json``); returns the paths."""
+def write_table_files(
+    stem: str | Path, csv_: str, markdown: str, json_data: Any, *, latex: str | None = None
+) -> list[Path]:
+    """Write the three files of a table atomically (JSON by ``write_json``) and, given its
+    ``latex``, ``<stem>.tex``; returns the paths."""
     paths = table_paths(stem)
     atomic_write_text(paths[0], csv_)
     atomic_write_text(paths[1], markdown)
@@ -144,4 +210,7 @@ def write_table_files(stem: str | Path, csv_: str, markdown: str, json_data: Any
         atomic_write_text(paths[2], json_data)
     else:
         write_json(paths[2], json_data)
+    if latex is not None:
+        paths.append(paths[0].with_name(Path(stem).name + ".tex"))
+        atomic_write_text(paths[-1], latex)
     return paths

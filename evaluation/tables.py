@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from fairforensics.evaluation.table_writer import (
     html_text,
     is_missing,
     json_records,
+    latex_text,
     markdown_text,
     write_table_files,
 )
@@ -91,9 +93,20 @@ TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Othe
 BASELINE = "Baseline"
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
 #: What a cell may carry beside its value (:attr:`Table.details`), in column order.
-DETAIL_KEYS = ("low", "high", "sd", "p", "tied")
+DETAIL_KEYS = ("low", "high", "sd", "p", "tied", "one_class")
 #: Marks a cell not distinguishable from its column's best (:mod:`evaluation.significance`).
 TIE_MARK = " ≈"
+#: Metrics of decisions at a threshold (the others are threshold-free).
+THRESHOLD_METRICS = frozenset({"acc", "precision", "recall", "f1"})
+#: What a cell of decisions that put a test set of both classes in one class says.
+ONE_CLASS = "one class"
+#: The line above a table's baseline rows (issue 46: shown, set apart, never ranked).
+BASELINE_NOTE = (
+    "Baselines (sanity checks, shown for reference: never ranked, never a column's best "
+    "nor the reference of the tie test)"
+)
+#: Test sets of one domain (paper 002, Table 3: FaceForensics++'s qualities and methods).
+DOMAINS = {name: "FaceForensics++" for name in (*WITHIN_DOMAIN, "FF++", "FF")}
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,10 @@ class Table:
     #: ``tied`` (not distinguishable from the best); CSV and JSON get one column of each
     details: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)
     show_intervals: bool = False  # Markdown/HTML cells show ``[low, high]`` too
+    #: rows that are sanity baselines: set apart (below the others, under :data:`BASELINE_NOTE`)
+    baseline_rows: set[int] = field(default_factory=set)
+    #: column -> a note under its name in LaTeX (e.g. ``n = 128 videos``)
+    column_notes: dict[str, str] = field(default_factory=dict)
 
     def records(self) -> list[dict[str, Any]]:
         return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
@@ -141,17 +158,24 @@ class Table:
                 rows[i] += [row[j], *(info.get(k) for k in extra)]
         return columns, rows
 
-    def _cell(self, i: int, j: int, v: Any, digits: int) -> str:
+    def _cell(self, i: int, j: int, v: Any, digits: int, intervals: bool | None = None) -> str:
         text = format_number(v, digits)
         info = self.details.get((i, j))
         if not info or is_missing(v):
             return text
         if info.get("sd") is not None:
             text += f" ± {format_number(info['sd'], digits)}"
-        if self.show_intervals and "low" in info:
+        if (self.show_intervals if intervals is None else intervals) and "low" in info:
             low, high = (format_number(info[k], digits) for k in ("low", "high"))
             text += f" [{low}, {high}]"
+        if info.get("one_class"):
+            text += f" ({ONE_CLASS})"
         return text + (TIE_MARK if info.get("tied") and not info.get("best") else "")
+
+    def _order(self) -> tuple[list[int], list[int]]:
+        """Row indices of the ranked rows and of the baselines (kept in their order)."""
+        ranked = [i for i in range(len(self.rows)) if i not in self.baseline_rows]
+        return ranked, sorted(self.baseline_rows)
 
     def to_csv(self) -> str:
         return csv_text(*self._expanded())
@@ -160,32 +184,76 @@ class Table:
         """Numbers right-aligned with ``digits`` decimals, NaN ``undefined``, None ``-``, best
         cells bold, ties with the best marked :data:`TIE_MARK`, the spread across seeds as
         ``± sd`` and, with ``show_intervals``, each interval."""
-        text = markdown_text(
-            self.columns,
-            self.rows,
-            lambda i, j, v: self._cell(i, j, v, digits),
-            right_align_numbers=True,
-            bold=self.highlight,
-        )
-        return f"**{self.title}**\n\n{text}" if self.title else text
+        parts = [f"**{self.title}**\n"] if self.title else []
+        for n, order in enumerate(self._order()):
+            if not order:
+                continue
+            if n:  # the baselines: a table of their own under a line that says what they are
+                parts.append(f"*{BASELINE_NOTE}*\n")
+            parts.append(
+                markdown_text(
+                    self.columns,
+                    [self.rows[i] for i in order],
+                    lambda k, j, v, order=order: self._cell(order[k], j, v, digits),
+                    right_align_numbers=True,
+                    bold={(k, j) for k, i in enumerate(order) for r, j in self.highlight if r == i},
+                )
+            )
+        return "\n".join(parts)
 
     def to_html(self, digits: int = 4) -> str:
+        """An HTML table; baseline rows last, in grey italics under a row that says what
+        they are."""
+        ranked, base = self._order()
+        order = ranked + base
         return html_text(
             self.columns,
-            self.rows,
-            lambda i, j, v: self._cell(i, j, v, digits),
-            bold=self.highlight,
+            [self.rows[i] for i in order],
+            lambda k, j, v: self._cell(order[k], j, v, digits),
+            bold={(order.index(i), j) for i, j in self.highlight},
             bold_format="<b style='color:#c00'>{}</b>",
             caption=self.title,
+            row_class={k: "baseline" for k in range(len(ranked), len(order))},
+            label_before={len(ranked): BASELINE_NOTE} if base else {},
+        )
+
+    def to_latex(self, digits: int = 3) -> str:
+        """A booktabs ``table`` (needs ``\\usepackage{booktabs}``): the title as caption, each
+        cell with its spread across seeds, interval and tie mark, best cells bold, the
+        :attr:`column_notes` (e.g. test videos) under the column names, baselines last under
+        a rule."""
+        ranked, base = self._order()
+        order = ranked + base
+        numeric = [all(isinstance(r[j], (int, float)) or is_missing(r[j])
+                       for r in self.rows) for j in range(len(self.columns))]  # fmt: skip
+        return latex_text(
+            self.columns,
+            [
+                [self._cell(i, j, v, digits, intervals=True) for j, v in enumerate(self.rows[i])]
+                for i in order
+            ],  # fmt: skip
+            caption=self.title,
+            bold={(order.index(i), j) for i, j in self.highlight},
+            right=numeric,
+            notes=[self.column_notes.get(c, "") for c in self.columns],
+            label_before={len(ranked): BASELINE_NOTE} if base else {},
         )
 
     def to_json(self) -> str:
+        """``{"title", "columns", "rows", "best"}``; ``best``: ``[row, column]`` of each best
+        cell (the bold ones)."""
         rows = json_records(*self._expanded())
-        return json.dumps({"title": self.title, "columns": self.columns, "rows": rows}, indent=2)
+        best = sorted([int(i), self.columns[j]] for i, j in self.highlight)
+        data = {"title": self.title, "columns": self.columns, "rows": rows, "best": best}
+        return json.dumps(data, indent=2)
 
-    def write(self, stem: str | Path) -> list[Path]:
-        """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.json`` atomically; returns the paths."""
-        return write_table_files(stem, self.to_csv(), self.to_markdown(), self.to_json())
+    def write(self, stem: str | Path, *, latex: bool = False) -> list[Path]:
+        """Write ``<stem>.csv``, ``<stem>.md`` and ``<stem>.json`` (``latex``: and ``<stem>.tex``)
+        atomically; returns the paths."""
+        return write_table_files(
+            stem, self.to_csv(), self.to_markdown(), self.to_json(),
+            latex=self.to_latex() if latex else None,
+        )  # fmt: skip
 
 
 def _ordered(names: Iterable[str], reference: Sequence[str]) -> list[str]:
@@ -236,13 +304,17 @@ def leaderboard(
 ) -> Table:
     """Paper 002, Table 3 for ``metric`` from the results of several detectors.
 
-    ``baselines``: rows that are sanity baselines, not detectors (type ``Baseline``, last).
+    ``baselines``: rows that are sanity baselines, not detectors (type ``Baseline``): last,
+    set apart (:attr:`Table.baseline_rows`), with no Top-k count, never a column's best and
+    never pushing a detector out of the top k.
 
-    ``within``: the within-domain test sets (default: those named ``FF*``, as in the paper);
-    all other test sets are cross-domain. ``train_data``: keep only results trained on it.
+    ``within``: the within-domain test sets (default: :func:`within_domain`, from the results'
+    training data); all other test sets are cross-domain. ``train_data``: keep only results
+    trained on it.
     An average over a group is NaN (with a warning) when the detector lacks one of its sets.
     If a detector has several results for one test set, the last one wins (with a warning).
     """
+    results = list(results)
     table: dict[str, dict[str, float]] = {}
     for r in results:
         if train_data is not None and r.train_data != train_data:
@@ -260,10 +332,12 @@ def leaderboard(
     if not table:
         raise ValueError("no results to put in the leaderboard")
     test_sets = {t for row in table.values() for t in row}
-    is_within = (lambda t: t in within) if within is not None else (lambda t: t.startswith("FF"))
+    if within is None:
+        kept = [r for r in results if train_data is None or r.train_data == train_data]
+        within = within_domain(kept)
     groups = [
-        ("Within", _ordered([t for t in test_sets if is_within(t)], WITHIN_DOMAIN)),
-        ("Cross", _ordered([t for t in test_sets if not is_within(t)], CROSS_DOMAIN)),
+        ("Within", _ordered([t for t in test_sets if t in within], WITHIN_DOMAIN)),
+        ("Cross", _ordered([t for t in test_sets if t not in within], CROSS_DOMAIN)),
     ]
     type_rank = {t: i for i, t in enumerate(TYPE_ORDER)}
     known = list(types or TABLE_ORDER)
@@ -280,6 +354,7 @@ def leaderboard(
         ),
     )
     higher = metric not in LOWER_IS_BETTER
+    ranked = np.array([kind(d) != BASELINE for d in detectors], dtype=bool)
     columns = ["Type", "Detector"]
     blocks = []
     for label, sets in groups:
@@ -295,7 +370,9 @@ def leaderboard(
                            [t for t in sets if t in table[d] and np.isnan(table[d][t])])  # fmt: skip
             else:
                 avg[i] = values[i].mean()
-        blocks.append((sets, values, avg, top_k_counts(values, k, higher)))
+        top = np.zeros(len(detectors), dtype=np.int64)
+        top[ranked] = top_k_counts(values[ranked], k, higher)  # baselines push no one out
+        blocks.append((sets, values, avg, top))
         columns += [*sets, f"{label} Avg.", f"{label} Top{k}"]
     rows = []
     for i, d in enumerate(detectors):
@@ -303,10 +380,45 @@ def leaderboard(
         for sets, values, avg, top in blocks:
             lacking = [t not in table[d] for t in sets]
             cells = [None if no else float(v) for no, v in zip(lacking, values[i], strict=True)]
-            row += [*cells, None if any(lacking) else float(avg[i]), int(top[i])]
+            count = int(top[i]) if ranked[i] else None  # a baseline is not ranked
+            row += [*cells, None if any(lacking) else float(avg[i]), count]
         rows.append(row)
     title = f"{metric.upper()} leaderboard (Top{k}: test sets ranked top {k}; best in bold)"
-    return Table(columns, rows, title=title, highlight=_best_cells(rows, columns, higher, k))
+    best = _best_cells(rows, columns, higher, k, ranked)
+    apart = {i for i in range(len(rows)) if not ranked[i]}
+    return Table(columns, rows, title=title, highlight=best, baseline_rows=apart)
+
+
+def training_sets(train_data: str) -> list[str]:
+    """The data set names of a result's ``train_data`` (``"FF-c23+DFDC"``, ``"a,b"``)."""
+    return [t.strip() for t in re.split(r"[+,]", train_data or "") if t.strip()]
+
+
+def domain(name: str) -> str:
+    """The domain of a test set or training set: FaceForensics++ for its qualities and methods
+    (:data:`DOMAINS`), else the set's own name (a partial set's label counts as its set)."""
+    base = name.split(" (", 1)[0].strip()
+    return DOMAINS.get(base, base)
+
+
+def within_domain(results: Iterable[Result]) -> set[str]:
+    """The test sets of ``results`` that lie in the domain of their training data (the
+    training sets themselves and, as in paper 002's Table 3, FaceForensics++'s other qualities
+    and methods). A test set whose results name no training data is within-domain when it is
+    one of FaceForensics++'s (the paper's rule), said in the log."""
+    trained: dict[str, set[str]] = {}
+    for r in results:
+        trained.setdefault(r.test_data, set()).update(map(domain, training_sets(r.train_data)))
+    unknown = sorted(t for t, d in trained.items() if not d)
+    if unknown:
+        log.info(
+            "leaderboard: no training data recorded for the results on %s; within-domain by "
+            "paper 002's rule (FaceForensics++'s sets); --within sets it",
+            ", ".join(unknown),
+        )
+    return {
+        t for t, d in trained.items() if domain(t) in d or (not d and domain(t) in DOMAINS.values())
+    }
 
 
 def _warn_gaps(
@@ -327,14 +439,15 @@ def _warn_gaps(
 
 
 def _best_cells(
-    rows: list[list[Any]], columns: list[str], higher: bool, k: int
+    rows: list[list[Any]], columns: list[str], higher: bool, k: int, ranked: np.ndarray
 ) -> set[tuple[int, int]]:
-    """The best value of each test-set and average column (paper 002 Table 3 marks it in red)."""
+    """The best value among the ``ranked`` rows (not baselines) of each test-set and average
+    column (paper 002 Table 3 marks it in red)."""
     best = set()
     for j, name in enumerate(columns[2:], start=2):
         if name.endswith(f"Top{k}"):
             continue
-        col = np.array([r[j] for r in rows], dtype=np.float64)
+        col = np.array([r[j] if ranked[i] else None for i, r in enumerate(rows)], dtype=np.float64)
         if np.isnan(col).all():
             continue
         target = np.nanmax(col) if higher else np.nanmin(col)

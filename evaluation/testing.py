@@ -200,7 +200,7 @@ def _index_exists(name: str, root: Path) -> bool:
 
 def validation_threshold(
     detector: Any,
-    index: DatasetIndex | str | Path,
+    index: DatasetIndex | str | Path | Sequence[DatasetIndex | str | Path],
     cfg: TestConfig,
     rule: str = "eer",
     out_dir: str | Path | None = None,
@@ -209,23 +209,28 @@ def validation_threshold(
     at the first of ``cfg.levels``, so ACC/precision/recall/F1 do not use test labels.
 
     ``index``: a :class:`DatasetIndex` (from :func:`preprocessing.resolve.resolve_index`) or the
-    path of an index file."""
+    path of an index file, or several of them (pooled, as the trainer pools its validation
+    sets; each one's predictions ``predictions_val[_<n>].csv`` in ``out_dir``)."""
     device = str(resolve_device(cfg.device))
-    pred = predict_index(
-        detector,
-        index,
-        "val",
-        frame_num=cfg.frame_num,
-        batch_size=cfg.batch_size,
-        num_workers=cfg.num_workers,
-        device=device,
-        amp=cfg.amp,
-    )
-    if out_dir is not None:
-        write_predictions(Path(out_dir) / "predictions_val.csv", pred)
-    threshold = predictions_threshold([pred], cfg.levels[0], cfg.reduce, rule)
-    name = index.dataset if isinstance(index, DatasetIndex) else index
-    log.info("threshold %.6f chosen on %s/val (%s rule)", threshold, name, rule)
+    indexes = [index] if isinstance(index, (DatasetIndex, str, Path)) else list(index)
+    preds = []
+    for n, one in enumerate(indexes):
+        pred = predict_index(
+            detector,
+            one,
+            "val",
+            frame_num=cfg.frame_num,
+            batch_size=cfg.batch_size,
+            num_workers=cfg.num_workers,
+            device=device,
+            amp=cfg.amp,
+        )
+        if out_dir is not None:
+            write_predictions(Path(out_dir) / f"predictions_val{f'_{n}' if n else ''}.csv", pred)
+        preds.append(pred)
+    threshold = predictions_threshold(preds, cfg.levels[0], cfg.reduce, rule)
+    names = "+".join(str(i.dataset if isinstance(i, DatasetIndex) else i) for i in indexes)
+    log.info("threshold %.6f chosen on %s/val (%s rule)", threshold, names, rule)
     return threshold
 
 

@@ -231,6 +231,35 @@ def decision_threshold(
     )
 
 
+#: How an evaluation's threshold was chosen, in a few words (``eval.json``'s
+#: ``threshold_chosen_by``; the tables' ``Chosen by`` column)
+CHOSEN_BY = {
+    "run": "run's validation threshold",
+    "val_data": "chosen on validation data (--val-data)",
+    "package": "model package's threshold",
+    "given": "given (--set threshold / --config)",
+    "default": "default 0.5 (no validation threshold)",
+}
+
+
+def threshold_chosen_by(info: dict[str, Any]) -> str:
+    """How the threshold of an ``eval.json`` was chosen (:data:`CHOSEN_BY`): its
+    ``threshold_chosen_by``, else read from its ``threshold_from`` (folders written before)."""
+    key = info.get("threshold_chosen_by")
+    if key in CHOSEN_BY:
+        return CHOSEN_BY[key]
+    how = str(info.get("threshold_from") or "")
+    for words, key in (
+        ("validation threshold of run", "run"),
+        ("val split of", "val_data"),
+        ("model package", "package"),
+    ):
+        if words in how:
+            return CHOSEN_BY[key]
+    value = info.get("threshold", DEFAULT_THRESHOLD)
+    return CHOSEN_BY["default" if value == DEFAULT_THRESHOLD else "given"]
+
+
 def eval_json_beside(predictions: str | Path) -> Path | None:
     """``<eval>/eval.json`` when ``predictions`` is ``<eval>/predictions/<set>.csv`` of an
     evaluation folder of ``scripts/test.py``; else ``None``."""

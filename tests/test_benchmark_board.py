@@ -8,6 +8,7 @@ for real on every output while the test takes seconds."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import zlib
@@ -59,6 +60,37 @@ def fake_runner(cmd: list[str]) -> None:
     evaluate_prediction_files({"demo": src}, out, cfg, detector, "demo")
 
 
+#: the validation threshold each (detector, seed) run records; at 0.5 meso_inception4's seed 1
+#: would decide otherwise
+RUN_THRESHOLD = {("meso4", 0): 0.41, ("meso4", 1): 0.47, ("meso_inception4", 0): 0.62,
+                 ("meso_inception4", 1): 0.38}  # fmt: skip
+
+
+def threshold_runner(cmd: list[str]) -> None:
+    """Training: a run directory whose ``validation_threshold.json`` records the run's
+    threshold; ``fairforensics test``: the sweep's own command line read by ``test``'s parser
+    and threshold resolver (the detector itself stands in: :func:`fake_runner`'s scores)."""
+    from fairforensics.evaluation.thresholds import write_run_thresholds
+
+    test_cli = importlib.import_module("fairforensics.cli.test")  # the package exports main()
+
+    if "train" in cmd:
+        folder = Path(cmd[cmd.index("--output-dir") + 1])
+        detector, seed = folder.parent.name, int(folder.name.removeprefix("seed"))
+        record = {"threshold": RUN_THRESHOLD[detector, seed], "step": 9, "epoch": 1}
+        write_run_thresholds(folder / "run", "frame", ["demo"], {"best": record})
+        return
+    args = test_cli.parse_args(cmd[cmd.index("test") + 1 :])
+    out = args.out
+    detector, seed = out.parent.parent.name, int(out.parent.name.removeprefix("seed"))
+    src = out.parent / "demo.csv"
+    write_predictions(src, demo_predictions(detector, seed))
+    cfg = load_test_config(overrides=["n_boot=0", "plots=false"])
+    meta: dict = {}
+    test_cli._choose_threshold(args, cfg, meta, None, out, None)
+    evaluate_prediction_files({"demo": src}, out, cfg, detector, "demo", meta=meta)
+
+
 def metadata_baseline(path: Path) -> Path:
     """A predictions file as ``fairforensics audit`` writes it: one score per video."""
     pred = demo_predictions("meso4", 0)
@@ -76,7 +108,7 @@ def swept(tmp_path_factory) -> tuple[Path, list[list[str]]]:
 
     def runner(cmd: list[str]) -> None:
         calls.append(cmd)
-        fake_runner(cmd)
+        threshold_runner(cmd)
 
     s = sw.Sweep(
         ["meso4", "meso_inception4"], out, train_data=["demo"], test_data=["demo"],
@@ -115,19 +147,31 @@ def test_leaderboards_intervals_ties_spread_and_baselines(swept) -> None:
             r = rows[name]
             assert r["demo low"] < r["demo"] < r["demo high"], (level, r)
             assert r["demo sd"] > 0  # two seeds, two AUCs
-        # the metadata shortcut is perfect: the best (or tied with it), the rest compared with
-        # the best, which has no p-value
-        assert rows["metadata"]["demo"] == 1.0 and rows["metadata"]["demo tied"]
-        (best,) = [n for n, r in rows.items() if r["demo p"] is None]
-        assert rows[best]["demo"] == max(r["demo"] for r in rows.values())
-        for name, r in rows.items():
+        # the metadata shortcut is perfect, but a baseline: never the best, never the
+        # reference of the tie test, never tied, never counted in Top3 (issue 46, item 2)
+        assert rows["metadata"]["demo"] == 1.0 > max(rows[n]["demo"] for n in SKILL)
+        for name in ("constant", "random", "metadata"):
+            r = rows[name]
+            assert not r["demo tied"] and r["demo p"] is None, name
+            assert r["Within Top3"] is None and r["Within Tied"] is None, name
+        (best,) = [n for n in SKILL if rows[n]["demo p"] is None]
+        assert rows[best]["demo"] == max(rows[n]["demo"] for n in SKILL)
+        for name in SKILL:
+            r = rows[name]
+            assert r["Within Top3"] == 1  # two detectors: both in the top 3, baselines aside
             if name != best:
                 assert r["demo tied"] == (r["demo p"] >= 0.05), name
-                assert r["Cross Tied"] == int(r["demo tied"])
-        assert not rows["constant"]["demo tied"] and not rows["random"]["demo tied"]
-        assert rows["constant"]["Cross Top3"] == 0
+                assert r["Within Tied"] == int(r["demo tied"])
+        best_cells = json.loads(
+            (out / "leaderboard" / f"leaderboard_{level}_auc.json").read_text()
+        )["best"]
+        names = list(rows)
+        assert {names[i] for i, c in best_cells if c == "demo"} == {best}
     md = (out / "leaderboard" / "leaderboard_frame_auc.md").read_text()
-    assert "Cross Tied" in md and "±" in md  # seed spread beside the mean
+    assert "Within Tied" in md and "±" in md  # seed spread beside the mean
+    ranked, apart = md.split("*Baselines (sanity checks")  # baselines below, their own table
+    assert "metadata" not in ranked and "meso4" in ranked and "metadata" in apart
+    assert "**1.0000**" not in md  # the perfect baseline is not bold
     csv_head = (out / "leaderboard" / "leaderboard_video_eer.csv").read_text().splitlines()[0]
     assert "demo low,demo high,demo sd" in csv_head  # every metric carries its interval
 
@@ -139,19 +183,30 @@ def test_fairness_columns_sorted_by_auc_with_baselines(swept) -> None:
     out, _ = swept
     data = json.loads((out / "leaderboard" / "fairness" / "fairness_demo_gender.json").read_text())
     cols, rows = data["columns"], data["rows"]
-    assert cols[:4] == ["Type", "Detector", "threshold", "AUC"]
+    assert cols[:7] == ["Type", "Detector", "threshold", "chosen by", "decisions", "seeds", "AUC"]
+    assert "(n = 24 videos;" in data["title"]
     for c in ("AUC gap", "FPR gap", "FNR gap", "F_FPR", "F_OAE", "F_DP", "F_MEO"):
         assert c in cols
     for pair in ("female>female", "female>male", "male>female", "male>male"):
         assert f"xAUC {pair}" in cols
-    aucs = [r["AUC"] for r in rows]
-    assert aucs == sorted(aucs, reverse=True)
+    kinds = [r["Type"] == "Baseline" for r in rows]
+    assert kinds == sorted(kinds)  # detectors first, then the baselines
+    for baseline in (False, True):
+        aucs = [r["AUC"] for r, b in zip(rows, kinds, strict=True) if b == baseline]
+        assert aucs == sorted(aucs, reverse=True)
     gaps = ("FPR gap", "FNR gap", "F_FPR", "F_OAE", "F_DP", "F_MEO")
     constant = next(r for r in rows if r["Detector"] == "constant")
-    assert all(constant[c] == 0 for c in gaps)  # it "wins" every threshold gap column ...
+    # every decision "fake": no gap to measure, said so, not a perfect 0 (issue 46, item 1)
+    assert constant["decisions"] == "one class"
+    assert all(constant[c] == "one class" for c in gaps)
     assert constant["AUC"] == 0.5 and constant["Type"] == "Baseline"  # ... and shows its AUC
+    assert "validation threshold" not in data["title"]
+
+    def size(v):
+        return abs(v) if isinstance(v, float) else math.inf
+
     for c in gaps:  # whoever has the smallest gap, a baseline or not, its AUC is beside it
-        winner = min(rows, key=lambda r: abs(r[c]) if r[c] is not None else math.inf)
+        winner = min(rows, key=lambda r: size(r[c]))
         if winner["Type"] == "Baseline" and winner["Detector"] != "metadata":
             assert winner["AUC"] <= 0.6 and rows.index(winner) > rows.index(_row(rows, "meso4"))
     meso = _row(rows, "meso4")
@@ -159,6 +214,38 @@ def test_fairness_columns_sorted_by_auc_with_baselines(swept) -> None:
     biased = _row(rows, "meso_inception4")
     assert biased["xAUC female>male"] < biased["xAUC male>female"]  # women's fakes score low
     assert (out / "leaderboard" / "fairness" / "pareto_demo_gender.png").is_file()
+
+
+def test_each_row_decides_at_its_runs_threshold(swept) -> None:
+    """Issue 46, item 1: the benchmark's evaluations decide at each run's validation threshold
+    (``test --run`` reads it), every table says which and how it was chosen, and the
+    leaderboard's ACC is the mean of the seeds' ACCs, each at its seed's threshold."""
+    from fairforensics.evaluation.metrics import acc
+
+    out, calls = swept
+    for (detector, seed), value in RUN_THRESHOLD.items():
+        info = json.loads((out / detector / f"seed{seed}" / "eval" / "eval.json").read_text())
+        assert (
+            info["threshold"] == value and "validation threshold of run" in info["threshold_from"]
+        )
+    rows = _rows(out / "leaderboard" / "leaderboard_frame_acc.json")
+    for detector in SKILL:
+        values = [RUN_THRESHOLD[detector, k] for k in (0, 1)]
+        assert rows[detector]["Threshold"] == ", ".join(f"{v:.4g}" for v in values)
+        assert rows[detector]["Chosen by"] == "run's validation threshold"
+        assert rows[detector]["Seeds"] == 2
+        each = [
+            acc(p.label, p.score, threshold=v)
+            for p, v in zip((demo_predictions(detector, k) for k in (0, 1)), values, strict=True)
+        ]
+        assert rows[detector]["demo"] == pytest.approx(np.mean(each))
+    assert rows["constant"]["Chosen by"].startswith("default 0.5")
+    assert rows["constant"]["demo one_class"] and not rows["meso4"]["demo one_class"]
+    assert "0.5000 (one class)" in (out / "leaderboard" / "leaderboard_frame_acc.md").read_text()
+    fair = json.loads((out / "leaderboard" / "fairness" / "fairness_demo_gender.json").read_text())
+    meso = _row(fair["rows"], "meso4")
+    assert meso["threshold"] == pytest.approx(np.mean([0.41, 0.47]))
+    assert meso["chosen by"].startswith("run's validation threshold")
 
 
 def _row(rows: list[dict], name: str) -> dict:
@@ -185,6 +272,13 @@ def test_costs_and_html_page(swept) -> None:
     assert "meso4/seed0/eval/report.html" in page and "pareto_demo_gender.png" in page
     for section in ("leaderboards", "robustness", "fairness", "cost"):
         assert f"id='{section}'" in page
+    # issue 46, item 8: margins; the best marked in every metric's table, not only AUC's;
+    # baselines set apart in the report too
+    assert "padding:0 1.5em" in page
+    acc = page[page.index("<h3>ACC (frame level)</h3>") :]
+    assert "class='best'" in acc[: acc.index("</table>")]
+    report = (out / "leaderboard" / "report.html").read_text()
+    assert report.count("class='sep'") >= 4 and "tr.baseline td" in report
 
 
 def test_launcher_runs_jobs_through_submitit(tmp_path: Path, monkeypatch) -> None:

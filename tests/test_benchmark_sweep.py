@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,31 @@ def test_the_sweep_writes_frame_and_video_leaderboards(tmp_path: Path) -> None:
         rows = json.loads((board / f"leaderboard_{level}_auc.json").read_text())["rows"]
         assert {r["Detector"] for r in rows} == {"meso4", "xception", "constant", "random"}
     assert "AUC (video level)" in (board / "report.html").read_text()
+
+
+def test_every_evaluation_decides_at_its_runs_threshold(tmp_path: Path) -> None:
+    """Issue 46, item 1: a trained run is tested with ``--run`` and nothing that overrides its
+    validation threshold; DeepfakeBench's checkpoints get one chosen on the validation data
+    (``--val-data``); the robustness step decides at the threshold its evaluation used."""
+    import importlib
+
+    test_cli = importlib.import_module("fairforensics.cli.test")
+    trained = sw.Sweep(["meso4"], tmp_path / "a", train_data=["demo"], val_data=["v1", "v2"],
+                       test_data=["demo"], robustness=True)  # fmt: skip
+    cmd = sw.eval_command(trained, "meso4")
+    args = test_cli.parse_args(cmd[4:])
+    assert args.run == tmp_path / "a" / "meso4" / "run" and args.val_data is None
+    assert not args.overrides and not args.config  # the run's threshold is not overridden
+    (tmp_path / "facexray_best.pth").write_bytes(b"")
+    released = sw.Sweep(["xray"], tmp_path / "b", weights_dir=tmp_path, train_data=["FF-c23"],
+                        test_data=["CDFv2"], robustness=True)  # fmt: skip
+    args = test_cli.parse_args(sw.eval_command(released, "xray")[4:])
+    assert args.val_data == ["FF-c23"]  # no val data given: the training data's val split
+    args = test_cli.parse_args(sw.eval_command(replace(released, val_data=["v"]), "xray")[4:])
+    assert args.val_data == ["v"]
+    for sweep, detector in ((trained, "meso4"), (released, "xray")):
+        robust = sw.robustness_command(sweep, detector)
+        assert "--val-data" not in robust and "v1" not in robust
+        parsed = importlib.import_module("fairforensics.cli.robustness").parse_args(robust[4:])
+        assert parsed.threshold_from == sweep.folder(detector) / "eval" / "eval.json"
+        assert parsed.val_data is None

@@ -395,3 +395,32 @@ def test_an_index_cropped_otherwise_than_the_weights_is_warned_once_and_recorded
 
     assert evaluation_notes(out / "predictions" / "tinywide.csv") == [ev["crop_notes"]["tinywide"]]
     assert evaluation_notes(out / "predictions" / "nothing.csv") == []
+
+
+def test_run_decides_at_its_validation_threshold_as_detect_does(setup, tmp_path, capsys) -> None:
+    """Issue 46, item 1: ``test --run`` decides at the validation threshold the run recorded
+    (the resolver of ``detect``), says so, and records how it was chosen; without a record 0.5
+    and why; a threshold the user sets wins."""
+    from fairforensics.evaluation.thresholds import write_run_thresholds
+
+    _, _, run, _ = setup
+    recorded = tmp_path / "run"
+    shutil.copytree(run, recorded, ignore=shutil.ignore_patterns("eval"))
+    write_run_thresholds(recorded, "frame", ["tiny"], {"best": {"threshold": 0.37, "step": 4,
+                                                                "epoch": 1}})  # fmt: skip
+    quiet = ["--test-data", "tiny", "--set", "n_boot=0", "--set", "plots=false"]
+    for run_dir, extra, value, how in (
+        (recorded, [], 0.37, "run"),
+        (run, [], 0.5, "default"),
+        (recorded, ["--set", "threshold=0.3"], 0.3, "given"),
+    ):
+        out = tmp_path / f"eval_{how}"
+        assert script().main(["--run", str(run_dir), *quiet, *extra, "--out", str(out)]) == 0
+        info = json.loads((out / "eval.json").read_text())
+        assert info["threshold"] == value and info["threshold_chosen_by"] == how
+        err = capsys.readouterr().err
+        assert f"decision threshold: {value:g}" in err, err
+    assert (
+        "records no validation threshold"
+        in json.loads((tmp_path / "eval_default" / "eval.json").read_text())["threshold_from"]
+    )

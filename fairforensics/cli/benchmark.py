@@ -73,7 +73,12 @@ def main(argv: list[str] | None = None) -> int:
         help="model packages, one folder per detector (DIR/<detector>/, from fairforensics "
         "export): test them with --model, train nothing",
     )
-    p.add_argument("--within", nargs="+", help="within-domain test sets of the leaderboard")
+    p.add_argument(
+        "--within",
+        nargs="+",
+        help="within-domain test sets of the leaderboard (default: those of the runs' "
+        "training data, and FaceForensics++'s other sets when trained on one of them)",
+    )
     p.add_argument(
         "--set",
         dest="overrides",
@@ -119,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="Markdown and report leaderboards show each cell's interval (CSV, JSON and "
         "index.html always carry them)",
+    )
+    p.add_argument(
+        "--latex",
+        action="store_true",
+        help="the leaderboard and fairness tables also as LaTeX (booktabs, <table>.tex): "
+        "intervals, tie marks, seeds and test videos per set",
     )
     p.add_argument(
         "--launcher",
@@ -196,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         allow_partial=args.allow_partial,
         costs=not args.no_costs,
         show_intervals=args.show_intervals,
+        latex=args.latex,
     )
     import_modules(args.imports)
     launch = None

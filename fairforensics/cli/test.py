@@ -20,6 +20,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
@@ -70,7 +71,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "default: the test config's split, test)",
     )
     p.add_argument(
-        "--val-data", help="choose the decision threshold on this dataset's val split (EER rule)"
+        "--val-data",
+        nargs="+",
+        help="choose the decision threshold on these datasets' val splits, pooled (EER rule); "
+        "default: --run's validation threshold, a --model's threshold, else 0.5",
     )
     p.add_argument(
         "--config",
@@ -92,7 +96,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="skip test sets whose index is missing (listed in eval.json and the report)",
     )
     add_allow_partial_argument(p)
-    p.add_argument("--within", nargs="+", help="leaderboard: within-domain test sets (default FF*)")
+    p.add_argument(
+        "--within",
+        nargs="+",
+        help="leaderboard: within-domain test sets (default: those of the rows' training data)",
+    )
+    p.add_argument(
+        "--latex",
+        action="store_true",
+        help="leaderboard: each table also as LaTeX (booktabs, <table>.tex)",
+    )
     p.add_argument(
         "--section",
         action="append",
@@ -124,6 +137,43 @@ def _sets_threshold(args: argparse.Namespace) -> bool:
     )
 
 
+def _choose_threshold(
+    args: argparse.Namespace, cfg: Any, meta: dict, detector: Any, out: Path, package: Any
+) -> None:
+    """``cfg.threshold`` and ``meta``'s ``threshold_from``/``threshold_chosen_by``, said in the
+    log: the user's (``--set threshold=``, a --config), else chosen on ``--val-data``, else the
+    resolver of ``detect`` (:func:`evaluation.thresholds.decision_threshold`: ``--run``'s
+    validation threshold, a ``--model``'s threshold, else the default 0.5 and why); ``main``
+    says it once the sets are evaluated."""
+    from fairforensics.evaluation import testing
+    from fairforensics.evaluation.thresholds import decision_threshold
+    from fairforensics.preprocessing.resolve import resolve_index
+
+    if _sets_threshold(args):
+        meta["threshold_from"] = f"given: {cfg.threshold:g} (--set threshold / --config)"
+        meta["threshold_chosen_by"] = "given"
+    elif args.val_data:  # names under the data root, or .json paths (the one resolver)
+        indexes = [resolve_index(v, cfg.data_root or "datasets") for v in args.val_data]
+        cfg.threshold = testing.validation_threshold(detector, indexes, cfg, out_dir=out)
+        sets = "+".join(i.dataset for i in indexes)
+        meta["threshold_from"] = f"EER rule, {cfg.levels[0]} level, on the val split of {sets}"
+        meta["threshold_chosen_by"] = "val_data"
+    else:
+        chosen = decision_threshold(
+            run=args.run,
+            packaged=None if package is None else package.threshold,
+            weights=args.weights or "best",
+            default=cfg.threshold,
+        )
+        cfg.threshold = chosen.value
+        meta["threshold_from"] = chosen.source
+        meta["threshold_chosen_by"] = (
+            "run" if args.run is not None and chosen.source.startswith("validation threshold")
+            else "package" if package is not None and package.threshold == chosen
+            else "default"
+        )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
@@ -136,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model
-    from fairforensics.preprocessing.resolve import check_datasets_complete, resolve_index
+    from fairforensics.preprocessing.resolve import check_datasets_complete
 
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -168,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
             cfg.metrics,
             cfg.levels,
             reduce=cfg.reduce,
-            threshold=cfg.threshold,
+            threshold=cfg.threshold if _sets_threshold(args) else None,  # else each row's own
             within=args.within,
+            latex=args.latex,
             extra_sections=extra,
             n_boot=cfg.n_boot,
             confidence=cfg.confidence,
@@ -183,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     else:
         check_datasets_complete(
-            [*cfg.test_data, *([args.val_data] if args.val_data else [])],
+            [*cfg.test_data, *(args.val_data or [])],
             cfg.data_root or "datasets",
             allow_partial=args.allow_partial,
         )
@@ -208,15 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             variant=args.variant,
             package=package,
         )
-        if package is not None and package.threshold is not None and not _sets_threshold(args):
-            cfg.threshold = package.threshold.value
-            meta["threshold_from"] = package.threshold.source
-        if args.val_data:  # a name under the data root, or a .json path (the one resolver)
-            val_index = resolve_index(args.val_data, cfg.data_root or "datasets")
-            cfg.threshold = testing.validation_threshold(detector, val_index, cfg, out_dir=out)
-            meta["threshold_from"] = (
-                f"EER rule, {cfg.levels[0]} level, on the val split of {val_index.dataset}"
-            )
+        _choose_threshold(args, cfg, meta, detector, out, package)
         try:
             testing.run_test(
                 detector,
@@ -232,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         except testing.TestSetsSkipped as exc:  # the others are written: show them, exit 1
             skipped = exc
+        from fairforensics.cli.thresholds import print_threshold
+        from fairforensics.evaluation.thresholds import DecisionThreshold
+
+        print_threshold(DecisionThreshold(cfg.threshold, meta["threshold_from"]))
     for level in cfg.levels:
         summary = out / "tables" / f"{level}_summary.md"
         if summary.is_file():
