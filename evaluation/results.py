@@ -8,6 +8,8 @@ An evaluation folder holds::
     metrics/<set>.json        frame- and video-level metrics with bootstrap intervals
     tables/<level>_<metric>.{csv,md,json}   Table 3 layout (paper 002), one per metric
     tables/<level>_summary.{csv,md,json}    every metric with its 95% interval, per test set
+    tables/calibration.{csv,md,json}        ECE (interval by videos), MCE, Brier, NLL
+    tables/threshold_transfer.{csv,md,json} rates at the threshold used and at the own EER one
     figures/*.png|pdf         ROC + PR curves, score histograms
     manifest.json             test sets skipped, with the reason
     report.html
@@ -29,6 +31,14 @@ from typing import Any
 
 from fairforensics.configs import config_to_dict
 from fairforensics.evaluation import plots
+from fairforensics.evaluation.calibration.section import (
+    CALIBRATION_TEXT,
+    TRANSFER_TEXT,
+    calibration_table,
+    reliability_figure,
+    threshold_figure,
+    threshold_transfer_table,
+)
 from fairforensics.evaluation.metrics import video_scores
 from fairforensics.evaluation.predictions import (
     PredictionsError,
@@ -39,6 +49,7 @@ from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.scoring import evaluate_levels, level_label, video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Result, Table, leaderboard, metric_table
+from fairforensics.evaluation.thresholds import threshold_chosen_by
 from fairforensics.preprocessing.files import jsonable, write_json
 from fairforensics.preprocessing.index import dataset_label
 
@@ -201,6 +212,9 @@ def evaluate_prediction_files(
             table.write(out / "tables" / f"{level}_{slug(metric)}")
         items.append(metric_table(results, cfg.metrics))
         sections.append(Section(f"{label.capitalize()}-level metrics", items))
+    sections += _calibration_sections(
+        {labels[n]: p for n, p in preds.items()}, out, cfg, threshold_chosen_by(info)
+    )
     if cfg.plots:
         sections.append(
             Section("Curves and score histograms", _figures(preds, out / "figures", cfg))
@@ -220,6 +234,29 @@ def evaluate_prediction_files(
             meta=_report_meta(info),
         )
     return per_set
+
+
+def _calibration_sections(
+    preds: Mapping[str, Any], out: Path, cfg: TestConfig, chosen_by: str
+) -> list[Section]:
+    """``tables/calibration`` and ``tables/threshold_transfer`` with their figures (issue 48)."""
+    calibration = calibration_table(preds, n_boot=cfg.n_boot, seed=cfg.seed)
+    calibration.write(out / "tables" / "calibration")
+    transfer = threshold_transfer_table(preds, cfg.threshold, chosen_by)
+    transfer.write(out / "tables" / "threshold_transfer")
+    cal_items: list[Table | Path] = [calibration]
+    transfer_items: list[Table | Path] = [transfer]
+    if cfg.plots:
+        for name, pred in preds.items():
+            stem = out / "figures" / slug(name)
+            cal_items += reliability_figure(pred, f"{stem}_reliability", name)[:1]
+            transfer_items += threshold_figure(
+                pred, f"{stem}_threshold_transfer", name, cfg.threshold
+            )[:1]
+    return [
+        Section("Calibration", cal_items, text=CALIBRATION_TEXT),
+        Section("Threshold transfer", transfer_items, text=TRANSFER_TEXT),
+    ]
 
 
 def _report_meta(info: Mapping[str, Any]) -> dict[str, str]:

@@ -215,3 +215,39 @@ def test_calibrate_command(tmp_path):
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1].startswith("error: ")
     assert "only fakes" in refused.stderr
+
+
+def test_an_evaluation_writes_calibration_and_threshold_transfer(tmp_path):
+    from fairforensics.evaluation.results import evaluate_prediction_files
+    from fairforensics.evaluation.settings import load_test_config
+
+    rng = np.random.default_rng(6)
+    y, s, videos, _ = over_confident(rng, 40, 3, k=3.0)
+    n = len(y)
+    preds = Predictions(
+        dataset=np.full(n, "demo"), video_id=videos.astype(str), frame=np.tile(np.arange(3), 40),
+        label=y, score=s, method=np.where(y == 1, "fake", "real"),
+    )  # fmt: skip
+    csv = tmp_path / "in.csv"
+    write_predictions(csv, preds)
+    cfg = load_test_config(overrides=["n_boot=200", "plots=true", "threshold=0.7"])
+    evaluate_prediction_files({"demo": csv}, tmp_path / "eval", cfg, "meso4", "demo")
+    tables = tmp_path / "eval" / "tables"
+    rows = json.loads((tables / "calibration.json").read_text())["rows"]
+    assert [r["level"] for r in rows] == ["frame", "video"]
+    frame = rows[0]
+    assert frame["ece"] == pytest.approx(ece(y, s))
+    assert frame["ece_low"] <= frame["ece"] <= frame["ece_high"] and frame["n_bins"] == 15
+    assert frame["brier"] == pytest.approx(brier(y, s)) and frame["nll"] == pytest.approx(nll(y, s))
+    transfer = json.loads((tables / "threshold_transfer.json").read_text())["rows"][0]
+    assert transfer["threshold"] == 0.7
+    assert transfer["chosen_by"].startswith("given")
+    assert transfer["fpr (given)"] == pytest.approx(np.mean(s[y == 0] >= 0.7))
+    assert transfer["fnr (given)"] == pytest.approx(np.mean(s[y == 1] < 0.7))
+    own = transfer["eer_threshold"]
+    acc_own = np.mean((s >= own) == (y == 1))
+    assert transfer["acc lost"] == pytest.approx(acc_own - np.mean((s >= 0.7) == (y == 1)))
+    figures = tmp_path / "eval" / "figures"
+    assert (figures / "demo_reliability.png").is_file()
+    assert (figures / "demo_threshold_transfer.png").is_file()
+    assert "Threshold transfer" in (tmp_path / "eval" / "report.html").read_text()

@@ -196,6 +196,8 @@ def calibration_summary(
             None, (few_units_note(counts[c], f"{w} videos") for c, w in ((0, "real"), (1, "fake")))
         )
     )
+    if not note and n_boot <= 0:
+        note = "no interval (n_boot = 0)"
     if note:
         value, low, high = ece(y, s, n_bins=n_bins, strategy=strategy), None, None
     else:
