@@ -94,7 +94,36 @@ def validation_record(
         value: float | None = predictions_threshold(preds, level, "mean", "eer")
     except ValueError as exc:  # one class (SingleClassError), or no rows
         return {"threshold": None, "step": step, "epoch": epoch, "reason": str(exc)}
-    return {"threshold": value, "step": step, "epoch": epoch}
+    record: dict[str, Any] = {"threshold": value, "step": step, "epoch": epoch}
+    calibration = validation_temperature(preds)
+    if calibration is not None:
+        record["calibration"] = calibration
+    return record
+
+
+def validation_temperature(preds: Sequence[Predictions]) -> dict[str, Any] | None:
+    """Temperature scaling fitted on the pooled validation frames (interval clustered by video):
+    ``{"method": "temperature", "params": {...}}``, or ``None`` when it cannot be fitted (the
+    scores rank fakes below reals)."""
+    from fairforensics.evaluation.calibration import CalibrationError, fit_calibration
+
+    labels = np.concatenate([p.label for p in preds])
+    scores = np.concatenate([p.score for p in preds])
+    videos = np.concatenate([p.video_key for p in preds])
+    try:
+        fitted = fit_calibration(labels, scores, "temperature", clusters=videos)
+    except CalibrationError as exc:
+        log.warning("no temperature scaling on the validation data: %s", exc)
+        return None
+    return {"method": "temperature", "params": fitted.params, "level": "frame"}
+
+
+def run_calibration(run_dir: str | Path, weights: str = "best") -> dict[str, Any] | None:
+    """The temperature scaling a run fitted on validation for its ``weights`` checkpoint, or
+    ``None`` (an older run, no validation data, or none could be fitted)."""
+    data = read_run_thresholds(run_dir)
+    entry = (data or {}).get("checkpoints", {}).get(str(weights))
+    return entry.get("calibration") if isinstance(entry, dict) else None
 
 
 def write_run_thresholds(

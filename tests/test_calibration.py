@@ -251,3 +251,31 @@ def test_an_evaluation_writes_calibration_and_threshold_transfer(tmp_path):
     assert (figures / "demo_reliability.png").is_file()
     assert (figures / "demo_threshold_transfer.png").is_file()
     assert "Threshold transfer" in (tmp_path / "eval" / "report.html").read_text()
+
+
+def test_a_runs_validation_record_carries_its_temperature(tmp_path):
+    from fairforensics.evaluation.thresholds import (
+        run_calibration,
+        validation_record,
+        write_run_thresholds,
+    )
+
+    rng = np.random.default_rng(8)
+    y, s, videos, _ = over_confident(rng, 200, 2, k=2.5)
+    n = len(y)
+    preds = Predictions(
+        dataset=np.full(n, "val"), video_id=videos.astype(str), frame=np.tile(np.arange(2), 200),
+        label=y, score=s, method=np.where(y == 1, "fake", "real"),
+    )  # fmt: skip
+    record = validation_record([preds], "frame", step=10, epoch=1)
+    direct = fit_calibration(y, s, "temperature", clusters=preds.video_key)
+    assert record["calibration"]["params"] == direct.params
+    assert record["calibration"]["params"]["temperature"] > 1.5  # over-confident: T > 1
+    write_run_thresholds(tmp_path, "frame", ["val"], {"best": record, "last": None})
+    assert run_calibration(tmp_path, "best") == record["calibration"]
+    assert run_calibration(tmp_path, "last") is None
+    inverted = Predictions(
+        dataset=preds.dataset, video_id=preds.video_id, frame=preds.frame, label=preds.label,
+        score=1 - preds.score, method=preds.method,
+    )  # fmt: skip
+    assert "calibration" not in validation_record([inverted], "frame", step=10, epoch=1)
