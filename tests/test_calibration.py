@@ -139,7 +139,7 @@ def test_ece_interval_coverage(n_videos, low):
     """Seeded: 200 sets, frames correlated within a video (tau = 0.5), truth by Monte Carlo.
     Measured over 400 sets: 0.88 at 50 videos, 0.92 at 200 (below the nominal 0.95: the |.| of
     each bin makes the bootstrap biased where a bin's true gap is near 0; docs/evaluation.md).
-    A bootstrap that ignored the videos covers far less (0.6-0.7)."""
+    A bootstrap that resamples frames instead of videos fails these bounds."""
     truth = population_ece(2.0, 0.5)
     rng = np.random.default_rng(5)
     hits = 0
