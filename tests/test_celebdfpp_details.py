@@ -45,19 +45,19 @@ def test_identities(tmp_path):
 
 def test_layout_errors_name_the_folder_and_what_is_allowed(tmp_path):
     root = cdfpp_tree(tmp_path)
-    touch(root / "Celeb-synthesis" / "Swapping" / "X" / "a.mp4")
+    touch(root / "Celeb-synthesis" / "Aside" / "X" / "a.mp4")  # sorted before the others
     touch(root / "Celeb-synthesis" / "FaceSwap" / "LIA" / "a.mp4")  # a FaceReenact method
     touch(root / "Celeb-synthesis" / "FaceSwap" / "Celeb-DF" / "a.mp4")  # beside Celeb-DF-v2
     with pytest.raises(DatasetLayoutError) as err:
         build_listing("celebdfpp", root, {"methods": ["Celeb-DF", "Nope"]})
     message = str(err.value)
     assert f"unknown method 'Nope'; allowed: {', '.join(METHODS)}" in message
-    assert f"Swapping: unknown scenario folder; allowed: {', '.join(SCENARIOS)}" in message
+    assert f"Aside: unknown scenario folder; allowed: {', '.join(SCENARIOS)}" in message
     allowed = ", ".join(SCENARIOS["FaceSwap"][1])
     assert f"FaceSwap/LIA: unknown method folder; allowed: {allowed}" in message
     assert "Celeb-DF found twice (also " in message
     # the scenarios after an unknown one are still read
-    assert "FaceSwap/LIA" in message and "Swapping" in message
+    assert "FaceSwap/LIA" in message and "Aside" in message
 
 
 def test_missing_methods_say_how_to_list_a_partial_download(tmp_path):
