@@ -176,7 +176,7 @@ def _level_cells(
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
-            info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
+            info.update({"p": c.p_adjusted, "tied": c.tied, "best": c.best})
     return cells
 
 
