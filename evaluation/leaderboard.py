@@ -24,9 +24,11 @@ from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
 from fairforensics.evaluation.significance import (
+    GIVEN_MODELS,
+    OVER_SEEDS,
     compare_with_best,
     seed_average,
-    seed_mean_ci,
+    seed_mean_intervals,
 )
 from fairforensics.evaluation.tables import (
     TIE_MARK,
@@ -146,37 +148,43 @@ def _level_cells(
         averaged = seed_average(e.preds)
         by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
         shown.setdefault((e.train_data, e.test_data), {})[e.detector] = result.metrics["auc"]
-        ci = {}
+        ci, over = {}, {}
         if n_boot and len(e.preds) == 1:
             ci = evaluate_predictions(
                 averaged, level=level, reduce=reduce, threshold=threshold,
                 n_boot=n_boot, confidence=confidence, seed=seed,
             )["ci"]  # fmt: skip
         elif n_boot:  # the interval of the mean over the seeds the cell shows
-            intervals = seed_mean_ci(
+            intervals = seed_mean_intervals(
                 e.preds, level=level, reduce=reduce, threshold=threshold, n_boot=n_boot,
                 confidence=confidence, seed=seed,
             )  # fmt: skip
-            ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
+            ci = {k: [iv.low, iv.high] for k, iv in intervals[GIVEN_MODELS].items()}
+            over = {k: [iv.low, iv.high] for k, iv in intervals[OVER_SEEDS].items()}
         for metric in result.metrics:
             info: dict[str, Any] = {}
             if metric in ci:
                 info["low"], info["high"] = ci[metric]
+            if metric in over:
+                info["seeds low"], info["seeds high"] = over[metric]
             if sd:
-                info["sd"] = sd[metric]
+                info["sd"], info["seeds"] = sd[metric], len(e.preds)
             cells.details[(e.detector, e.test_data, metric)] = info
     for key, preds in by_set.items():
         test_data = key[1]
         if len(preds) < 2:
             continue
         compared = compare_with_best(
-            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key]
-        )
+            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key],
+            baselines={e.detector for e in entries if e.baseline},
+        )  # fmt: skip
         for d, c in compared.items():
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
             info.update({"p": c.p_adjusted, "tied": c.tied, "best": c.best})
+            if c.baseline:
+                info["p"] = c.p_value  # for information: outside the family of the tie test
     return cells
 
 
@@ -212,8 +220,20 @@ def annotate(
     if tested:
         table.title += (
             f"; {TIE_MARK.strip()}: not distinguishable from the column's best "
-            "(paired DeLong test clustered by video, Holm-adjusted)"
+            "(paired DeLong test clustered by video, family-wise over all pairs: max-|z|)"
         )
+    seeds = {v["seeds"] for (_, _, m), v in details.items() if m == metric and "seeds" in v}
+    if seeds:
+        table.title += (
+            f"; rows of several seeds: mean ± sd; the cell's interval ('low'/'high') is "
+            f"{GIVEN_MODELS} (test-set sampling only), 'seeds low'/'seeds high' {OVER_SEEDS} "
+            "(+ between-seed variance / S, t with S - 1 df)"
+        )
+        if 2 in seeds:
+            table.title += (
+                "; with 2 seeds the over-seeds interval is wide: one difference of two seeds "
+                "estimates the between-seed variance (t quantile 12.7 with 1 df)"
+            )
     return table
 
 

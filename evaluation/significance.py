@@ -366,13 +366,13 @@ def compare_with_best(
             continue
         try:
             items = _align_keyed({best: [keyed[best]], n: [keyed[n]]})
-            res = clustered_delong_test(
-                items.y, items.scores[best], items.scores[n], items.clusters
-            )
+            pair = [items.scores[best], items.scores[n]]
+            a, b = (clustered_auc_variance(items.y, s, items.clusters)[0] for s in pair)
             # a difference of exactly zero has z = 0 whatever its variance (even one that
-            # cannot be estimated)
-            raw[n] = 1.0 if res.diff == 0 and not res.note else res.p_value
-            if res.note:
+            # cannot be estimated, or on fewer videos than a p-value needs)
+            res = None if a == b else clustered_delong_test(items.y, *pair, items.clusters)
+            raw[n] = 1.0 if res is None else res.p_value
+            if res is not None and res.note:
                 notes[n] = f"no p-value: {res.note}"
         except ValueError as exc:
             raw[n], notes[n] = float("nan"), str(exc)
