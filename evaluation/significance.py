@@ -44,15 +44,17 @@ from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
     DeLongResult,
     Interval,
+    _need_both,
+    _placements,
     bootstrap_interval,
     clustered_auc_covariance,
-    clustered_auc_variance,
     few_units_note,
     holm,
 )
 from fairforensics.evaluation.metrics import (
     _rank,
     _summarize,
+    check_scores,
     factorize,
     reduce_by_code,
 )
@@ -88,6 +90,12 @@ class ClusteredDeLongResult(DeLongResult):
 
     df: float = float("inf")
     note: str = ""
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    """AUC by DeLong's placement values (the value :func:`clustered_auc_covariance` gives)."""
+    _need_both(check_scores(y, s)[0], "AUC")
+    return float(_placements(np.asarray(y), np.asarray(s, dtype=np.float64))[0].mean())
 
 
 def _class_note(counts: Sequence[int], min_units: int) -> str:
@@ -351,7 +359,7 @@ def compare_with_best(
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     names = list(preds)
     keyed = {n: k[0] for n, k in _keyed_all({n: [preds[n]] for n in names}, level, reduce).items()}
-    aucs = {n: clustered_auc_variance(k.y, k.s, np.arange(len(k.y)))[0] for n, k in keyed.items()}
+    aucs = {n: _auc(k.y, k.s) for n, k in keyed.items()}
     ranked = {n: (aucs if shown is None else shown)[n] for n in names}
     ranked = {n: v if np.isfinite(v) else -np.inf for n, v in ranked.items()}  # NaN ranks last
     candidates = [n for n in names if n not in baselines]
@@ -367,12 +375,17 @@ def compare_with_best(
         try:
             items = _align_keyed({best: [keyed[best]], n: [keyed[n]]})
             pair = [items.scores[best], items.scores[n]]
-            a, b = (clustered_auc_variance(items.y, s, items.clusters)[0] for s in pair)
+            try:
+                res = clustered_delong_test(items.y, *pair, items.clusters)
+                diff = res.diff
+            except ValueError:  # fewer than two videos of a class: only equal AUCs tie
+                diff = _auc(items.y, pair[0]) - _auc(items.y, pair[1])
+                if diff != 0:
+                    raise
             # a difference of exactly zero has z = 0 whatever its variance (even one that
             # cannot be estimated, or on fewer videos than a p-value needs)
-            res = None if a == b else clustered_delong_test(items.y, *pair, items.clusters)
-            raw[n] = 1.0 if res is None else res.p_value
-            if res is not None and res.note:
+            raw[n] = 1.0 if diff == 0 else res.p_value
+            if diff != 0 and res.note:
                 notes[n] = f"no p-value: {res.note}"
         except ValueError as exc:
             raw[n], notes[n] = float("nan"), str(exc)
