@@ -19,6 +19,7 @@ from fairforensics.evaluation.significance import (
     compare_with_best,
     holm,
     seed_average,
+    seed_rows,
 )
 
 # a hand case: 6 fakes and 6 reals, detector a ranks better than b
@@ -120,3 +121,56 @@ def test_ties_with_the_best_and_seed_averages() -> None:
     np.testing.assert_allclose(two_seeds.score, (good + close) / 2)
     aligned = align({"x": [pred(good, shuffled), pred(close, np.arange(80))]}, "video")
     np.testing.assert_allclose(np.sort(aligned.scores["x"]), np.sort((good + close) / 2))
+
+
+def _messy(rows: np.ndarray, score: np.ndarray) -> Predictions:
+    """Frame rows of two datasets and two methods sharing video ids, frames and clips."""
+    video = rows // 12
+    y = (video % 2).astype(int)
+    return Predictions(
+        dataset=np.where(video % 3 == 0, "A", "B").astype(object),
+        video_id=(video // 2).astype(str).astype(object),  # a real and a fake video share an id
+        frame=rows % 6,
+        label=y,
+        score=score[rows],
+        method=np.where(y == 1, np.where(video % 4 < 2, "DF", "FS"), "real").astype(object),
+        unit=np.where(rows % 12 < 6, "frame", "clip").astype(object),
+    )  # fmt: skip
+
+
+def _string_keys(p: Predictions) -> np.ndarray:
+    return np.array([f"{d}/{m}/{v}#{u}#{f}" for d, m, v, u, f in zip(p.dataset, p.method, p.video_id, p.unit, p.frame, strict=True)])  # fmt: skip
+
+
+def test_integer_keys_give_the_string_keys_answers() -> None:
+    """Items matched by integer codes are those the old string keys matched (dataset/method/
+    video, unit, frame): same aligned scores, AUCs, p-values, seed rows (to 1e-12)."""
+    rng = np.random.default_rng(11)
+    total = 28 * 12
+    base = rng.normal(size=total) + (np.arange(total) // 12 % 2)
+    sa, sb = base + rng.normal(size=total), base + rng.normal(size=total)
+    pa = _messy(rng.permutation(total), sa)
+    pb = _messy(rng.permutation(total)[: total - 40], sb)  # scored fewer rows
+    ka, kb = _string_keys(pa), _string_keys(pb)
+    common = np.intersect1d(ka, kb)
+    ia, ib = (np.argsort(k)[np.searchsorted(np.sort(k), common)] for k in (ka, kb))
+    videos = np.array([c.rsplit("#", 2)[0] for c in common])
+    ref = clustered_delong_test(pa.label[ia], pa.score[ia], pb.score[ib], videos)
+    items = align({"a": [pa], "b": [pb]})
+    assert len(items.y) == len(common) and len(np.unique(items.clusters)) == len(set(videos))
+    got = np.sort(items.scores["a"] * 1000 + items.scores["b"])
+    np.testing.assert_allclose(got, np.sort(pa.score[ia] * 1000 + pb.score[ib]), rtol=1e-12)
+    res = clustered_delong_test(items.y, items.scores["a"], items.scores["b"], items.clusters)
+    assert res.z == pytest.approx(ref.z, rel=1e-12) and res.se == pytest.approx(ref.se, rel=1e-12)
+    out = compare_with_best({"a": pa, "b": pb})
+    other = next(c for c in out.values() if not c.best)
+    assert other.p_value == pytest.approx(ref.p_value, rel=1e-12)
+    assert out["a"].auc == pytest.approx(auc(pa.label, pa.score), abs=1e-12)
+    first, scores = seed_rows([pa, pb])
+    keep = np.isin(ka, common)
+    np.testing.assert_array_equal(first.score, pa.score[keep])
+    np.testing.assert_allclose(
+        scores[1], pb.score[np.argsort(kb)[np.searchsorted(np.sort(kb), ka[keep])]]
+    )
+    with pytest.raises(ValueError, match="same video and frame twice"):
+        align({"a": [Predictions.concat([pa, pa.subset(np.arange(3))])]})

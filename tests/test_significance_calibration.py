@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from fairforensics.evaluation.confidence import clustered_auc_covariance
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.evaluation.significance import (
     GIVEN_MODELS,
     OVER_SEEDS,
     clustered_delong_test,
     compare_with_best,
+    logit_interval,
     seed_mean_intervals,
 )
 
@@ -170,3 +172,31 @@ def test_seed_intervals_cover_their_targets(n_seeds: int) -> None:
     _, high = _bounds(hits[OVER_SEEDS], n_sets)
     assert high >= 0.95, hits[OVER_SEEDS] / n_sets
     assert hits["given, read over seeds"] / n_sets < 0.9, hits["given, read over seeds"] / n_sets
+
+
+def test_over_seeds_interval_is_test_plus_between_seed_variance() -> None:
+    """The over-seeds interval by hand: AUC on the logit scale with the clustered test-set
+    variance of the mean + the seeds' sample variance / S and a t quantile with S - 1 df; ACC
+    with the bootstrap variance of the mean + the seeds' variance / S. One seed: none."""
+    rng = np.random.default_rng(9)
+    runs, _, _ = _seeded_runs(rng, 3, 30, 1.0, 0.4)
+    out = seed_mean_intervals(runs, level="video", n_boot=200, seed=1)
+    y = runs[0].label
+    aucs, cov = clustered_auc_covariance(y, [r.score for r in runs], np.arange(len(y)))
+    var = cov.sum() / 9 + np.var(aucs, ddof=1) / 3
+    mean = aucs.mean()
+    half = stats.t.ppf(0.975, 2) * np.sqrt(var) / (mean * (1 - mean))
+    logit = np.log(mean / (1 - mean))
+    expected = 1 / (1 + np.exp(-(logit - half))), 1 / (1 + np.exp(-(logit + half)))
+    got = out[OVER_SEEDS]["auc"]
+    assert (got.low, got.high) == pytest.approx(expected, rel=1e-12)
+    given = out[GIVEN_MODELS]["auc"]
+    assert (given.low, given.high) == pytest.approx(logit_interval(mean, cov.sum() / 9), rel=1e-12)
+    assert got.high - got.low > given.high - given.low
+    # ACC: from the bootstrap replicates (same seed, same replicates as the given interval)
+    accs = [float(np.mean((r.score >= 0.5) == y)) for r in runs]
+    acc = out[OVER_SEEDS]["acc"]
+    assert acc.value == pytest.approx(np.mean(accs))
+    assert acc.high - acc.value > stats.t.ppf(0.975, 2) * np.std(accs, ddof=1) / np.sqrt(3) * 0.999
+    one = seed_mean_intervals(runs[:1], level="video", n_boot=20)[OVER_SEEDS]["auc"]
+    assert np.isnan(one.low) and "one seed" in one.note
