@@ -174,3 +174,27 @@ def test_integer_keys_give_the_string_keys_answers() -> None:
     )
     with pytest.raises(ValueError, match="same video and frame twice"):
         align({"a": [Predictions.concat([pa, pa.subset(np.arange(3))])]})
+
+
+def test_baselines_are_never_best_nor_tied() -> None:
+    """A baseline with the highest AUC is not the column's best, is outside the tie family
+    (no adjusted p, no mark) and keeps its unadjusted p against the best for information."""
+    rng = np.random.default_rng(4)
+    y = np.repeat([0, 1], 40)
+
+    def pred(s: np.ndarray) -> Predictions:
+        return Predictions(
+            dataset=["d"] * 80, video_id=[f"v{i}" for i in range(80)], frame=[0] * 80,
+            label=y, score=s, method=["m"] * 80,
+        )  # fmt: skip
+
+    good = y + rng.normal(0, 0.7, 80)
+    preds = {"oracle": pred(y + rng.normal(0, 0.1, 80)), "a": pred(good), "b": pred(good + 0.01)}
+    out = compare_with_best(preds, level="video", baselines={"oracle"})
+    assert out["a"].best and not out["oracle"].best and out["oracle"].baseline
+    assert not out["oracle"].tied and np.isnan(out["oracle"].p_adjusted)
+    assert out["oracle"].p_value < 0.05 and out["b"].tied
+    plain = compare_with_best(preds, level="video")
+    assert plain["oracle"].best and not plain["a"].tied
+    only = compare_with_best(preds, level="video", baselines=set(preds))
+    assert not any(c.best or c.tied for c in only.values())
