@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEMO := demo_data
 
-.PHONY: demo test test-e2e test-fast test-extended lint install
+.PHONY: demo test test-e2e test-fast test-extended lint install mutate
 
 # TORCH_INDEX: install torch and torchvision from this wheel index first, when .venv is created
 # (e.g. PyTorch's CPU build: make demo TORCH_INDEX=https://download.pytorch.org/whl/cpu);
@@ -44,6 +44,13 @@ test-fast: $(STAMP)
 # fails (tests/extended_skips.py), so CI cannot pass with a fixture missing.
 test-extended: $(STAMP)
 	$(PY) -m pytest -q -m extended
+
+# Mutation testing (mutmut) of the statistics and dataset modules, each against the test files
+# that import it (scripts/mutate.py; docs/testing.md). MUTATE_ARGS: e.g. `--modules
+# evaluation/significance.py --only 'x_compare_with_best*'` to run some mutants.
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	OMP_NUM_THREADS=1 $(PY) scripts/mutate.py $(MUTATE_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
