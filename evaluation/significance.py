@@ -9,9 +9,10 @@ summed per video before their covariance is taken, the form
 level) it is DeLong's test. Its reference distribution is Student's t with ``(real videos - 1) +
 (fake videos - 1)`` degrees of freedom (the placement sums' variance is estimated from that many
 independent video deviations): at 5 videos a class the normal reference rejected a true null
-in 7.0-9.8 % of data sets, the t reference in 4.2-7.4 % (0/1 scores the highest; docs/evaluation.md,
-"Significance: level, coverage and scale"). With fewer than :data:`evaluation.confidence.MIN_INTERVAL_UNITS` videos of a
-class no p-value is given (the project's small-group rule), and the note says why.
+in 7.0-9.8 % of data sets, the t reference in 4.2-7.4 % (0/1 scores the highest;
+docs/evaluation.md, "Significance: level, coverage and scale"). With fewer than
+:data:`evaluation.confidence.MIN_INTERVAL_UNITS` videos of a class no p-value is given (the
+project's small-group rule), and the note says why.
 
 The tie mark is family-wise, the choice of the best included: the AUC differences of *every pair*
 of the column's detectors are studentized, and a detector is "not tied" with the best only when
