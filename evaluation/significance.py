@@ -101,7 +101,8 @@ def _auc(y: np.ndarray, s: np.ndarray) -> float:
 
 def _class_note(counts: Sequence[int], min_units: int) -> str:
     """The small-group rule's note for videos per class ``counts`` (real, fake), or ``""``."""
-    notes = (few_units_note(int(n), f"{w} videos", min_units) for n, w in zip(counts, ("real", "fake"), strict=True))  # fmt: skip
+    classes = zip(counts, ("real", "fake"), strict=True)
+    notes = (few_units_note(int(n), f"{what} videos", min_units) for n, what in classes)
     return "; ".join(filter(None, notes))
 
 
@@ -222,7 +223,10 @@ def _item_codes(preds: Sequence[Predictions]) -> list[tuple[np.ndarray, np.ndarr
         name: _global_codes([np.asarray(getattr(p, name)) for p in preds])
         for name in ("dataset", "method", "video_id", "unit")
     }
-    sizes = {name: 1 + max((int(c.max()) for c in codes if len(c)), default=0) for name, codes in cols.items()}  # fmt: skip
+    sizes = {
+        name: 1 + max((int(c.max()) for c in codes if len(c)), default=0)
+        for name, codes in cols.items()
+    }
     raw = [
         (cols["dataset"][i] * sizes["method"] + cols["method"][i]) * sizes["video_id"]
         + cols["video_id"][i]
@@ -428,7 +432,8 @@ def _family_p(
         why = str(exc)
     if why:
         for n in family:
-            notes[n] = "; ".join(filter(None, (notes.get(n), f"Bonferroni over {n_pairs} pairs: the items every detector scored ({why})")))  # fmt: skip
+            why_n = f"Bonferroni over {n_pairs} pairs: the items every detector scored ({why})"
+            notes[n] = "; ".join(filter(None, (notes.get(n), why_n)))
         return {n: float(min(1.0, raw[n] * n_pairs)) for n in family}
     aucs, cov = clustered_auc_covariance(
         items.y, [items.scores[n] for n in members], items.clusters

@@ -198,3 +198,28 @@ def test_baselines_are_never_best_nor_tied() -> None:
     assert plain["oracle"].best and not plain["a"].tied
     only = compare_with_best(preds, level="video", baselines=set(preds))
     assert not any(c.best or c.tied for c in only.values())
+
+
+def test_detectors_without_common_items_fall_back_to_bonferroni_over_all_pairs() -> None:
+    """b and c share frames with a but not with each other (an image and a video detector at
+    frame level): no joint covariance, so each p is multiplied by the 3 pairs of the family."""
+    rng = np.random.default_rng(5)
+    video = np.repeat(np.arange(40), 6)
+    frame = np.tile(np.arange(6), 40)
+    y = (video % 2).astype(int)
+    base = rng.normal(size=40)[video] + y
+
+    def pred(rows: np.ndarray, noise: float) -> Predictions:
+        return Predictions(
+            dataset=["d"] * len(rows), video_id=video[rows].astype(str), frame=frame[rows],
+            label=y[rows], score=base[rows] + noise * rng.normal(size=len(rows)),
+            method=["m"] * len(rows),
+        )  # fmt: skip
+
+    preds = {"a": pred(np.arange(240), 0.2), "b": pred(np.flatnonzero(frame < 3), 1.5)}
+    preds["c"] = pred(np.flatnonzero(frame >= 3), 1.5)
+    out = compare_with_best(preds)
+    assert out["a"].best
+    for n in "bc":
+        assert "Bonferroni over 3 pairs" in out[n].note
+        assert out[n].p_adjusted == pytest.approx(min(1.0, 3 * out[n].p_value))
