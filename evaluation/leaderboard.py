@@ -175,16 +175,13 @@ def _level_cells(
         if len(preds) < 2:
             continue
         compared = compare_with_best(
-            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key],
-            baselines={e.detector for e in entries if e.baseline},
-        )  # fmt: skip
+            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key]
+        )
         for d, c in compared.items():
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
             info.update({"p": c.p_adjusted, "tied": c.tied, "best": c.best})
-            if c.baseline:
-                info["p"] = c.p_value  # for information: outside the family of the tie test
     return cells
 
 
