@@ -91,7 +91,7 @@ TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Othe
 BASELINE = "Baseline"
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
 #: What a cell may carry beside its value (:attr:`Table.details`), in column order.
-DETAIL_KEYS = ("low", "high", "seeds low", "seeds high", "sd", "p", "tied")
+DETAIL_KEYS = ("low", "high", "sd", "seeds low", "seeds high", "p", "tied")
 #: Marks a cell not distinguishable from its column's best (:mod:`evaluation.significance`).
 TIE_MARK = " ≈"
 
