@@ -223,3 +223,18 @@ def test_detectors_without_common_items_fall_back_to_bonferroni_over_all_pairs()
     for n in "bc":
         assert "Bonferroni over 3 pairs" in out[n].note
         assert out[n].p_adjusted == pytest.approx(min(1.0, 3 * out[n].p_value))
+
+
+def test_max_abs_z_of_one_free_contrast_is_normal_or_t() -> None:
+    """Detectors 0 and 1 identical (their contrast has no variance; the covariance carries a
+    round-off negative eigenvalue): the largest |z| over the pairs is the one of (0, 2), so its
+    tail is the normal one, or Student's t with the given degrees of freedom."""
+    from fairforensics.evaluation.significance import _max_abs_z_p
+
+    u, v = np.array([1.0, -1.0, 0.0]) / np.sqrt(2), np.array([1.0, 1.0, 0.0]) / np.sqrt(2)
+    cov = -1e-16 * np.outer(u, u) + np.outer(v, v) + 2 * np.diag([0.0, 0.0, 1.0])
+    rng = np.random.default_rng(0)
+    p = _max_abs_z_p(cov, np.array([1.96, 0.0, np.inf]), np.inf, 200_000, rng)
+    assert p[0] == pytest.approx(0.05, abs=0.003) and p[1] == 1.0 and p[2] == 0.0
+    p4 = _max_abs_z_p(cov, np.array([1.96]), 4.0, 200_000, rng)
+    assert p4[0] == pytest.approx(2 * stats.t.sf(1.96, 4), abs=0.004)
