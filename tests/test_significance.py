@@ -238,3 +238,6 @@ def test_max_abs_z_of_one_free_contrast_is_normal_or_t() -> None:
     assert p[0] == pytest.approx(0.05, abs=0.003) and p[1] == 1.0 and p[2] == 0.0
     p4 = _max_abs_z_p(cov, np.array([1.96]), 4.0, 200_000, rng)
     assert p4[0] == pytest.approx(2 * stats.t.sf(1.96, 4), abs=0.004)
+    # no contrast with a variance (every detector ranks alike): any difference is decisive
+    none = _max_abs_z_p(np.ones((3, 3)), np.array([0.5, 0.0, -2.0]), np.inf, 100, rng)
+    assert none.dtype == np.float64 and none.tolist() == [0.0, 1.0, 0.0]
