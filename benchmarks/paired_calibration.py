@@ -11,6 +11,7 @@ holds when ``extra`` is 0.
 
 Per scenario and metric it measures, with exact (Clopper-Pearson) binomial intervals:
 
+* ``true_change``: the population change of the pair (a, b) (:func:`true_change`);
 * ``reject``: share of data sets with p < ``level`` (under the null the target is ``level``,
   otherwise it is the power);
 * ``cover``: share of data sets whose interval contains the true change (0 under the null);
@@ -27,10 +28,10 @@ Used by ``scripts/bench_paired_calibration.py`` (JSON) and, small, by the tests.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from fairforensics.benchmarks.fairness_calibration import _rate
 from fairforensics.evaluation.confidence import percentile_interval, stratified_multiplicities
@@ -110,6 +111,16 @@ def true_change(sc: PairedScenario, pair: tuple[str, str]) -> dict[str, float]:
     }
 
 
+def extra_for(change: float, sc: PairedScenario, metric: str = "fnr") -> float:
+    """The ``extra`` drop of group b's fakes that makes the true change of ``metric`` (pair
+    ``(a, b)``, :func:`true_change`) equal ``change``."""
+    return float(
+        optimize.brentq(
+            lambda x: true_change(replace(sc, extra=x), ("a", "b"))[metric] - change, 0.0, 10.0
+        )
+    )
+
+
 def _old_change(
     clean: dict[str, np.ndarray],
     changed: dict[str, np.ndarray],
@@ -184,8 +195,10 @@ def calibrate(
                 tally[m]["old_reject"] += int(p < level)
                 tally[m]["old_cover"] += int(low <= truth <= high)
     out: dict[str, object] = {"scenario": sc.name, "settings": asdict(sc), "sets": n_sets}
+    truth = true_change(sc, ("a", "b"))
     for m in metrics:
         row = {
+            "true_change": truth[m],  # of the pair (a, b): change of group a's minus b's
             "reject": _rate(tally[m]["reject"], n_sets),
             "cover": _rate(tally[m]["cover"], defined[m]),
         }
@@ -207,4 +220,8 @@ SCENARIOS: tuple[PairedScenario, ...] = (
     PairedScenario("common shift + gap change, 6 videos", videos=6, extra=1.0),
     PairedScenario("independent draws (null), 4 groups of 10 videos", n_groups=4, videos=10,
                    shift=0.0, independent=True),
+    PairedScenario("common shift + FNR gap change of -0.2, 20 videos",
+                   extra=extra_for(-0.2, PairedScenario(""))),
+    PairedScenario("common shift + FNR gap change of -0.2, 6 videos", videos=6,
+                   extra=extra_for(-0.2, PairedScenario(""))),
 )  # fmt: skip

@@ -14,7 +14,6 @@ the tie test."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import re
@@ -32,9 +31,11 @@ from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
 from fairforensics.evaluation.significance import (
+    GIVEN_MODELS,
+    OVER_SEEDS,
     compare_with_best,
     seed_average,
-    seed_mean_ci,
+    seed_mean_intervals,
 )
 from fairforensics.evaluation.tables import (
     THRESHOLD_METRICS,
@@ -183,20 +184,22 @@ def _level_cells(
         by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
         shown.setdefault((e.train_data, e.test_data), {})[e.detector] = result.metrics["auc"]
         thresholds = seed_thresholds(e, threshold)
-        ci = {}
+        ci, over = {}, {}
         if n_boot and len(e.preds) == 1:
             ci = evaluate_predictions(
                 averaged, level=level, reduce=reduce, threshold=thresholds[0],
                 n_boot=n_boot, confidence=confidence, seed=seed,
             )["ci"]  # fmt: skip
         elif n_boot:  # the interval of the mean over the seeds the cell shows
-            intervals = seed_mean_ci(
+            intervals = seed_mean_intervals(
                 e.preds, level=level, reduce=reduce, threshold=float(np.mean(thresholds)),
                 n_boot=n_boot, confidence=confidence, seed=seed,
             )  # fmt: skip
-            ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
+            ci = {k: [iv.low, iv.high] for k, iv in intervals[GIVEN_MODELS].items()}
+            over = {k: [iv.low, iv.high] for k, iv in intervals[OVER_SEEDS].items()}
             if len(set(thresholds)) > 1:  # one threshold per seed: no interval of one
                 ci = {k: v for k, v in ci.items() if k not in THRESHOLD_METRICS}
+                over = {k: v for k, v in over.items() if k not in THRESHOLD_METRICS}
         split = any(
             one_class(p, level, reduce, t) for p, t in zip(e.preds, thresholds, strict=True)
         )
@@ -204,8 +207,10 @@ def _level_cells(
             info: dict[str, Any] = {}
             if metric in ci:
                 info["low"], info["high"] = ci[metric]
+            if metric in over:
+                info["seeds low"], info["seeds high"] = over[metric]
             if sd:
-                info["sd"] = sd[metric]
+                info["sd"], info["seeds"] = sd[metric], len(e.preds)
             if split and metric in THRESHOLD_METRICS:
                 info["one_class"] = True
             cells.details[(e.detector, e.test_data, metric)] = info
@@ -217,7 +222,7 @@ def _level_cells(
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
-            info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
+            info.update({"p": c.p_adjusted, "tied": c.tied, "best": c.best})
     return cells
 
 
@@ -230,18 +235,13 @@ def _compare(
     alpha: float,
     shown: dict[str, float],
 ) -> dict[str, Any]:
-    """:func:`evaluation.significance.compare_with_best` of a column's detectors, baselines
-    never the best nor the reference: given to it as ``baselines`` where it takes them, else
-    left out (then they carry no comparison). Nothing with fewer than two detectors."""
-    if "baselines" in inspect.signature(compare_with_best).parameters:
-        if len([d for d in preds if d not in baselines]) < 2:
-            return {}
-        return compare_with_best(preds, level=level, reduce=reduce, alpha=alpha, shown=shown,
-                                 baselines=baselines)  # fmt: skip
-    ranked = {d: p for d, p in preds.items() if d not in baselines}
-    if len(ranked) < 2:
+    """:func:`evaluation.significance.compare_with_best` of a column's detectors; baselines are
+    never the best nor the reference and get no tie mark. Nothing with fewer than two
+    detectors that are not baselines."""
+    if len([d for d in preds if d not in baselines]) < 2:
         return {}
-    return compare_with_best(ranked, level=level, reduce=reduce, alpha=alpha, shown=shown)
+    return compare_with_best(preds, level=level, reduce=reduce, alpha=alpha, shown=shown,
+                             baselines=baselines)  # fmt: skip
 
 
 def annotate(
@@ -276,8 +276,20 @@ def annotate(
     if tested:
         table.title += (
             f"; {TIE_MARK.strip()}: not distinguishable from the column's best "
-            "(paired DeLong test clustered by video, Holm-adjusted)"
+            "(paired DeLong test clustered by video, family-wise over all pairs: max-|z|)"
         )
+    seeds = {v["seeds"] for (_, _, m), v in details.items() if m == metric and "seeds" in v}
+    if seeds:
+        table.title += (
+            f"; rows of several seeds: mean ± sd; the cell's interval ('low'/'high') is "
+            f"{GIVEN_MODELS} (test-set sampling only), 'seeds low'/'seeds high' {OVER_SEEDS} "
+            "(+ between-seed variance / S, t with S - 1 df)"
+        )
+        if 2 in seeds:
+            table.title += (
+                "; with 2 seeds the over-seeds interval is wide: one difference of two seeds "
+                "estimates the between-seed variance (t quantile 12.7 with 1 df)"
+            )
     return table
 
 

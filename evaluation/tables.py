@@ -93,7 +93,7 @@ TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Othe
 BASELINE = "Baseline"
 LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
 #: What a cell may carry beside its value (:attr:`Table.details`), in column order.
-DETAIL_KEYS = ("low", "high", "sd", "p", "tied", "one_class")
+DETAIL_KEYS = ("low", "high", "sd", "seeds low", "seeds high", "p", "tied", "one_class")
 #: Marks a cell not distinguishable from its column's best (:mod:`evaluation.significance`).
 TIE_MARK = " ≈"
 #: Metrics of decisions at a threshold (the others are threshold-free).

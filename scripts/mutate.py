@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MODULE_TESTS: dict[str, tuple[str, ...]] = {
     "evaluation/significance.py": (
         "tests/test_significance.py",
+        "tests/test_significance_calibration.py",
         "tests/test_leaderboard_intervals.py",
     ),
     "fairness/paired.py": ("tests/test_fairness_paired.py", "tests/test_fairness_robustness.py"),
