@@ -31,7 +31,7 @@ from torch import nn
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.base import Detector, DetectorConfig
 from fairforensics.detectors.dfb_keys import remap
-from fairforensics.detectors.filekind import file_kind
+from fairforensics.configs.filekind import file_kind
 from fairforensics.detectors.registry import register_detector
 
 

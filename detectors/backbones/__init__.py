@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from fairforensics.detectors.backbones.hub import download_blocker, hub_source
-from fairforensics.detectors.filekind import TORCH_KINDS, describe_kind, file_kind
+from fairforensics.configs.filekind import TORCH_KINDS, describe_kind, file_kind
 
 log = logging.getLogger(__name__)
 

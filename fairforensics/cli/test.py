@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.preflight import check_files_exist, check_source_files, check_test_settings
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.writable import check_writable
@@ -131,6 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError("--predictions needs --name and --out")
     if args.out is not None:
         check_writable(args.out)  # before any model is loaded or file scored
+    check_source_files(args)  # then the files and the settings, before torch loads
+    check_files_exist(
+        [item.partition("=")[2] for item in args.predictions or []], "predictions file"
+    )
+    check_files_exist(args.compare or [], "predictions file")
+    check_test_settings(args.config, args.overrides)
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model
