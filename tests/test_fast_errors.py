@@ -38,7 +38,21 @@ CASES = [
     ("export", ["--detector", "meso4", "--weights", "{d}/notes.txt", "--out", "{d}/p"], "text"),
     ("train", ["--resume", "{d}/norun"], "not a run directory"),
     ("fairness", ["--predictions", "{d}/no.csv", "--out", "{d}/f"], "predictions file not found"),
+    ("detect", ["a.jpg", "--detector", "mseo4", "--weights", "{d}/w.pt"], "not a registered"),
+    ("test", ["--detector", "mseo4", "--weights", "{d}/w.pt"], "not a registered detector"),
+    ("train", ["--detector", "mseo4"], "not a registered detector"),
+    ("export", ["--detector", "mseo4", "--weights", "{d}/w.pt", "--out", "{d}/p"], "registered"),
+    ("benchmark", ["--detectors", "mseo4", "--out", "{d}/b"], "'mseo4' is not a registered"),
+    ("benchmark", ["--detectors", "meso4", "--out", "{d}/b", "--models-dir", "{d}/no"], "not a"),
 ]
+
+
+def test_the_detector_names_are_the_registrys() -> None:
+    """The names the checks know without importing torch are those the registry lists."""
+    from fairforensics.cli.preflight import known_detectors
+    from fairforensics.detectors import list_detectors
+
+    assert known_detectors() == set(list_detectors())
 
 
 @pytest.fixture(scope="module")

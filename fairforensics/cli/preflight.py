@@ -8,11 +8,41 @@ library caller does not come through here)."""
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import re
 from collections.abc import Sequence
+from importlib import metadata
 from pathlib import Path
 
 from fairforensics.configs import ConfigError
 from fairforensics.configs.filekind import weights_problem
+
+#: a built-in detector's registration, as :mod:`detectors.registry` finds it in the source
+_REGISTERED = re.compile(r"^[ \t]*@register_detector\(\s*[\"']([^\"']+)[\"']", re.MULTILINE)
+
+
+def known_detectors() -> set[str]:
+    """The built-in detectors (read from the source of ``detectors/``, as the registry lists
+    them, without importing it) and the names of the detector plugins' entry points."""
+    spec = importlib.util.find_spec("fairforensics.detectors")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    names = {
+        m for folder in folders for path in Path(folder).rglob("*.py")
+        for m in _REGISTERED.findall(path.read_text(encoding="utf-8"))
+    }  # fmt: skip
+    return names | {ep.name for ep in metadata.entry_points(group="fairforensics.detectors")}
+
+
+def check_detector_name(name: str, imports: Sequence[str] = (), option: str = "--detector") -> None:
+    """``name`` is a registered detector (unless ``--import`` modules may register it)."""
+    if imports:
+        return
+    known = known_detectors()
+    if name not in known:
+        raise ConfigError(
+            f"{option} {name!r} is not a registered detector; choose one of "
+            f"{', '.join(sorted(known))} (or --import the module that registers it)"
+        )
 
 
 def check_weights(path: str | Path) -> None:
@@ -27,8 +57,6 @@ def check_run(run: str | Path, weights: str | None = "best") -> None:
     ``last`` or a file; None: the config only)."""
     from fairforensics.preprocessing.rundir import RunDir
 
-    if not Path(run).is_dir():
-        raise ConfigError(f"{run}: no such run directory")
     folder = RunDir(run)
     folder.read_config()
     if weights is not None:
@@ -60,8 +88,10 @@ def check_source_files(args: argparse.Namespace) -> None:
         check_model(args.model)
     elif getattr(args, "run", None) is not None:
         check_run(args.run, args.weights)
-    elif getattr(args, "detector", None) is not None and args.weights is not None:
-        check_weights(args.weights)
+    elif getattr(args, "detector", None) is not None:
+        check_detector_name(args.detector, getattr(args, "imports", ()))
+        if args.weights is not None:
+            check_weights(args.weights)
     config = getattr(args, "model_config", None)
     if config is not None:
         from fairforensics.configs import resolve_config
