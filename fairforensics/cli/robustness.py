@@ -96,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     check_cases(_list(args.types), _list(args.levels, int))  # before torch loads
     if args.out is not None:
         check_writable(args.out)  # before the model loads
-    check_source_files(args)  # then the files and the settings, before torch loads
-    check_test_settings(args.config, args.overrides)
+    check_test_settings(args.config, args.overrides)  # then the settings and the files,
+    check_source_files(args)  # before torch loads
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
     from fairforensics.evaluation.model_package.load import load_model

@@ -132,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError("--predictions needs --name and --out")
     if args.out is not None:
         check_writable(args.out)  # before any model is loaded or file scored
-    check_source_files(args)  # then the files and the settings, before torch loads
+    check_test_settings(args.config, args.overrides)  # then the settings and the files,
+    check_source_files(args)  # before torch loads
     check_files_exist(
         [item.partition("=")[2] for item in args.predictions or []], "predictions file"
     )
     check_files_exist(args.compare or [], "predictions file")
-    check_test_settings(args.config, args.overrides)
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model
