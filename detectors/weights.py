@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fairforensics.configs.filekind import ACCEPTED_WEIGHTS, TORCH_KINDS, describe_kind, file_kind
 from fairforensics.configs.filemode import atomic_path
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.base import Detector
@@ -21,7 +22,6 @@ from fairforensics.detectors.deepfakebench import (
     load_weights,
     read_weights_file,
 )
-from fairforensics.configs.filekind import ACCEPTED_WEIGHTS, TORCH_KINDS, describe_kind, file_kind
 from fairforensics.detectors.registry import build_detector, get_detector_class, load_detector_yaml
 
 

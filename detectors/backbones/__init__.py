@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from fairforensics.detectors.backbones.hub import download_blocker, hub_source
 from fairforensics.configs.filekind import TORCH_KINDS, describe_kind, file_kind
+from fairforensics.detectors.backbones.hub import download_blocker, hub_source
 
 log = logging.getLogger(__name__)
 
