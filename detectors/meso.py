@@ -28,10 +28,10 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from fairforensics.configs.filekind import file_kind
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.base import Detector, DetectorConfig
 from fairforensics.detectors.dfb_keys import remap
-from fairforensics.detectors.filekind import file_kind
 from fairforensics.detectors.registry import register_detector
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from fairforensics.configs.filekind import ACCEPTED_WEIGHTS, TORCH_KINDS, describe_kind, file_kind
 from fairforensics.configs.filemode import atomic_path
 from fairforensics.detectors.backbones import PretrainedWeightsError
 from fairforensics.detectors.base import Detector
@@ -21,7 +22,6 @@ from fairforensics.detectors.deepfakebench import (
     load_weights,
     read_weights_file,
 )
-from fairforensics.detectors.filekind import TORCH_KINDS, describe_kind, file_kind
 from fairforensics.detectors.registry import build_detector, get_detector_class, load_detector_yaml
 
 
@@ -52,10 +52,7 @@ def read_checkpoint(path: str | Path) -> dict[str, Any]:
 
 
 #: What ``load_detector_file`` reads, for error messages.
-ACCEPTED = (
-    "a torch checkpoint (.pt/.pth: ours or DeepfakeBench's) or, for meso4 and meso_inception4, "
-    "the authors' Keras .h5 weights"
-)
+ACCEPTED = ACCEPTED_WEIGHTS
 
 
 def load_detector_file(

@@ -20,6 +20,7 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 from tqdm import tqdm
 
+from fairforensics.configs.threads import apply_main_threads, init_worker_threads
 from fairforensics.detectors.base import Detector
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.preprocessing.device import amp_dtype as amp_precision
@@ -127,7 +128,8 @@ def make_eval_loader(
     pin_memory: bool = False,
 ) -> DataLoader:
     """A deterministic evaluation loader (no shuffling; its own generator, so the global RNG
-    is not consumed)."""
+    is not consumed); sets this process's threads for ``num_workers`` workers beside it."""
+    apply_main_threads(num_workers)
     return DataLoader(
         dataset,
         batch_size=batch_size,
@@ -138,6 +140,7 @@ def make_eval_loader(
         pin_memory=pin_memory,
         generator=torch.Generator().manual_seed(0),
         persistent_workers=False,
+        worker_init_fn=init_worker_threads,
     )
 
 

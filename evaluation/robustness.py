@@ -44,6 +44,7 @@ import numpy as np
 from fairforensics.configs import ConfigError, config_to_dict
 from fairforensics.configs.crop import crop_from_mapping
 from fairforensics.evaluation import plots
+from fairforensics.evaluation.confidence import few_units_note
 from fairforensics.evaluation.predict import clip_size_of, predict_images
 from fairforensics.evaluation.predictions import (
     Predictions,
@@ -53,7 +54,7 @@ from fairforensics.evaluation.predictions import (
 from fairforensics.evaluation.provenance import prediction_provenance
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import slug
-from fairforensics.evaluation.scoring import evaluate_levels
+from fairforensics.evaluation.scoring import evaluate_levels, video_codes
 from fairforensics.evaluation.settings import TestConfig
 from fairforensics.evaluation.tables import Table
 from fairforensics.preprocessing.crops import check_crop
@@ -266,7 +267,8 @@ def _metric_columns(levels: Sequence[str]) -> list[str]:
 def robustness_rows(
     detector: str, name: str, result: _SetResult, test: TestConfig
 ) -> list[dict[str, Any]]:
-    """One row per case (clean first, level 0) with every metric and its interval."""
+    """One row per case (clean first, level 0) with every metric and its interval, its real
+    and fake videos, and a note with the reason of each interval withheld."""
     rows = []
     for case, pred in result.predictions.items():
         kind, level = _split_case(case)
@@ -286,6 +288,7 @@ def robustness_rows(
             "type": kind,
             "level": level,
             "videos": per[test.levels[0]]["n_videos"],
+            **dict(zip(("real_videos", "fake_videos"), class_videos(pred), strict=True)),
             "failed": result.failed.get(case, 0),
             "rows": len(pred),
         }
@@ -294,8 +297,51 @@ def robustness_rows(
                 low, high = per[lv].get("ci", {}).get(m, [np.nan, np.nan])
                 row |= {f"{lv}_{m}": per[lv]["metrics"][m], f"{lv}_{m}_low": low}
                 row[f"{lv}_{m}_high"] = high
+        notes = {
+            note: None for lv in test.levels for m, note in per[lv].get("ci_notes", {}).items()
+            if m in METRICS
+        }  # fmt: skip
+        row["note"] = "; ".join(f"no interval: {n}" for n in notes)
         rows.append(row)
     return rows
+
+
+def class_videos(pred: Predictions) -> tuple[int, int]:
+    """The real and the fake videos of ``pred``."""
+    codes, _ = video_codes(pred)
+    _, first = np.unique(codes, return_index=True)
+    labels = np.asarray(pred.label)[first]
+    return int((labels == 0).sum()), int((labels == 1).sum())
+
+
+def _counts(mine: list[dict[str, Any]]) -> list[Any]:
+    """The clean case's real and fake videos (the perturbed cases': fewer when some failed)."""
+    clean = next((r for r in mine if r["type"] == CLEAN), None)
+    return [None, None] if clean is None else [clean["real_videos"], clean["fake_videos"]]
+
+
+def _few_videos_note(rows: list[dict[str, Any]]) -> str:
+    """For a table's title: each test set with too few videos of a class for an interval (the
+    small-group rule, :func:`evaluation.confidence.too_few_units`), where its AUCs are 0, 1 or
+    near them by chance; ``""`` when none."""
+    notes = []
+    for (det, name), counts in _by_set(rows).items():
+        why = [few_units_note(n, f"{c} videos") for c, n in zip(("real", "fake"), counts,
+                                                                  strict=True) if n is not None]  # fmt: skip
+        why = [w for w in why if w]
+        if why:
+            notes.append(f"{det} on {name}: {', '.join(why)}")
+    if not notes:
+        return ""
+    why = "; ".join(notes)
+    return f"; too few videos for an interval, so these AUCs can be 0 or 1 by chance: {why}"
+
+
+def _by_set(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[Any]]:
+    sets = dict.fromkeys((r["detector"], r["test_data"]) for r in rows)
+    return {
+        key: _counts([r for r in rows if (r["detector"], r["test_data"]) == key]) for key in sets
+    }
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str], title: str) -> Table:
@@ -313,12 +359,14 @@ def papers_table(rows: list[dict[str, Any]], level: str) -> Table:
         clean = next((r[key] for r in mine if r["type"] == CLEAN), np.nan)
         per = [np.mean([r[key] for r in mine if r["type"] == t]) for t in types]
         every = [r[key] for r in mine if r["type"] != CLEAN]
-        out.append([det, name, clean, *per, float(np.mean(every)) if every else np.nan])
+        average = float(np.mean(every)) if every else np.nan
+        out.append([det, name, clean, *per, average, *_counts(mine)])
     return Table(
-        ["detector", "test_data", "clean", *types, "average"],
+        ["detector", "test_data", "clean", *types, "average", "real", "fake"],
         out,
         title=f"{level}-level AUC under perturbation (each type: mean over its levels; "
-        "average: mean over every perturbed case)",
+        "average: mean over every perturbed case; real, fake: test videos of each class)"
+        + _few_videos_note(rows),
     )
 
 
@@ -335,12 +383,16 @@ def levels_table(rows: list[dict[str, Any]], level: str) -> Table:
         }
         lvls = sorted({lv for t, lv in mine if t != CLEAN})
         clean = mine.get((CLEAN, 0), np.nan)
-        out.append([det, name, 0, *[clean] * len(types)])
-        out += [[det, name, lv, *[mine.get((t, lv), np.nan) for t in types]] for lv in lvls]
+        counts = _by_set(rows)[(det, name)]
+        out.append([det, name, 0, *[clean] * len(types), *counts])
+        out += [
+            [det, name, lv, *[mine.get((t, lv), np.nan) for t in types], *counts] for lv in lvls
+        ]
     return Table(
-        ["detector", "test_data", "level", *types],
+        ["detector", "test_data", "level", *types, "real", "fake"],
         out,
-        title=f"{level}-level AUC per perturbation type and level (level 0: clean)",
+        title=f"{level}-level AUC per perturbation type and level (level 0: clean; real, fake: "
+        "test videos of each class)" + _few_videos_note(rows),
     )
 
 
@@ -487,13 +539,20 @@ def run_robustness(
     return rows
 
 
+def threshold_text(value: float, source: str) -> str:
+    """``0.64 (validation threshold of ...)``; a source that starts with the value already
+    (``0.5 (default)``, a :class:`evaluation.thresholds.DecisionThreshold`'s) as it is."""
+    shown = f"{value:.6g}"
+    return source if source.startswith((shown, f"{value:g}")) else f"{shown} ({source})"
+
+
 def _write_outputs(
     rows: list[dict[str, Any]], out: Path, test: TestConfig, rcfg: RobustnessConfig,
     detector_name: str, train_data: str, meta: Mapping[str, Any] | None, modes: dict[str, str],
     skipped: list[dict[str, str]], timing: dict[str, Any], extra_sections: Sequence,
 ) -> None:  # fmt: skip
-    columns = ["detector", "test_data", "type", "level", "videos", "failed", "rows"]
-    columns += _metric_columns(test.levels)
+    columns = ["detector", "test_data", "type", "level", "videos", "real_videos", "fake_videos"]
+    columns += ["failed", "rows", *_metric_columns(test.levels), "note"]
     conf = (
         f"{test.confidence:.0%} bootstrap intervals over videos" if test.n_boot else "no intervals"
     )
@@ -527,15 +586,15 @@ def _write_outputs(
     write_json(out / "manifest.json", {"skipped": skipped}, indent=2)
     if timing:
         write_json(out / "timing.json", timing, indent=2)
+    threshold = threshold_text(test.threshold, info["threshold_from"])
     text = (
         f"DeeperForensics-1.0's perturbations ({len(rcfg.cases)} cases) applied to "
         + ("whole decoded frames before the crop" if "frames" in modes.values() else "the crops")
-        + f", faces: {rcfg.faces}; decision threshold {test.threshold:.6g} "
-        f"({info['threshold_from']})."
+        + f", faces: {rcfg.faces}; decision threshold {threshold}."
     )
     text += "".join(f" Note: {n}" for n in info.get("crop_notes", {}).values())
     header = {"detector": detector_name, "weights": str(info.get("weights_file", "-"))}
-    header["decision threshold"] = f"{test.threshold:.6g} ({info['threshold_from']})"
+    header["decision threshold"] = threshold
     if test.report:
         write_report(
             out / "report.html",

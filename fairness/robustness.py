@@ -140,6 +140,7 @@ def change_table(rows: Sequence[dict[str, Any]], metric: str) -> list[dict[str, 
             None,
         )
         row["clean gap"] = _cell(clean["gap"], clean["gap_low"], clean["gap_high"]) if clean else ""
+        notes = dict.fromkeys([clean.get("note")] if clean else [])
         for t in types:
             r = next(
                 (
@@ -161,6 +162,8 @@ def change_table(rows: Sequence[dict[str, Any]], metric: str) -> list[dict[str, 
                 if r
                 else ""
             )
+            notes |= dict.fromkeys([r.get("note")] if r else [])
+        row["note"] = "; ".join(n for n in notes if n)  # why an interval or a p is withheld
         out.append(row)
     return out
 

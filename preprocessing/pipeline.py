@@ -129,7 +129,7 @@ class RunSummary:
     faces: int = 0  # faces found by this run (cached videos not included)
     face_crops: int = 0  # aligned face crops in the index (cached videos included)
     skipped_reasons: dict[str, int] = field(default_factory=dict)  # why videos were skipped
-    warnings: int = 0  # videos with a warning in the manifest (e.g. fewer frames than asked)
+    warnings: int = 0  # warnings this run logged (a video's, e.g. fewer frames than asked, too)
     seconds: float = 0.0
     cpu_s: float = 0.0  # CPU seconds of the workers on the processed videos
     timing: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
@@ -177,9 +177,21 @@ def _entry(item: SourceItem, record: dict[str, Any], prefix: str, root: Path) ->
     )
 
 
-def _add_file_log(path: Path) -> logging.Handler:
+class _RunLog(logging.FileHandler):
+    """The run's log file; counts the warnings logged in this process but a video's own (those
+    of :mod:`.face_path`, counted from the videos' records, wherever their worker ran)."""
+
+    warnings = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING and record.name != f"{__package__}.face_path":
+            self.warnings += 1
+        super().emit(record)
+
+
+def _add_file_log(path: Path) -> _RunLog:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = _RunLog(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger(__package__).addHandler(handler)
     return handler
@@ -286,6 +298,7 @@ def run_preprocess(
                 logger.warning("%s is partial: %s are on disk", name, index.partial)
             write_index(index, summary.index_path)
             summary.seconds = time.perf_counter() - start
+            summary.warnings = handler.warnings + sum(len(r.warnings) for r in results)
             _write_manifest(
                 summary, listing, items, results, records, pending, interrupted=stopped is not None
             )
@@ -523,7 +536,6 @@ def _write_manifest(
         for key, record in sorted(records.items())
         for w in record.get("warnings") or []
     ]
-    summary.warnings = len({(w["method"], w["id"]) for w in warnings})
     data = {
         "summary": summary.to_json(),
         "skipped_reasons": summary.skipped_reasons,

@@ -57,7 +57,7 @@ def _rounded(value: float, like: str) -> str:
 
 def test_stated_figures_are_read() -> None:
     got = stated_figures()
-    assert len(got["robustness row"]) == 9  # clean, seven types, average
+    assert len(got["robustness row"]) == 11  # clean, seven types, average, real and fake videos
 
 
 @pytest.mark.e2e

@@ -189,8 +189,8 @@ def test_keras_weights_need_the_paper_variant_and_a_fitting_file(tmp_path) -> No
 def test_load_detector_file_reads_keras_files_and_names_other_kinds(tmp_path) -> None:
     """``--weights`` of test.py / metamorphic.py: a Keras file is routed by its content (not its
     name) to the Keras import; a file of another kind is one error naming what it is."""
+    from fairforensics.configs.filekind import file_kind
     from fairforensics.detectors import CheckpointError, load_detector_file
-    from fairforensics.detectors.filekind import file_kind
 
     path, forward = _meso4(tmp_path)
     renamed = path.rename(tmp_path / "meso4_weights.bin")

@@ -28,6 +28,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from fairforensics.configs import ConfigError, config_to_dict
+from fairforensics.configs.threads import apply_main_threads, init_worker_threads
 from fairforensics.detectors import (
     CheckpointError,
     build_detector,
@@ -329,7 +330,9 @@ class Trainer:
             pin_memory=self.device.type == "cuda",
             generator=torch.Generator().manual_seed(t.seed),
             persistent_workers=cfg.data.num_workers > 0,
+            worker_init_fn=init_worker_threads,
         )
+        apply_main_threads(cfg.data.num_workers)  # not oversubscribing the cores with them
         self.steps_per_epoch = len(self.sampler) // self.rank_batch
         self.total_steps = self.steps_per_epoch * t.epochs
         self.detector.set_schedule(self.steps_per_epoch, t.epochs)

@@ -20,8 +20,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from fairforensics.configs.filekind import TORCH_KINDS, describe_kind, file_kind
 from fairforensics.detectors.backbones.hub import download_blocker, hub_source
-from fairforensics.detectors.filekind import TORCH_KINDS, describe_kind, file_kind
 
 log = logging.getLogger(__name__)
 

@@ -154,6 +154,7 @@ def detect(
         timing=timing,
         explain=_explain_note(scorer) if explain else None,
         meta={**scorer.meta, "run": None if scorer.run is None else str(scorer.run)},
+        train_data=scorer.train_data,
     )
 
 

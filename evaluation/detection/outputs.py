@@ -74,6 +74,7 @@ def terminal_table(result: DetectResult) -> str:
         f"{counts['scored']} scored, {counts['no_face']} without a face, {counts['failed']} "
         f"failed{skipped}; decision threshold: {result.threshold_source}"
     )
+    text += [f"warning: {w}" for w in result.warnings]
     return "\n".join(text)
 
 
@@ -159,17 +160,31 @@ def _file_html(f: FileResult, result: DetectResult, figures: Path, n: int) -> li
     return parts
 
 
+#: the summary table's columns of numbers (right-aligned); text is left-aligned
+_NUMBER_COLUMNS = ("faces", "score")
+
+
+def _align(column: str) -> str:
+    return "" if column in _NUMBER_COLUMNS else " style='text-align:left'"
+
+
 def write_detect_report(result: DetectResult, out: Path) -> Path:
     """``out/report.html``: a summary table, then per file its verdict, the score against the
     threshold, a strip of scored faces (and Grad-CAM overlays) and the score over time."""
-    summary = ["<table><tr>" + "".join(f"<th>{c}</th>" for c in ("file", "status", "faces",
-               "score", "verdict", "reason")) + "</tr>"]  # fmt: skip
+    columns = ("file", "status", "faces", "score", "verdict", "reason")
+    summary = ["<table><tr>" + "".join(f"<th{_align(c)}>{c}</th>" for c in columns) + "</tr>"]
     for f in result.files:
         cells = (
             str(f.path), f.status, str(f.n_faces), "" if f.score is None else f"{f.score:.4f}",
             f.verdict or "", f.reason or "",
         )  # fmt: skip
-        summary.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+        summary.append(
+            "<tr>"
+            + "".join(
+                f"<td{_align(c)}>{html.escape(v)}</td>" for c, v in zip(columns, cells, strict=True)
+            )
+            + "</tr>"
+        )
     summary.append("</table>")
     items: list[str | Path] = ["<style>.strip figure{margin:2px} .strip img{width:112px}</style>"]
     for n, f in enumerate(result.files):
@@ -186,6 +201,8 @@ def write_detect_report(result: DetectResult, out: Path) -> Path:
     }
     if result.other_files:
         meta["skipped"] = other_files_note(result.other_files)
+    if result.warnings:
+        meta["warning"] = "; ".join(result.warnings)
     if result.explain:
         meta["Grad-CAM"] = result.explain
     sections = [Section("Summary", ["\n".join(summary)]), Section("Files", items)]

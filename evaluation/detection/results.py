@@ -11,6 +11,9 @@ import numpy as np
 Status = Literal["scored", "no_face", "failed"]
 STATUSES = ("scored", "no_face", "failed")
 
+#: the dataset name of ``make demo``'s index (configs/preprocess/demo.yaml)
+DEMO_DATA = "demo"
+
 
 @dataclass
 class FaceScore:
@@ -115,6 +118,18 @@ class DetectResult:
     explain: str | None = None  # what --explain did (or why it could not)
     meta: dict[str, Any] = field(default_factory=dict)  # weights file, its sha256, run, ...
     other_files: list[str] = field(default_factory=list)  # folders' files, neither image nor video
+    train_data: str = ""  # the detector's training data, names joined by "+" ("": not known)
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the reader must know before trusting a verdict (a model trained on the demo)."""
+        if DEMO_DATA in self.train_data.split("+"):
+            return [
+                f"the detector was trained on the demo data ({DEMO_DATA}: one synthetic face, "
+                "rendered from one photograph, with self-blended fakes): its verdicts on other "
+                "faces mean nothing"
+            ]
+        return []
 
     @property
     def failed(self) -> list[FileResult]:
@@ -158,6 +173,8 @@ class DetectResult:
             "timing_cpu_s": self.timing,
             "explain": self.explain,
             "other_files_skipped": self.other_files,
+            "train_data": self.train_data,
+            "warnings": self.warnings,
             **self.meta,
             "files": [f.to_json() for f in self.files],
         }

@@ -25,7 +25,9 @@ from fairforensics.preprocessing.rundir import RunDir
 
 log = logging.getLogger(__name__)
 
-DEFAULTS = "DeepfakeBench's defaults (dlib HOG, 32 frames per video, margin 1.3, 256 px)"
+#: DeepfakeBench's face-crop settings but the crop, then with its crop
+_DEFAULT_SAMPLING = "DeepfakeBench's defaults (dlib HOG, 32 frames per video"
+DEFAULTS = f"{_DEFAULT_SAMPLING}, margin 1.3, 256 px)"
 
 
 @dataclass
@@ -41,6 +43,7 @@ class Scorer:
     frame_num: int | None  # faces scored per video (test.py's frame_num); None: all
     reduce: str  # a video's score from its faces' (test.py's reduce)
     run: Path | None = None
+    train_data: str = ""  # the training data's names joined by "+" ("": not known)
 
     @property
     def clip_size(self) -> int | None:
@@ -80,7 +83,7 @@ def load_scorer(
     cfg = load_test_config()
     if package is not None:
         cfg.reduce = package.reduce
-    model, name, _, meta, _ = load_for_test(
+    model, name, train_data, meta, _ = load_for_test(
         None if run is None else Path(run),
         detector,
         str(weights or "best"),
@@ -126,6 +129,7 @@ def load_scorer(
         cfg.frame_num,
         cfg.reduce,
         None if run is None else Path(run),
+        train_data,
     )
 
 
@@ -136,7 +140,7 @@ def default_face_settings(crop: CropSpec | None, where: str) -> tuple[FaceSettin
     if crop is None or crop.matches(settings.align.crop):
         return settings, DEFAULTS
     settings = replace(settings, align=settings.align.cropping(crop))
-    return settings, f"{DEFAULTS} with the crop of {where}: {crop.describe()}"
+    return settings, f"{_DEFAULT_SAMPLING}) with the crop of {where}: {crop.describe()}"
 
 
 def run_face_settings(run: Path, crop: CropSpec | None = None) -> tuple[FaceSettings, str]:
@@ -171,7 +175,7 @@ def run_face_settings(run: Path, crop: CropSpec | None = None) -> tuple[FaceSett
             "they were recorded, or imported); cropping with %s",
             run,
             ", ".join(names),
-            DEFAULTS if crop is None else f"{DEFAULTS}, the crop of its config",
+            DEFAULTS if crop is None else f"{_DEFAULT_SAMPLING}) with the crop of its config",
         )
         settings, source = default_face_settings(crop, f"{run}'s config")
         return settings, (

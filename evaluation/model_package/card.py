@@ -112,7 +112,7 @@ def model_card(
         f"std {config.get('std')}",
         f"- face crop: {_describe_crop(crop)}",
         f"- face-crop settings: {config.get('face_settings_source') or 'DeepfakeBench defaults'}",
-        f"- frames per video: {config.get('frame_num') or 'all'}; a video's score is the "
+        f"- frames per video: {frames_per_video(config)}; a video's score is the "
         f"{config.get('reduce', 'mean')} of its faces'",
         "- decision threshold: "
         + (
@@ -155,6 +155,26 @@ def model_card(
         "",
     ]
     return "\n".join(lines)
+
+
+def frames_per_video(config: dict[str, Any]) -> str:
+    """The frames of a video that ``detect`` and ``test`` score with the package: ``frame_num``
+    of those the face-crop settings sample (``sampling``; DeepfakeBench's 32 when not
+    recorded), all of them when ``frame_num`` is unset."""
+    sampling = (config.get("face_settings") or {}).get("sampling") or {}
+    mode = sampling.get("mode", "fixed_num_frames")
+    if mode == "fixed_num_frames":
+        sampled = int(sampling.get("num_frames", 32))
+        what = f"{sampled} sampled evenly"
+    elif mode == "clips":
+        sampled = int(sampling.get("num_clips", 1)) * int(sampling.get("clip_size", 1))
+        what = f"{sampled}: {sampling.get('num_clips')} clips of {sampling.get('clip_size')}"
+    else:
+        return f"every {sampling.get('stride')}th frame, {config.get('frame_num') or 'all'} scored"
+    frame_num = config.get("frame_num")
+    if not frame_num or frame_num >= sampled:
+        return what
+    return f"{frame_num} of the {what}"
 
 
 def _cell(result: dict[str, Any], metric: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from fairforensics.configs import config_to_dict
 from fairforensics.configs.crop import CropSpec, expected_crop
-from fairforensics.configs.filemode import atomic_path
+from fairforensics.configs.filemode import atomic_path, file_mode
 from fairforensics.detectors.base import Detector
 from fairforensics.evaluation.model_package.card import evaluation_results, model_card
 from fairforensics.evaluation.model_package.schema import (
@@ -202,6 +202,7 @@ def _write(
     state = {k: v.detach().cpu().contiguous().clone() for k, v in detector.state_dict().items()}
     with atomic_path(out / WEIGHTS_FILE) as tmp:
         save_file(state, str(tmp), metadata={"format": "pt", "detector": config["detector"]})
+        tmp.chmod(file_mode())  # safetensors writes its file 0600, whatever the umask
     config["weights_sha256"] = file_sha256(out / WEIGHTS_FILE)
     write_json(out / CONFIG_FILE, config, indent=2)
     checksums = {f: file_sha256(out / f) for f in (WEIGHTS_FILE, CONFIG_FILE)}

@@ -22,9 +22,10 @@ import argparse
 import logging
 from pathlib import Path
 
-from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
+from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.partial import add_allow_partial_argument
+from fairforensics.cli.preflight import check_detector_name
 from fairforensics.configs import import_modules
 from fairforensics.configs.writable import check_writable
 
@@ -180,6 +181,13 @@ def main(argv: list[str] | None = None) -> int:
         check_datasets_complete(
             names, args.data_root or "datasets", allow_partial=args.allow_partial
         )
+    # then the detectors' names and the folders of weights, before torch loads
+    if args.detectors != ["all"]:
+        for name in args.detectors:
+            check_detector_name(name, args.imports, "--detectors")
+    for option, folder in (("--weights-dir", args.weights_dir), ("--models-dir", args.models_dir)):
+        if folder is not None and not folder.is_dir():
+            raise UserInputError(f"{option} {folder} is not a folder")
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.benchmarks.sweep import DEFAULT_RECIPE, Sweep, run_sweep

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.cli.preflight import check_media_inputs, check_source_files
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments
 from fairforensics.configs.writable import check_writable
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     check_detector_source(args)
     if args.out is not None:
         check_writable(args.out)  # before any file is scored
+    check_source_files(args)  # then the model's files and the inputs, before torch loads
+    check_media_inputs(args.paths)
     from fairforensics.configs import import_modules
     from fairforensics.preprocessing.video_problems import libav_messages
 

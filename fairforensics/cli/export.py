@@ -20,6 +20,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import guide
+from fairforensics.cli.preflight import check_detector_name, check_run, check_weights
 from fairforensics.cli.source import HELP
 from fairforensics.configs.writable import check_writable
 
@@ -77,6 +78,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_writable(args.out)  # before the weights are read
+    if args.run is not None and args.weights in (None, "best", "last"):  # then the weights'
+        check_run(args.run, args.weights or "best")  # files, before torch loads
+    elif args.run is None:
+        check_detector_name(args.detector, args.imports)
+        if args.weights is not None:
+            check_weights(args.weights)
     from fairforensics.configs import import_modules
 
     import_modules(args.imports)

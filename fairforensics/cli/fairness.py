@@ -31,6 +31,7 @@ from fairforensics.cli.errors import (
 )
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.partial import add_allow_partial_argument
+from fairforensics.cli.preflight import check_files_exist
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules, shipped_configs
 from fairforensics.configs.writable import check_writable
@@ -176,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give --predictions FILE (or --protocol FILE)")
     if args.out is not None:
         check_writable(args.out)  # before any fairness protocol trains
+    check_files_exist([p for p in (args.predictions, args.paired_with) if p], "predictions file")
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation.predictions import PredictionsError, read_predictions
     from fairforensics.evaluation.thresholds import warn_if_one_class

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from fairforensics.cli.errors import add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
+from fairforensics.cli.preflight import check_source_files
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import ConfigError, import_modules
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError("--model-config and --variant go with --detector, not --run")
     if args.out is not None:
         check_writable(args.out)  # before the transformations and predictions
+    check_source_files(args)  # then the model's files, before torch loads
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation.thresholds import decision_threshold
     from fairforensics.fairness.metamorphic.pipeline import evaluate_run

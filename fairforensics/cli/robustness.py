@@ -23,6 +23,7 @@ from pathlib import Path
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.partial import add_allow_partial_argument
+from fairforensics.cli.preflight import check_source_files, check_test_settings
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.cli.thresholds import add_threshold_arguments, print_threshold
 from fairforensics.configs import import_modules
@@ -98,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     check_cases(_list(args.types), _list(args.levels, int))  # before torch loads
     if args.out is not None:
         check_writable(args.out)  # before the model loads
+    check_test_settings(args.config, args.overrides)  # then the settings and the files,
+    check_source_files(args)  # before torch loads
     # imported after the arguments parse: --help and argument errors load no torch
     from fairforensics.evaluation import settings, testing
     from fairforensics.evaluation.model_package.load import load_model

@@ -25,6 +25,7 @@ from typing import Any
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.partial import add_allow_partial_argument
+from fairforensics.cli.preflight import check_files_exist, check_source_files, check_test_settings
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.writable import check_writable
@@ -183,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         raise ConfigError("--predictions needs --name and --out")
     if args.out is not None:
         check_writable(args.out)  # before any model is loaded or file scored
+    check_test_settings(args.config, args.overrides)  # then the settings and the files,
+    check_source_files(args)  # before torch loads
+    check_files_exist(
+        [item.partition("=")[2] for item in args.predictions or []], "predictions file"
+    )
+    check_files_exist(args.compare or [], "predictions file")
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model

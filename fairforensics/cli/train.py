@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.partial import add_allow_partial_argument
+from fairforensics.cli.preflight import check_detector_name, check_run
 from fairforensics.configs import import_modules
 from fairforensics.configs.loader import build_config, deep_merge, parse_overrides
 from fairforensics.configs.writable import check_writable
@@ -128,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"--resume continues the saved config; {', '.join(given)} cannot be "
                 f"combined with it (only --set {'/'.join(RESUME_SAFE)})"
             )
+        check_run(args.resume, None)  # before torch loads
     elif args.output_dir:
         check_writable(args.output_dir, "--output-dir")  # before any data is read
+    if args.detector:  # then the name, before torch loads
+        check_detector_name(args.detector, args.imports)
     # after the arguments are read: --help and argument errors import no torch
     from fairforensics.fairness.fairswap import fairswap_transforms
     from fairforensics.preprocessing.resolve import check_datasets_complete

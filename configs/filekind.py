@@ -78,3 +78,24 @@ def file_kind(path: str | Path) -> str:
 def describe_kind(kind: str) -> str:
     """``"an HDF5 file (Keras .h5 weights)"`` for ``"hdf5"`` and so on."""
     return _DESCRIPTIONS.get(kind, _DESCRIPTIONS["unknown"])
+
+
+#: What a detector's weights file may be, for error messages.
+ACCEPTED_WEIGHTS = (
+    "a torch checkpoint (.pt/.pth: ours or DeepfakeBench's) or, for meso4 and meso_inception4, "
+    "the authors' Keras .h5 weights"
+)
+
+
+def weights_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be a detector's weights file (missing, a folder, another kind of
+    file: the loader's own one-line messages), or None; read before torch is imported."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        return f"{path}: weights file not found; copy or download it again"
+    if not path.is_file():
+        return f"{path}: a folder, not a weights file; weights must be {ACCEPTED_WEIGHTS}"
+    kind = file_kind(path) if path.stat().st_size else "torch"
+    if kind not in (*TORCH_KINDS, "hdf5", "unknown"):
+        return f"{path}: {describe_kind(kind)}; weights must be {ACCEPTED_WEIGHTS}"
+    return None

@@ -1,0 +1,136 @@
+"""The file errors of every verb, found before torch is imported (issue 46, item 8): a bad
+``--model`` path, a ``--run`` without ``config.yaml`` or its checkpoint, a text file as
+``--weights``, a folder without images or videos, a typo in a test config. Each is one
+``error:`` line within a second or so, not after the ten seconds torch and the detectors take to
+load. The checks read what the loaders read, with their messages; the loaders still check (a
+library caller does not come through here)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+
+from fairforensics.configs import ConfigError
+from fairforensics.configs.filekind import weights_problem
+
+#: a built-in detector's registration, as :mod:`detectors.registry` finds it in the source
+_REGISTERED = re.compile(r"^[ \t]*@register_detector\(\s*[\"']([^\"']+)[\"']", re.MULTILINE)
+
+
+def known_detectors() -> set[str]:
+    """The built-in detectors (read from the source of ``detectors/``, as the registry lists
+    them, without importing it) and the names of the detector plugins' entry points."""
+    spec = importlib.util.find_spec("fairforensics.detectors")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    names = {
+        m for folder in folders for path in Path(folder).rglob("*.py")
+        for m in _REGISTERED.findall(path.read_text(encoding="utf-8"))
+    }  # fmt: skip
+    return names | {ep.name for ep in metadata.entry_points(group="fairforensics.detectors")}
+
+
+def check_detector_name(name: str, imports: Sequence[str] = (), option: str = "--detector") -> None:
+    """``name`` is a registered detector (unless ``--import`` modules may register it)."""
+    if imports:
+        return
+    known = known_detectors()
+    if name not in known:
+        raise ConfigError(
+            f"{option} {name!r} is not a registered detector; choose one of "
+            f"{', '.join(sorted(known))} (or --import the module that registers it)"
+        )
+
+
+def check_weights(path: str | Path) -> None:
+    """``path`` can be a detector's weights file (see :func:`configs.filekind.weights_problem`)."""
+    problem = weights_problem(path)
+    if problem is not None:
+        raise ConfigError(problem)
+
+
+def check_run(run: str | Path, weights: str | None = "best") -> None:
+    """A run directory with its ``config.yaml`` and the ``weights`` checkpoint (``best``,
+    ``last`` or a file; None: the config only)."""
+    from fairforensics.preprocessing.rundir import RunDir
+
+    folder = RunDir(run)
+    folder.read_config()
+    if weights is not None:
+        check_weights(folder.checkpoint(weights))
+
+
+def check_model(ref: str) -> None:
+    """A model package folder (its ``config.json`` read and checked, its weights present);
+    a Hub reference (``hf:``) is checked when it is fetched."""
+    from fairforensics.evaluation.model_package.hub import PREFIX
+    from fairforensics.evaluation.model_package.schema import (
+        WEIGHTS_FILE,
+        PackageError,
+        read_package_config,
+    )
+
+    if str(ref).startswith(PREFIX):
+        return
+    folder = Path(ref)
+    read_package_config(folder)
+    if not (folder / WEIGHTS_FILE).is_file():
+        raise PackageError(f"{folder / WEIGHTS_FILE}: missing; the package has no weights")
+
+
+def check_source_files(args: argparse.Namespace) -> None:
+    """The files of ``--run`` / ``--model`` / ``--detector --weights`` and ``--model-config``
+    (after :func:`cli.source.check_detector_source` checked the combination)."""
+    if getattr(args, "model", None) is not None:
+        check_model(args.model)
+    elif getattr(args, "run", None) is not None:
+        check_run(args.run, args.weights)
+    elif getattr(args, "detector", None) is not None:
+        check_detector_name(args.detector, getattr(args, "imports", ()))
+        if args.weights is not None:
+            check_weights(args.weights)
+    config = getattr(args, "model_config", None)
+    if config is not None:
+        from fairforensics.configs import resolve_config
+
+        resolve_config(config, "detectors")
+
+
+def check_media_inputs(paths: Sequence[str | Path]) -> None:
+    """``detect``'s paths are not only folders without images or videos (a file or a missing
+    path is reported by ``detect`` itself): the error of :func:`evaluation.detection.detect`."""
+    from fairforensics.preprocessing.video import IMAGE_SUFFIXES, VIDEO_SUFFIXES
+
+    media = IMAGE_SUFFIXES | VIDEO_SUFFIXES
+    others = 0
+    for raw in paths:
+        folder = Path(raw).expanduser()
+        if not folder.is_dir():
+            return
+        for file in folder.rglob("*"):
+            if any(part.startswith(".") for part in file.relative_to(folder).parts):
+                continue
+            if file.is_file():
+                if file.suffix.lower() in media:
+                    return
+                others += 1
+    found = f" (only {others} other files)" if others else ""
+    raise ConfigError(f"no images or videos found in {', '.join(map(str, paths))}{found}")
+
+
+def check_test_settings(config_files: Sequence[str | Path], overrides: Sequence[str]) -> None:
+    """A test config (``--config`` files and ``--set``) without unknown keys or bad values."""
+    from fairforensics.evaluation.settings import load_test_config
+
+    load_test_config(*config_files, overrides=list(overrides))
+
+
+def check_files_exist(paths: Sequence[str | Path], what: str) -> None:
+    """Each of ``paths`` is a file (``what``: e.g. ``predictions file``)."""
+    for path in paths:
+        if not Path(path).is_file():
+            reason = "a folder" if Path(path).is_dir() else "not found"
+            raise ConfigError(f"{path}: {what} {reason}")
