@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -86,6 +87,19 @@ def _string_column(name: str) -> property:
     return property(get, put, doc=f"The ``{name}`` column (a read-only object array).")
 
 
+def _attribute_columns() -> property:
+    """The attribute columns: a mapping of object arrays to read, any mapping to assign."""
+
+    def get(self: Predictions) -> _Attributes:
+        return self._attributes
+
+    def put(self: Predictions, value: Mapping[str, Any] | None) -> None:
+        self._attributes = _Attributes(value.columns if isinstance(value, _Attributes) else value)
+
+    return property(get, put, doc="The attribute columns by name (object arrays).")
+
+
+@dataclass(init=False)
 class Predictions:
     """Column arrays of a predictions file (all of equal length).
 
@@ -93,10 +107,14 @@ class Predictions:
     ``unit`` and each ``attributes[k]`` read as read-only object arrays of strings (assign a
     whole column to change one) and are held as integer codes (:meth:`codes`)."""
 
-    dataset = _string_column("dataset")
-    video_id = _string_column("video_id")
-    method = _string_column("method")
-    unit = _string_column(UNIT_COLUMN)
+    dataset: np.ndarray = _string_column("dataset")  # type: ignore[assignment]
+    video_id: np.ndarray = _string_column("video_id")  # type: ignore[assignment]
+    frame: np.ndarray = field(default=None)  # type: ignore[assignment]
+    label: np.ndarray = field(default=None)  # type: ignore[assignment]
+    score: np.ndarray = field(default=None)  # type: ignore[assignment]
+    method: np.ndarray = _string_column("method")  # type: ignore[assignment]
+    attributes: MutableMapping[str, np.ndarray] = _attribute_columns()  # type: ignore[assignment]
+    unit: np.ndarray = _string_column(UNIT_COLUMN)  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -117,8 +135,6 @@ class Predictions:
         self.label = np.asarray(label, dtype=np.int64)
         self.score = np.asarray(score, dtype=np.float64)
         self.method = method
-        if isinstance(attributes, _Attributes):
-            attributes = attributes.columns
         self.attributes = attributes or {}
         n = len(self.label)
         self.unit = Categorical(np.zeros(n, np.int32), ["frame"]) if unit is None else unit
@@ -137,15 +153,6 @@ class Predictions:
             raise PredictionsError("'label' must be 0 (real/bona fide) or 1 (fake/attack)")
         if n and not np.isfinite(self.score).all():
             raise PredictionsError("'score' contains NaN or infinite values")
-
-    @property
-    def attributes(self) -> MutableMapping[str, np.ndarray]:
-        """The attribute columns by name, each an object array (assign a whole column)."""
-        return self._attributes
-
-    @attributes.setter
-    def attributes(self, value: Mapping[str, Any]) -> None:
-        self._attributes = _Attributes(value)
 
     def __len__(self) -> int:
         return len(self.label)
