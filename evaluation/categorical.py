@@ -96,7 +96,7 @@ class Categorical:
         ]
         categories = np.empty(len(table), dtype=object)
         categories[:] = list(table)
-        codes = [m[p.codes] if len(p) else np.zeros(0, np.int64) for m, p in zip(maps, parts)]
+        codes = [m[p.codes] for m, p in zip(maps, parts, strict=True)]
         return Categorical(np.concatenate(codes) if codes else np.zeros(0, np.int64), categories)
 
     def to_arrow(self) -> pa.DictionaryArray:

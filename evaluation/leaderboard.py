@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from fairforensics.evaluation import plots
-from fairforensics.evaluation.predictions import Predictions, read_predictions
+from fairforensics.evaluation.predictions import Predictions, predictions_file, read_predictions
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
@@ -39,14 +39,29 @@ from fairforensics.evaluation.tables import (
 log = logging.getLogger(__name__)
 
 
+class SeedFiles(Sequence[Predictions]):
+    """The predictions of a detector's seeds on one test set, read from their files each time
+    they are asked for (nothing held between uses, so a leaderboard holds one column at once)."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.paths = list(paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> Predictions:  # type: ignore[override]
+        return read_predictions(self.paths[i])
+
+
 @dataclass
 class Entry:
-    """One detector (or baseline) on one test set: its predictions, one file per seed."""
+    """One detector (or baseline) on one test set: its predictions, one file per seed (a list,
+    or :class:`SeedFiles` that reads them when used)."""
 
     detector: str
     train_data: str
     test_data: str  # the test set's label in tables
-    preds: list[Predictions] = field(default_factory=list)
+    preds: Sequence[Predictions] = field(default_factory=list)
     baseline: bool = False
     thresholds: list[float] = field(default_factory=list)  # each seed's decision threshold
     eval_dirs: list[Path] = field(default_factory=list)
@@ -59,8 +74,10 @@ class Entry:
 
 def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
     """The predictions of every evaluation folder, grouped by detector, training data and test
-    set: several folders of one detector (its training seeds) make one entry."""
+    set: several folders of one detector (its training seeds) make one entry. The files are
+    read when an entry's ``preds`` are used (:class:`SeedFiles`), not here."""
     entries: dict[tuple[str, str, str], Entry] = {}
+    files: dict[tuple[str, str, str], list[Path]] = {}
     for d in map(Path, eval_dirs):
         info_path = d / "eval.json"
         if not info_path.is_file():
@@ -68,15 +85,17 @@ def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
         info = json.loads(info_path.read_text(encoding="utf-8"))
         labels = set_labels(info.get("test_data", []), info)  # a partial set keeps its label
         for name in info.get("test_data", []):
-            path = d / "predictions" / f"{slug(name)}.csv"
+            path = predictions_file(d / "predictions", slug(name))
             if not path.is_file():
                 log.warning("%s: no predictions for %s; left out", d, name)
                 continue
             key = (info["detector"], info.get("train_data", ""), labels[name])
             entry = entries.setdefault(key, Entry(*key, baseline=bool(info.get("baseline"))))
-            entry.preds.append(read_predictions(path))
+            files.setdefault(key, []).append(path)
             entry.thresholds.append(float(info.get("threshold", 0.5)))
             entry.eval_dirs.append(d)
+    for key, e in entries.items():
+        e.preds = SeedFiles(files[key])
     for e in entries.values():
         if len(e.preds) > 1:
             log.info("leaderboard: %s on %s: %d seeds", e.detector, e.test_data, len(e.preds))
@@ -97,13 +116,18 @@ def collect_results(
 
 
 def _result(
-    entry: Entry, level: str, reduce: str, threshold: float
+    entry: Entry,
+    level: str,
+    reduce: str,
+    threshold: float,
+    *,
+    preds: Sequence[Predictions] | None = None,
 ) -> tuple[Result, dict[str, float]]:
     """The entry's metrics (mean over its seeds) and their spread across seeds (sample
-    standard deviation; none with one seed)."""
+    standard deviation; none with one seed); ``preds``: its seeds' predictions, already read."""
     runs = [
         evaluate_predictions(p, level=level, reduce=reduce, threshold=threshold)
-        for p in entry.preds
+        for p in (entry.preds if preds is None else preds)
     ]
     names = list(runs[0]["metrics"])
     values = np.array([[r["metrics"][m] for m in names] for r in runs], dtype=np.float64)
@@ -138,45 +162,51 @@ def _level_cells(
     :func:`evaluation.significance.seed_mean_ci`), spread across seeds and, for AUC, the
     comparison of each detector (its seed-averaged scores) with its column's best."""
     cells = _Cells()
-    by_set: dict[tuple[str, str], dict[str, Predictions]] = {}
-    shown: dict[tuple[str, str], dict[str, float]] = {}  # the AUC each cell prints
-    for e in entries:
-        result, sd = _result(e, level, reduce, threshold)
-        cells.results.append(result)
-        averaged = seed_average(e.preds)
-        by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
-        shown.setdefault((e.train_data, e.test_data), {})[e.detector] = result.metrics["auc"]
-        ci = {}
-        if n_boot and len(e.preds) == 1:
-            ci = evaluate_predictions(
-                averaged, level=level, reduce=reduce, threshold=threshold,
-                n_boot=n_boot, confidence=confidence, seed=seed,
-            )["ci"]  # fmt: skip
-        elif n_boot:  # the interval of the mean over the seeds the cell shows
-            intervals = seed_mean_ci(
-                e.preds, level=level, reduce=reduce, threshold=threshold, n_boot=n_boot,
-                confidence=confidence, seed=seed,
-            )  # fmt: skip
-            ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
-        for metric in result.metrics:
-            info: dict[str, Any] = {}
-            if metric in ci:
-                info["low"], info["high"] = ci[metric]
-            if sd:
-                info["sd"] = sd[metric]
-            cells.details[(e.detector, e.test_data, metric)] = info
-    for key, preds in by_set.items():
-        test_data = key[1]
-        if len(preds) < 2:
-            continue
-        compared = compare_with_best(
-            preds, level=level, reduce=reduce, alpha=alpha, shown=shown[key]
-        )
-        for d, c in compared.items():
-            if c.note:
-                log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
-            info = cells.details[(d, test_data, "auc")]
-            info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
+    columns: dict[tuple[str, str], list[int]] = {}
+    for i, e in enumerate(entries):
+        columns.setdefault((e.train_data, e.test_data), []).append(i)
+    results: dict[int, Result] = {}
+    for (_, test_data), members in columns.items():  # one column's predictions held at once
+        averaged: dict[str, Predictions] = {}
+        shown: dict[str, float] = {}  # the AUC each cell prints
+        for i in members:
+            e = entries[i]
+            seeds = list(e.preds)  # read once for this column
+            result, sd = _result(e, level, reduce, threshold, preds=seeds)
+            results[i] = result
+            averaged[e.detector] = seed_average(seeds)
+            shown[e.detector] = result.metrics["auc"]
+            ci = {}
+            if n_boot and len(seeds) == 1:
+                ci = evaluate_predictions(
+                    averaged[e.detector], level=level, reduce=reduce, threshold=threshold,
+                    n_boot=n_boot, confidence=confidence, seed=seed,
+                )["ci"]  # fmt: skip
+            elif n_boot:  # the interval of the mean over the seeds the cell shows
+                intervals = seed_mean_ci(
+                    seeds, level=level, reduce=reduce, threshold=threshold, n_boot=n_boot,
+                    confidence=confidence, seed=seed,
+                )  # fmt: skip
+                ci = {k: [iv.low, iv.high] for k, iv in intervals.items()}
+            del seeds
+            for metric in result.metrics:
+                info: dict[str, Any] = {}
+                if metric in ci:
+                    info["low"], info["high"] = ci[metric]
+                if sd:
+                    info["sd"] = sd[metric]
+                cells.details[(e.detector, e.test_data, metric)] = info
+        if len(averaged) >= 2:
+            compared = compare_with_best(
+                averaged, level=level, reduce=reduce, alpha=alpha, shown=shown
+            )
+            for d, c in compared.items():
+                if c.note:
+                    log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
+                info = cells.details[(d, test_data, "auc")]
+                info.update({"p": c.p_holm, "tied": c.tied, "best": c.best})
+        del averaged  # the next column is read after this one is released
+    cells.results = [results[i] for i in range(len(entries))]
     return cells
 
 
