@@ -262,8 +262,7 @@ def _columns(predictions: Predictions) -> tuple[list[str], list[Categorical | np
     names = sorted(predictions.attributes)
     header = [*BASE_COLUMNS, UNIT_COLUMN, *names]
     cols = [
-        predictions.categorical(c) if c not in _NUMBERS else getattr(predictions, c)
-        for c in header
+        predictions.categorical(c) if c not in _NUMBERS else getattr(predictions, c) for c in header
     ]
     return header, cols
 

@@ -64,8 +64,10 @@ def run_test(
     extra_sections: Sequence[Section | tuple] = (),
     tensorboard_dir: str | Path | None = None,
     allow_missing: bool = False,
+    fmt: str = "csv",
 ) -> Path:
     """Predict every ``cfg.test_data`` set with ``detector`` and evaluate; returns ``out_dir``.
+    ``fmt``: the predictions files' format, ``csv`` or ``parquet``.
 
     A missing test-set index is an error naming every missing one, before anything is
     predicted, unless ``allow_missing``; then it, like a set whose prediction fails, is logged,
@@ -101,7 +103,7 @@ def run_test(
     crops: dict[str, str] = {}
     crop_notes: dict[str, str] = {}
     for name in cfg.test_data:
-        target = out / "predictions" / f"{slug(name)}.csv"
+        target = out / "predictions" / f"{slug(name)}.{fmt}"
         index_path = root / f"{name}.json"
         try:
             index_path = resolve_index_path(name, root)
@@ -177,8 +179,9 @@ def run_test(
         )
         sections.insert(0, Section(f"Analysis on {first}", figures))
     evaluated = evaluate_prediction_files(
-        files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
-    )
+        files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir,
+        fmt=fmt,
+    )  # fmt: skip
     failed = [s for s in skipped if s["test_data"] not in missing]
     failed += [
         {"test_data": n, "reason": "its predictions could not be evaluated (see manifest.json)"}

@@ -7,6 +7,8 @@ import gc
 import weakref
 from pathlib import Path
 
+import numpy as np
+
 from fairforensics.evaluation import leaderboard
 from fairforensics.evaluation.leaderboard import Entry, _level_cells, collect_entries
 from tests.test_eval_tables import make_eval_dir
@@ -63,3 +65,26 @@ def test_cells_are_those_of_entries_held_in_memory(tmp_path) -> None:
     ]
     assert repr(a.details) == repr(b.details)  # NaN bounds print alike
     assert any("tied" in v for v in a.details.values())
+
+
+def test_parquet_evaluation_folders_join_the_leaderboard(tmp_path) -> None:
+    from fairforensics.evaluation.predictions import read_predictions
+    from fairforensics.evaluation.results import evaluate_prediction_files
+    from fairforensics.evaluation.settings import load_test_config
+
+    csv_dirs = folders(tmp_path / "csv")[:3]
+    cfg = load_test_config(overrides=["n_boot=0", "plots=false", "report=false"])
+    parquet_dirs = []
+    for d in csv_dirs:
+        files = {n: d / "predictions" / f"{n}.csv" for n in ("A", "B")}
+        out = tmp_path / "parquet" / d.name
+        evaluate_prediction_files(files, out, cfg, d.name.split("_")[0], "FF", fmt="parquet")
+        assert sorted(p.name for p in (out / "predictions").iterdir()) == ["A.parquet", "B.parquet"]
+        x, y = read_predictions(out / "predictions" / "A.parquet"), read_predictions(files["A"])
+        for c in ("dataset", "video_id", "frame", "label", "score", "method", "unit"):
+            assert np.array_equal(getattr(x, c), getattr(y, c)), c
+        parquet_dirs.append(out)
+    a = _level_cells(collect_entries(csv_dirs), "frame", **OPTIONS)
+    b = _level_cells(collect_entries(parquet_dirs), "frame", **OPTIONS)
+    assert [r.metrics for r in a.results] == [r.metrics for r in b.results]
+    assert repr(a.details) == repr(b.details)
