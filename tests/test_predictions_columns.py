@@ -29,7 +29,9 @@ def synthetic(n: int = 3000, seed: int = 0) -> Predictions:
     """Seeded rows with every awkward cell: commas, quotes, newlines, non-ASCII, empty cells,
     scores from 0 to 1 at every scale (Python writes 1e-05 where Arrow writes 0.00001)."""
     rng = np.random.default_rng(seed)
-    pick = lambda options, size=n: np.array(options, dtype=object)[rng.integers(0, len(options), size)]  # noqa: E731
+    pick = lambda options, size=n: np.array(options, dtype=object)[
+        rng.integers(0, len(options), size)
+    ]  # noqa: E731
     score = rng.random(n) ** rng.integers(1, 60, n)
     score[:8] = [0.0, 1.0, 1e-5, 2.5e-6, 5e-324, 1e-4, 0.1, 0.30000001192092896]
     return Predictions(
@@ -182,3 +184,33 @@ def test_rebase_gives_the_old_paths(tmp_path, new: str) -> None:
     moved = rebase_index(index, root / new)
     assert [v.frames + v.masks for v in moved.videos] == old_rebase(index, root / new)
     assert moved.root == (root / new).resolve()
+
+
+def old_path_errors(items: list, where: str) -> list[str]:
+    """The old per-path check of the index validator (PurePosixPath per path)."""
+    errors = []
+    for i, value in enumerate(items):
+        w = f"{where}[{i}]"
+        if not isinstance(value, str) or not value:
+            errors.append(f"{w}: expected a non-empty relative path string, got {value!r}")
+        elif "\\" in value or value.startswith("/") or PurePosixPath(value).is_absolute():
+            errors.append(f"{w}: path {value!r} must be relative to the index, with '/'")
+        elif len(value) > 1 and value[1] == ":":
+            errors.append(f"{w}: path {value!r} looks like a Windows absolute path")
+    return errors
+
+
+@pytest.mark.parametrize("bad", ["", "/abs/a.png", "C:/x/a.png", "a\\b.png", 3, None, "x:"])
+@pytest.mark.parametrize("at", [0, 1, 2])
+def test_index_path_errors_are_the_old_ones(bad, at: int) -> None:
+    from fairforensics.preprocessing.index import validate_index
+
+    frames = ["m/v/0.png", "m/v/1.png", "m/v/2.png"]
+    frames[at] = bad
+    masks = list(reversed(frames))
+    video = {"id": "v", "label": 0, "method": "real", "split": "test", "frames": frames,
+             "landmarks": None, "masks": masks, "attributes": {}}  # fmt: skip
+    data = {"schema_version": 1, "dataset": "D", "task": "deepfake", "videos": [video]}
+    where = "src: video real/v: "
+    expected = old_path_errors(frames, where + "frames") + old_path_errors(masks, where + "masks")
+    assert validate_index(data, "src") == expected
