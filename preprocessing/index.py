@@ -48,13 +48,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.configs.loader import ConfigError
-from fairforensics.preprocessing.files import write_json
+from fairforensics.preprocessing.files import atomic_write_text, jsonable
 
 SCHEMA_VERSION = 3
 SCHEMA_VERSIONS = (1, 2, 3)  # what the reader accepts; 2 adds "clips", 3 the counts and crop
@@ -91,11 +91,23 @@ class VideoEntry:
         return (self.method, self.id)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None or k in _REQUIRED}
+        """The video as the index's JSON object (copies of its lists and attributes)."""
+        out: dict[str, Any] = {}
+        for k in _FIELDS:
+            v = getattr(self, k)
+            if v is None and k not in _REQUIRED:
+                continue
+            if k == "clips":
+                v = [list(c) for c in v]
+            elif isinstance(v, (list, dict)):
+                v = v.copy()
+            out[k] = v
+        return out
 
 
 _REQUIRED = ("id", "label", "method", "split", "frames", "landmarks", "masks", "attributes")
 _OPTIONAL = ("identity", "source", "frame_indices", "clips")
+_FIELDS = tuple(f.name for f in fields(VideoEntry))
 
 
 @dataclass
@@ -435,7 +447,10 @@ def write_index(index: DatasetIndex, path: str | Path) -> None:
         raise DatasetIndexError(
             "refusing to write an invalid index:\n  " + "\n  ".join(errors[:20])
         )
-    write_json(path, data)
+    videos = data.pop("videos")  # valid: JSON values already, no NaN to replace
+    text = json.dumps({**jsonable(data), "videos": videos}, indent=1, ensure_ascii=False,
+                      allow_nan=False, default=str)  # fmt: skip
+    atomic_write_text(path, text + "\n")  # as write_json writes it, without a pass per path
 
 
 def rebase_index(index: DatasetIndex, new_root: str | Path) -> DatasetIndex:

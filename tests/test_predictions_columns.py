@@ -214,3 +214,52 @@ def test_index_path_errors_are_the_old_ones(bad, at: int) -> None:
     where = "src: video real/v: "
     expected = old_path_errors(frames, where + "frames") + old_path_errors(masks, where + "masks")
     assert validate_index(data, "src") == expected
+
+
+def test_written_index_is_the_old_bytes(tmp_path) -> None:
+    from dataclasses import asdict
+
+    from fairforensics.configs.crop import CropSpec
+    from fairforensics.preprocessing.files import write_json
+    from fairforensics.preprocessing.index import write_index
+
+    videos = [
+        VideoEntry("a", 0, "real", "train", ["r/a/0.png", "r/a/1.png"], ["r/a/0.npy", "r/a/1.npy"],
+                   None, {"gender": "female"}, "id1", "src/a.mp4", [0, 8], [[0, 2]]),  # fmt: skip
+        VideoEntry("b", 1, "DF", "test", ["f/b/0.png"], attributes={"race": "é"}),
+    ]
+    index = DatasetIndex("D", "deepfake", videos, methods=["real", "DF"], videos_listed=3,
+                         videos_found=2, crop=CropSpec(method="template", scale=1.3, size=256),
+                         preprocess={"face": {"score": float("nan"), "size": 256}})  # fmt: skip
+    write_index(index, tmp_path / "new.json")
+    old = index.to_json() | {
+        "videos": [
+            {k: v for k, v in asdict(e).items() if v is not None or k in _REQUIRED_KEYS}
+            for e in videos
+        ]
+    }
+    write_json(tmp_path / "old.json", old)
+    assert (tmp_path / "new.json").read_bytes() == (tmp_path / "old.json").read_bytes()
+    entry = videos[0].to_json()
+    entry["frames"].append("x")
+    entry["clips"][0][1] = 5
+    assert videos[0].frames == ["r/a/0.png", "r/a/1.png"] and videos[0].clips == [[0, 2]]
+
+
+_REQUIRED_KEYS = ("id", "label", "method", "split", "frames", "landmarks", "masks", "attributes")
+
+
+def test_combine_gives_the_old_paths(tmp_path) -> None:
+    from fairforensics.preprocessing.combine import combine_indexes
+
+    parts = []
+    for name in ("A", "B"):
+        root = tmp_path / name.lower()
+        videos = [VideoEntry(f"v{i}", i % 2, "real" if i % 2 == 0 else "DF", "test",
+                             [f"m/v{i}/{k}.png" for k in range(3)]) for i in range(4)]  # fmt: skip
+        parts.append(DatasetIndex(name, "deepfake", videos, root=root))
+    out = tmp_path / "out"
+    combined = combine_indexes(parts, "AB", out)
+    expected = [paths for part in parts for paths in old_rebase(part, out)]
+    assert [v.frames for v in combined.videos] == expected
+    assert combined.videos[0].frames[0] == "../a/m/v0/0.png"
