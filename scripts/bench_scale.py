@@ -50,6 +50,7 @@ SCALED = (
     "train_index",
 )  # fmt: skip
 FIXED = ("imread", "loader_raw", "loader_augmented")
+CLI_STAGES = ("combine", "fairness", "leaderboard", "test_predictions")  # their exit code counts
 STAGES = SCALED + FIXED
 
 
@@ -206,9 +207,14 @@ def stage(name: str, folder: Path) -> Callable[[], Any]:
 
         return lambda: len([read_predictions(p) for p in _predictions_files(folder)])
     if name == "fairness":
+        import shutil
+
         from fairforensics.cli.fairness import main
 
-        argv = ["--predictions", str(first), "--attributes", "gender", "race", "--out",
+        alone = folder / "alone" / "SYN.csv"  # outside its evaluation folder (no eval.json)
+        alone.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(first, alone)
+        argv = ["--predictions", str(alone), "--attributes", "gender", "race", "--out",
                 str(out), "--no-figures"]  # fmt: skip
         return lambda: main(argv)
     if name == "compare_with_best":
@@ -309,6 +315,8 @@ def child(name: str, folder: Path) -> None:
     cpu, wall = time.process_time(), time.perf_counter()
     result = work()
     cpu = time.process_time() - cpu
+    if name in CLI_STAGES and result != 0:
+        raise SystemExit(f"{name}: the command exited with {result}")
     wall = time.perf_counter() - wall
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu += (after.ru_utime - kids.ru_utime) + (after.ru_stime - kids.ru_stime)
@@ -316,7 +324,7 @@ def child(name: str, folder: Path) -> None:
             "rss_before_gib": round(before / 2**20, 3),
             "self_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
             "children_peak_rss_gib": round(after.ru_maxrss / 2**20, 3)}  # fmt: skip
-    if isinstance(result, dict):
+    if name in ("loader_raw", "loader_augmented"):
         info.update(result)
     elif name == "imread":
         info["frames"] = result

@@ -29,9 +29,10 @@ def synthetic(n: int = 3000, seed: int = 0) -> Predictions:
     """Seeded rows with every awkward cell: commas, quotes, newlines, non-ASCII, empty cells,
     scores from 0 to 1 at every scale (Python writes 1e-05 where Arrow writes 0.00001)."""
     rng = np.random.default_rng(seed)
-    pick = lambda options, size=n: np.array(options, dtype=object)[
-        rng.integers(0, len(options), size)
-    ]  # noqa: E731
+
+    def pick(options: list[str], size: int = n) -> np.ndarray:
+        return np.array(options, dtype=object)[rng.integers(0, len(options), size)]
+
     score = rng.random(n) ** rng.integers(1, 60, n)
     score[:8] = [0.0, 1.0, 1e-5, 2.5e-6, 5e-324, 1e-4, 0.1, 0.30000001192092896]
     return Predictions(
@@ -224,8 +225,20 @@ def test_written_index_is_the_old_bytes(tmp_path) -> None:
     from fairforensics.preprocessing.index import write_index
 
     videos = [
-        VideoEntry("a", 0, "real", "train", ["r/a/0.png", "r/a/1.png"], ["r/a/0.npy", "r/a/1.npy"],
-                   None, {"gender": "female"}, "id1", "src/a.mp4", [0, 8], [[0, 2]]),  # fmt: skip
+        VideoEntry(
+            "a",
+            0,
+            "real",
+            "train",
+            ["r/a/0.png", "r/a/1.png"],
+            ["r/a/0.npy", "r/a/1.npy"],
+            None,
+            {"gender": "female"},
+            "id1",
+            "src/a.mp4",
+            [0, 8],
+            [[0, 2]],
+        ),  # fmt: skip
         VideoEntry("b", 1, "DF", "test", ["f/b/0.png"], attributes={"race": "é"}),
     ]
     index = DatasetIndex("D", "deepfake", videos, methods=["real", "DF"], videos_listed=3,
