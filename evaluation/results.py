@@ -31,6 +31,7 @@ from fairforensics.configs import config_to_dict
 from fairforensics.evaluation import plots
 from fairforensics.evaluation.metrics import video_scores
 from fairforensics.evaluation.predictions import (
+    FORMATS,
     PredictionsError,
     read_predictions,
     write_predictions,
@@ -130,6 +131,8 @@ def evaluate_prediction_files(
     An unreadable predictions file, or one that cannot be scored, is logged, listed in
     ``manifest.json`` and skipped.
     """
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt={fmt!r}: predictions files are one of {', '.join(FORMATS)}")
     out = Path(out_dir)
     skipped = list(skipped)
     per_set: dict[str, dict[str, Any]] = {}

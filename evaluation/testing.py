@@ -14,7 +14,7 @@ from fairforensics.configs.writable import check_writable
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
 from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of, predict_index
-from fairforensics.evaluation.predictions import write_predictions
+from fairforensics.evaluation.predictions import FORMATS, write_predictions
 from fairforensics.evaluation.provenance import (
     changed_keys,
     file_sha256,
@@ -82,6 +82,8 @@ def run_test(
     """
     if not cfg.test_data:
         raise ConfigError("no test sets: pass --test-data NAME ... or set test_data")
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt={fmt!r}: predictions files are one of {', '.join(FORMATS)}")
     out = Path(out_dir)
     device = str(resolve_device(cfg.device))
     root = Path(cfg.data_root or "datasets")
