@@ -26,7 +26,7 @@ import numpy as np
 
 from fairforensics.evaluation import plots
 from fairforensics.evaluation.metrics import factorize, video_scores
-from fairforensics.evaluation.predictions import Predictions, read_predictions
+from fairforensics.evaluation.predictions import Predictions, predictions_file, read_predictions
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.evaluation.results import set_labels, slug
 from fairforensics.evaluation.scoring import evaluate_predictions, level_label
@@ -50,14 +50,29 @@ from fairforensics.evaluation.thresholds import threshold_chosen_by
 log = logging.getLogger(__name__)
 
 
+class SeedFiles(Sequence[Predictions]):
+    """The predictions of a detector's seeds on one test set, read from their files each time
+    they are asked for (nothing held between uses, so a leaderboard holds one column at once)."""
+
+    def __init__(self, paths: Sequence[Path]) -> None:
+        self.paths = list(paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def __getitem__(self, i: int) -> Predictions:  # type: ignore[override]
+        return read_predictions(self.paths[i])
+
+
 @dataclass
 class Entry:
-    """One detector (or baseline) on one test set: its predictions, one file per seed."""
+    """One detector (or baseline) on one test set: its predictions, one file per seed (a list,
+    or :class:`SeedFiles` that reads them when used)."""
 
     detector: str
     train_data: str
     test_data: str  # the test set's label in tables
-    preds: list[Predictions] = field(default_factory=list)
+    preds: Sequence[Predictions] = field(default_factory=list)
     baseline: bool = False
     thresholds: list[float] = field(default_factory=list)  # each seed's decision threshold
     eval_dirs: list[Path] = field(default_factory=list)
@@ -76,8 +91,10 @@ class Entry:
 
 def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
     """The predictions of every evaluation folder, grouped by detector, training data and test
-    set: several folders of one detector (its training seeds) make one entry."""
+    set: several folders of one detector (its training seeds) make one entry. The files are
+    read when an entry's ``preds`` are used (:class:`SeedFiles`), not here."""
     entries: dict[tuple[str, str, str], Entry] = {}
+    files: dict[tuple[str, str, str], list[Path]] = {}
     for d in map(Path, eval_dirs):
         info_path = d / "eval.json"
         if not info_path.is_file():
@@ -85,16 +102,18 @@ def collect_entries(eval_dirs: Sequence[str | Path]) -> list[Entry]:
         info = json.loads(info_path.read_text(encoding="utf-8"))
         labels = set_labels(info.get("test_data", []), info)  # a partial set keeps its label
         for name in info.get("test_data", []):
-            path = d / "predictions" / f"{slug(name)}.csv"
+            path = predictions_file(d / "predictions", slug(name))
             if not path.is_file():
                 log.warning("%s: no predictions for %s; left out", d, name)
                 continue
             key = (info["detector"], info.get("train_data", ""), labels[name])
             entry = entries.setdefault(key, Entry(*key, baseline=bool(info.get("baseline"))))
-            entry.preds.append(read_predictions(path))
+            files.setdefault(key, []).append(path)
             entry.thresholds.append(float(info.get("threshold", 0.5)))
             entry.chosen_by.append(threshold_chosen_by(info))
             entry.eval_dirs.append(d)
+    for key, e in entries.items():
+        e.preds = SeedFiles(files[key])
     for e in entries.values():
         if len(e.preds) > 1:
             log.info("leaderboard: %s on %s: %d seeds", e.detector, e.test_data, len(e.preds))
@@ -131,14 +150,21 @@ def one_class(pred: Predictions, level: str, reduce: str, threshold: float) -> b
 
 
 def _result(
-    entry: Entry, level: str, reduce: str, threshold: float | None = None
+    entry: Entry,
+    level: str,
+    reduce: str,
+    threshold: float | None = None,
+    *,
+    preds: Sequence[Predictions] | None = None,
 ) -> tuple[Result, dict[str, float]]:
     """The entry's metrics (mean over its seeds, each at its threshold:
     :func:`seed_thresholds`) and their spread across seeds (sample standard deviation; none
-    with one seed)."""
+    with one seed); ``preds``: its seeds' predictions, already read."""
     runs = [
         evaluate_predictions(p, level=level, reduce=reduce, threshold=t)
-        for p, t in zip(entry.preds, seed_thresholds(entry, threshold), strict=True)
+        for p, t in zip(
+            entry.preds if preds is None else preds, seed_thresholds(entry, threshold), strict=True
+        )
     ]
     names = list(runs[0]["metrics"])
     values = np.array([[r["metrics"][m] for m in names] for r in runs], dtype=np.float64)
@@ -174,55 +200,62 @@ def _level_cells(
     comparison of each detector (its seed-averaged scores) with its column's best; baselines
     are never the best nor its reference (:func:`_compare`)."""
     cells = _Cells()
-    by_set: dict[tuple[str, str], dict[str, Predictions]] = {}
-    shown: dict[tuple[str, str], dict[str, float]] = {}  # the AUC each cell prints
     baselines = {e.detector for e in entries if e.baseline}
-    for e in entries:
-        result, sd = _result(e, level, reduce, threshold)
-        cells.results.append(result)
-        averaged = seed_average(e.preds)
-        by_set.setdefault((e.train_data, e.test_data), {})[e.detector] = averaged
-        shown.setdefault((e.train_data, e.test_data), {})[e.detector] = result.metrics["auc"]
-        thresholds = seed_thresholds(e, threshold)
-        ci, over = {}, {}
-        if n_boot and len(e.preds) == 1:
-            ci = evaluate_predictions(
-                averaged, level=level, reduce=reduce, threshold=thresholds[0],
-                n_boot=n_boot, confidence=confidence, seed=seed,
-            )["ci"]  # fmt: skip
-        elif n_boot:  # the interval of the mean over the seeds the cell shows
-            intervals = seed_mean_intervals(
-                e.preds, level=level, reduce=reduce, threshold=float(np.mean(thresholds)),
-                n_boot=n_boot, confidence=confidence, seed=seed,
-            )  # fmt: skip
-            ci = {k: [iv.low, iv.high] for k, iv in intervals[GIVEN_MODELS].items()}
-            over = {k: [iv.low, iv.high] for k, iv in intervals[OVER_SEEDS].items()}
-            if len(set(thresholds)) > 1:  # one threshold per seed: no interval of one
-                ci = {k: v for k, v in ci.items() if k not in THRESHOLD_METRICS}
-                over = {k: v for k, v in over.items() if k not in THRESHOLD_METRICS}
-        split = any(
-            one_class(p, level, reduce, t) for p, t in zip(e.preds, thresholds, strict=True)
-        )
-        for metric in result.metrics:
-            info: dict[str, Any] = {}
-            if metric in ci:
-                info["low"], info["high"] = ci[metric]
-            if metric in over:
-                info["seeds low"], info["seeds high"] = over[metric]
-            if sd:
-                info["sd"], info["seeds"] = sd[metric], len(e.preds)
-            if split and metric in THRESHOLD_METRICS:
-                info["one_class"] = True
-            cells.details[(e.detector, e.test_data, metric)] = info
-    for key, preds in by_set.items():
-        test_data = key[1]
-        compared = _compare(preds, baselines, level=level, reduce=reduce, alpha=alpha,
-                            shown=shown[key])  # fmt: skip
+    columns: dict[tuple[str, str], list[int]] = {}
+    for i, e in enumerate(entries):
+        columns.setdefault((e.train_data, e.test_data), []).append(i)
+    results: dict[int, Result] = {}
+    for (_, test_data), members in columns.items():  # one column's predictions held at once
+        averaged: dict[str, Predictions] = {}
+        shown: dict[str, float] = {}  # the AUC each cell prints
+        for i in members:
+            e = entries[i]
+            seeds = list(e.preds)  # read once for this column
+            result, sd = _result(e, level, reduce, threshold, preds=seeds)
+            results[i] = result
+            averaged[e.detector] = seed_average(seeds)
+            shown[e.detector] = result.metrics["auc"]
+            thresholds = seed_thresholds(e, threshold)
+            ci, over = {}, {}
+            if n_boot and len(seeds) == 1:
+                ci = evaluate_predictions(
+                    averaged[e.detector], level=level, reduce=reduce, threshold=thresholds[0],
+                    n_boot=n_boot, confidence=confidence, seed=seed,
+                )["ci"]  # fmt: skip
+            elif n_boot:  # the interval of the mean over the seeds the cell shows
+                intervals = seed_mean_intervals(
+                    seeds, level=level, reduce=reduce, threshold=float(np.mean(thresholds)),
+                    n_boot=n_boot, confidence=confidence, seed=seed,
+                )  # fmt: skip
+                ci = {k: [iv.low, iv.high] for k, iv in intervals[GIVEN_MODELS].items()}
+                over = {k: [iv.low, iv.high] for k, iv in intervals[OVER_SEEDS].items()}
+                if len(set(thresholds)) > 1:  # one threshold per seed: no interval of one
+                    ci = {k: v for k, v in ci.items() if k not in THRESHOLD_METRICS}
+                    over = {k: v for k, v in over.items() if k not in THRESHOLD_METRICS}
+            split = any(
+                one_class(p, level, reduce, t) for p, t in zip(seeds, thresholds, strict=True)
+            )
+            del seeds
+            for metric in result.metrics:
+                info: dict[str, Any] = {}
+                if metric in ci:
+                    info["low"], info["high"] = ci[metric]
+                if metric in over:
+                    info["seeds low"], info["seeds high"] = over[metric]
+                if sd:
+                    info["sd"], info["seeds"] = sd[metric], len(e.preds)
+                if split and metric in THRESHOLD_METRICS:
+                    info["one_class"] = True
+                cells.details[(e.detector, e.test_data, metric)] = info
+        compared = _compare(averaged, baselines, level=level, reduce=reduce, alpha=alpha,
+                            shown=shown)  # fmt: skip
         for d, c in compared.items():
             if c.note:
                 log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
             info = cells.details[(d, test_data, "auc")]
             info.update({"p": c.p_adjusted, "tied": c.tied, "best": c.best})
+        del averaged  # the next column is read after this one is released
+    cells.results = [results[i] for i in range(len(entries))]
     return cells
 
 

@@ -41,6 +41,7 @@ from fairforensics.evaluation.calibration.section import (
 )
 from fairforensics.evaluation.metrics import video_scores
 from fairforensics.evaluation.predictions import (
+    FORMATS,
     PredictionsError,
     read_predictions,
     write_predictions,
@@ -127,10 +128,13 @@ def evaluate_prediction_files(
     skipped: Sequence[Mapping[str, str]] = (),
     tensorboard_dir: str | Path | None = None,
     scores: str = "prob",
+    *,
+    fmt: str = "csv",
 ) -> dict[str, Any]:
     """Metrics, tables, figures and report of ``{test set: predictions CSV}``; returns the metrics.
 
-    The predictions are copied to ``out_dir/predictions/`` so the folder can join a leaderboard.
+    The predictions are copied to ``out_dir/predictions/`` (as ``<set>.csv``, or ``<set>.parquet``
+    with ``fmt="parquet"``) so the folder can join a leaderboard.
     ``scores="logits"``: the files hold logits (the sigmoid is applied; the copies hold the
     probabilities, so they cannot be the input files themselves).
     ``tensorboard_dir``: the run's logs, drawn as metric-vs-step curves when present.
@@ -138,13 +142,15 @@ def evaluate_prediction_files(
     An unreadable predictions file, or one that cannot be scored, is logged, listed in
     ``manifest.json`` and skipped.
     """
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt={fmt!r}: predictions files are one of {', '.join(FORMATS)}")
     out = Path(out_dir)
     skipped = list(skipped)
     per_set: dict[str, dict[str, Any]] = {}
     preds = {}
     labels = set_labels(pred_files, meta)
     for name, path in pred_files.items():
-        own = out / "predictions" / f"{slug(name)}.csv"
+        own = out / "predictions" / f"{slug(name)}.{fmt}"
         if scores != "prob" and Path(path).resolve() == own.resolve():
             raise ValueError(
                 f"{path}: reading its {scores} would overwrite it with probabilities; "

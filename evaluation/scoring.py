@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 def video_codes(pred: Predictions) -> tuple[np.ndarray, np.ndarray]:
     """Per-frame integer video codes and the sorted video keys (:attr:`Predictions.video_key`)."""
-    return factorize(pred.video_key)
+    return pred.video_codes()
 
 
 def evaluate_predictions(

@@ -14,7 +14,7 @@ from fairforensics.configs.writable import check_writable
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
 from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of, predict_index
-from fairforensics.evaluation.predictions import write_predictions
+from fairforensics.evaluation.predictions import FORMATS, write_predictions
 from fairforensics.evaluation.provenance import (
     changed_keys,
     file_sha256,
@@ -64,8 +64,10 @@ def run_test(
     extra_sections: Sequence[Section | tuple] = (),
     tensorboard_dir: str | Path | None = None,
     allow_missing: bool = False,
+    fmt: str = "csv",
 ) -> Path:
     """Predict every ``cfg.test_data`` set with ``detector`` and evaluate; returns ``out_dir``.
+    ``fmt``: the predictions files' format, ``csv`` or ``parquet``.
 
     A missing test-set index is an error naming every missing one, before anything is
     predicted, unless ``allow_missing``; then it, like a set whose prediction fails, is logged,
@@ -80,6 +82,8 @@ def run_test(
     """
     if not cfg.test_data:
         raise ConfigError("no test sets: pass --test-data NAME ... or set test_data")
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt={fmt!r}: predictions files are one of {', '.join(FORMATS)}")
     out = Path(out_dir)
     device = str(resolve_device(cfg.device))
     root = Path(cfg.data_root or "datasets")
@@ -101,7 +105,7 @@ def run_test(
     crops: dict[str, str] = {}
     crop_notes: dict[str, str] = {}
     for name in cfg.test_data:
-        target = out / "predictions" / f"{slug(name)}.csv"
+        target = out / "predictions" / f"{slug(name)}.{fmt}"
         index_path = root / f"{name}.json"
         try:
             index_path = resolve_index_path(name, root)
@@ -177,8 +181,9 @@ def run_test(
         )
         sections.insert(0, Section(f"Analysis on {first}", figures))
     evaluated = evaluate_prediction_files(
-        files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir
-    )
+        files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir,
+        fmt=fmt,
+    )  # fmt: skip
     failed = [s for s in skipped if s["test_data"] not in missing]
     failed += [
         {"test_data": n, "reason": "its predictions could not be evaluated (see manifest.json)"}

@@ -55,13 +55,14 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field, replace
+import re
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.configs.loader import ConfigError
-from fairforensics.preprocessing.files import write_json
+from fairforensics.preprocessing.files import atomic_write_text, jsonable
 
 SCHEMA_VERSION = 4
 SCHEMA_VERSIONS = (1, 2, 3, 4)  # what the reader accepts; 2 adds "clips", 3 the counts and
@@ -103,11 +104,23 @@ class VideoEntry:
         return (self.method, self.id)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None or k in _REQUIRED}
+        """The video as the index's JSON object (copies of its lists and attributes)."""
+        out: dict[str, Any] = {}
+        for k in _FIELDS:
+            v = getattr(self, k)
+            if v is None and k not in _REQUIRED:
+                continue
+            if k == "clips":
+                v = [list(c) for c in v]
+            elif isinstance(v, (list, dict)):
+                v = v.copy()
+            out[k] = v
+        return out
 
 
 _REQUIRED = ("id", "label", "method", "split", "frames", "landmarks", "masks", "attributes")
 _OPTIONAL = ("identity", "source", "frame_indices", "clips")
+_FIELDS = tuple(f.name for f in fields(VideoEntry))
 
 
 @dataclass
@@ -223,10 +236,31 @@ def _check_rel_path(value: Any, where: str, errors: list[str]) -> None:
     if not isinstance(value, str) or not value:
         errors.append(f"{where}: expected a non-empty relative path string, got {value!r}")
         return
-    if "\\" in value or value.startswith("/") or PurePosixPath(value).is_absolute():
+    if "\\" in value or value.startswith("/"):
         errors.append(f"{where}: path {value!r} must be relative to the index, with '/'")
     elif len(value) > 1 and value[1] == ":":
         errors.append(f"{where}: path {value!r} looks like a Windows absolute path")
+
+
+def _check_paths(items: list[Any], where: str, errors: list[str]) -> None:
+    """Check every path of a list: a few C-speed scans of the list joined by NUL, item by item
+    only when they find something that may be wrong (an empty, absolute or Windows path)."""
+    try:
+        joined = "\x00".join(items)
+    except TypeError:
+        joined = ""
+    if (
+        joined
+        and ":" not in joined
+        and "\\" not in joined
+        and "\x00/" not in joined
+        and "\x00\x00" not in joined
+        and not joined.startswith(("/", "\x00"))
+        and not joined.endswith("\x00")
+    ):
+        return
+    for i, item in enumerate(items):
+        _check_rel_path(item, f"{where}[{i}]", errors)
 
 
 def _check_path_list(value: Any, where: str, n_frames: int, errors: list[str]) -> None:
@@ -237,8 +271,7 @@ def _check_path_list(value: Any, where: str, n_frames: int, errors: list[str]) -
         return
     if len(value) != n_frames:
         errors.append(f"{where}: has {len(value)} entries but the video has {n_frames} frames")
-    for i, item in enumerate(value):
-        _check_rel_path(item, f"{where}[{i}]", errors)
+    _check_paths(value, where, errors)
 
 
 def validate_index(
@@ -306,8 +339,7 @@ def validate_index(
         if not isinstance(frames, list) or not frames:
             errors.append(f"{where}: 'frames' must be a non-empty list")
             frames = []
-        for i, item in enumerate(frames):
-            _check_rel_path(item, f"{where}: frames[{i}]", errors)
+        _check_paths(frames, f"{where}: frames", errors)
         _check_path_list(video["landmarks"], f"{where}: landmarks", len(frames), errors)
         _check_path_list(video["masks"], f"{where}: masks", len(frames), errors)
         attrs = video["attributes"]
@@ -330,11 +362,25 @@ def validate_index(
         if key in seen:
             errors.append(f"{where}: duplicate video (method {key[0]!r}, id {key[1]!r})")
         seen.add(key)
-        if check_files and root is not None and not errors:
-            for kind in ("frames", "landmarks", "masks"):
-                for rel in video[kind] or []:
-                    if not (root / rel).is_file():
-                        errors.append(f"{where}: {kind} file {rel!r} does not exist under {root}")
+    if check_files and root is not None and not errors:
+        errors.extend(_missing_files(videos, source, root))
+    return errors
+
+
+def _missing_files(videos: list[dict[str, Any]], source: str, root: Path) -> list[str]:
+    """A message for each frame, landmark or mask file not found under ``root`` of the first
+    video of a valid index that misses any."""
+    errors: list[str] = []
+    base = str(root)
+    isfile = os.path.isfile
+    for video in videos:
+        for kind in ("frames", "landmarks", "masks"):
+            for rel in video[kind] or []:
+                if not isfile(f"{base}/{rel}"):
+                    where = f"{source}: video {video['method']}/{video['id']}"
+                    errors.append(f"{where}: {kind} file {rel!r} does not exist under {root}")
+        if errors:
+            break
     return errors
 
 
@@ -439,8 +485,8 @@ def read_index(path: str | Path, check_files: bool = False) -> DatasetIndex:
         raise DatasetIndexError(f"{path}: not valid JSON: {exc}") from None
     root = path.resolve().parent
     index = index_from_json(data, root, source=str(path))
-    if check_files:
-        errors = validate_index(data, str(path), root=root, check_files=True)
+    if check_files:  # the structure is valid: only the files are left to check
+        errors = _missing_files(data["videos"], str(path), root)
         if errors:
             raise DatasetIndexError(
                 "dataset index points to missing files:\n  " + "\n  ".join(errors[:20])
@@ -486,22 +532,48 @@ def write_index(index: DatasetIndex, path: str | Path) -> None:
         raise DatasetIndexError(
             "refusing to write an invalid index:\n  " + "\n  ".join(errors[:20])
         )
-    write_json(path, data)
+    videos = data.pop("videos")  # valid: JSON values already, no NaN to replace
+    text = json.dumps({**jsonable(data), "videos": videos}, indent=1, ensure_ascii=False,
+                      allow_nan=False, default=str)  # fmt: skip
+    atomic_write_text(path, text + "\n")  # as write_json writes it, without a pass per path
 
 
 def rebase_index(index: DatasetIndex, new_root: str | Path) -> DatasetIndex:
-    """The same index with every path made relative to ``new_root`` instead of ``index.root``."""
+    """The same index with every path made relative to ``new_root`` instead of ``index.root``.
+
+    A path without ``.``, ``..`` or empty parts gets the relative path between the two roots
+    as a prefix (string operations); other paths, and paths that enter ``new_root`` from an
+    ``index.root`` above it, go through :func:`os.path.relpath` one by one."""
     new_root = Path(new_root).resolve()
     old_root = Path(index.root).resolve()
+    head = os.path.relpath(old_root, new_root).replace(os.sep, "/")
+    head = "" if head == "." else head + "/"
+    below = os.path.relpath(new_root, old_root).replace(os.sep, "/")
+    entering = None if below == "." or below.split("/")[0] == ".." else below.split("/")[0]
 
     def move(rel: str) -> str:
         return PurePosixPath(Path(os.path.relpath(old_root / rel, new_root)).as_posix()).as_posix()
 
     def moves(items: list[str] | None) -> list[str] | None:
-        return None if items is None else [move(p) for p in items]
+        if items is None:
+            return None
+        try:
+            joined = "\x00" + "\x00".join(items) + "\x00"
+        except TypeError:
+            return [move(p) for p in items]
+        if _UNCLEAN_PART.search(joined) or (
+            entering is not None
+            and (f"\x00{entering}/" in joined or f"\x00{entering}\x00" in joined)
+        ):
+            return [move(p) for p in items]
+        return [head + p for p in items]
 
     videos = [
         replace(v, frames=moves(v.frames), landmarks=moves(v.landmarks), masks=moves(v.masks))
         for v in index.videos
     ]
     return replace(index, videos=videos, root=new_root)
+
+
+# an empty, ``.`` or ``..`` part of a path, in paths joined (and framed) by NUL
+_UNCLEAN_PART = re.compile(r"[/\x00]\.{0,2}(?=[/\x00])")

@@ -175,13 +175,13 @@ def test_report_bad_inputs(tmp_path, capsys):
     with pytest.raises(ValueError, match="no attribute columns"):
         fairness_report(bare)
     mixed = _predictions()
-    mixed.attributes["gender"][1] = (
-        "male" if mixed.attributes["gender"][0] == "female" else "female"
-    )
+    gender = mixed.attributes["gender"].copy()  # columns are read-only: assign a new one
+    gender[1] = "male" if gender[0] == "female" else "female"
+    mixed.attributes["gender"] = gender
     with pytest.raises(ValueError, match="frames with different 'gender' values"):
         attribute_arrays(mixed, "gender", "video")
     single = _predictions()
-    single.attributes["gender"][:] = "female"
+    single.attributes["gender"] = np.full(len(single), "female", dtype=object)
     assert (
         fairness_report(
             single, ["gender"], ReportConfig(bootstrap=0, permutations=0, curve_bootstrap=0)
@@ -277,7 +277,9 @@ def test_intersectional_groups_and_minimum_group_size(tmp_path, capsys):
 
 def test_species_rule_reaches_every_table():
     pred = _predictions()
-    pred.method[(pred.label == 1) & (np.arange(len(pred.label)) % 2 == 0)] = "FaceSwap"
+    method = pred.method.copy()  # columns are read-only: assign a new one
+    method[(pred.label == 1) & (np.arange(len(pred.label)) % 2 == 0)] = "FaceSwap"
+    pred.method = method
     fast = {"bootstrap": 40, "permutations": 0, "curve_bootstrap": 0}
     pooled = fairness_report(pred, ["gender"], ReportConfig(**fast))["gender"]
     worst = fairness_report(pred, ["gender"], ReportConfig(species_rule="worst", **fast))["gender"]

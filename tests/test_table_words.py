@@ -70,27 +70,25 @@ def test_a_baseline_is_never_best_nor_top3() -> None:
     assert html.index("class='sep'") < html.index("metadata")
 
 
-def test_compare_excludes_baselines_or_passes_them(monkeypatch) -> None:
-    """Before i45ties' keyword the baselines are left out of the tie test; with it they are
-    passed as ``baselines`` (never best nor reference)."""
+def test_compare_passes_baselines_as_never_best(monkeypatch) -> None:
+    """The baselines go to the tie test as ``baselines`` (never best nor reference); a column
+    with fewer than two detectors that are not baselines is not compared."""
     seen = {}
 
-    def old(preds, *, level, reduce, alpha, shown):
-        seen["old"] = sorted(preds)
-        return {}
-
-    def new(preds, *, level, reduce, alpha, shown, baselines=()):
-        seen["new"] = (sorted(preds), set(baselines))
+    def spy(preds, *, level, reduce, alpha, shown, baselines=()):
+        seen["call"] = (sorted(preds), set(baselines))
         return {}
 
     preds = dict.fromkeys(["a", "b", "metadata"])
     shown = {"a": 0.7, "b": 0.6, "metadata": 1.0}
-    monkeypatch.setattr(lb, "compare_with_best", old)
+    monkeypatch.setattr(lb, "compare_with_best", spy)
     lb._compare(preds, {"metadata"}, level="frame", reduce="mean", alpha=0.05, shown=shown)
-    monkeypatch.setattr(lb, "compare_with_best", new)
-    lb._compare(preds, {"metadata"}, level="frame", reduce="mean", alpha=0.05, shown=shown)
-    assert seen["old"] == ["a", "b"]
-    assert seen["new"] == (["a", "b", "metadata"], {"metadata"})
+    assert seen.pop("call") == (["a", "b", "metadata"], {"metadata"})
+    one = {"a": None, "metadata": None}
+    assert (
+        lb._compare(one, {"metadata"}, level="frame", reduce="mean", alpha=0.05, shown=shown) == {}
+    )
+    assert "call" not in seen
 
 
 def _preds(skill: float, seed: int, n: int = 24) -> Predictions:

@@ -50,6 +50,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--name", help="detector name shown in tables for --predictions")
     p.add_argument(
+        "--format",
+        choices=("csv", "parquet"),
+        default="csv",
+        help="format of the predictions files written (default csv; parquet is read wherever a "
+        "predictions file is)",
+    )
+    p.add_argument(
         "--scores",
         choices=("prob", "logits"),
         default="prob",
@@ -237,8 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
         results.evaluate_prediction_files(
-            files, out, cfg, args.name, args.train_data, extra_sections=extra, scores=args.scores
-        )
+            files, out, cfg, args.name, args.train_data, extra_sections=extra, scores=args.scores,
+            fmt=args.format,
+        )  # fmt: skip
     else:
         check_datasets_complete(
             [*cfg.test_data, *(args.val_data or [])],
@@ -279,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                 extra_sections=extra,
                 tensorboard_dir=args.run / "tensorboard" if args.run else None,
                 allow_missing=args.allow_missing,
+                fmt=args.format,
             )
         except testing.TestSetsSkipped as exc:  # the others are written: show them, exit 1
             skipped = exc
