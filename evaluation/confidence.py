@@ -336,13 +336,23 @@ def stratified_multiplicities(
     ``m_h = n_h - 1``): the variance of a mean over the replicates is then the unbiased
     ``s^2 / n_h`` instead of ``(n_h - 1) / n_h`` of it, which matters with 5-12 videos.
     Otherwise it draws ``n_h``. A stratum of one unit keeps it in every replicate.
+
+    Every stratum's blocks hold the same replicates (the block size of the largest stratum), so
+    they line up whatever the strata's sizes; the draws are those of one
+    :func:`bootstrap_multiplicities` per stratum, block by block in stratum order.
     """
     strata = np.asarray(strata)
-    names = np.unique(strata)
-    members = [np.flatnonzero(strata == h) for h in names]
+    if not strata.size:
+        return
+    codes = np.unique(strata, return_inverse=True)[1].ravel()
+    members = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes))[:-1])
     cut = 1 if minus_one else 0
+    draws = [max(len(m) - cut, 1) for m in members]
+    widths = [max(len(m), d) for m, d in zip(members, draws, strict=True)]
+    per_block = max(1, (1 << 21) // max(widths))  # bootstrap_multiplicities' default max_cells
     blocks = [
-        bootstrap_multiplicities(rng, len(m), n_boot, draws=max(len(m) - cut, 1)) for m in members
+        bootstrap_multiplicities(rng, len(m), n_boot, max_cells=per_block * w, draws=d)
+        for m, d, w in zip(members, draws, widths, strict=True)
     ]
     for parts in zip(*blocks, strict=True):
         out = np.zeros((len(parts[0]), len(strata)), dtype=np.int64)
