@@ -39,7 +39,9 @@ from fairforensics.evaluation.metrics import (
     SingleClassError,
     _need_both,
     _rank,
+    _Ranked,
     _summarize,
+    _summary_of,
     check_scores,
     factorize,
     reduce_by_code,
@@ -132,9 +134,10 @@ def bootstrap_ci(
     point = _summarize(ranked, None, fpr_targets)
     rng = np.random.default_rng(seed)
     reps = np.empty((n_boot, len(point)))
+    curve = _WeightedCurve(ranked, codes, n_videos)
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
-        reps[b] = list(_summarize(ranked, counts[codes].astype(np.float64), fpr_targets).values())
+        reps[b] = list(_summary_of(*curve.of(counts), fpr_targets).values())
     shares = _proportion_counts(y_true, y_score, codes, n_videos, threshold)
     out: dict[str, Interval] = {}
     for j, name in enumerate(point):
@@ -159,6 +162,32 @@ def bootstrap_ci(
             bad = int(n_boot - np.isfinite(reps[:, j]).sum())
             out[name] = Interval(point[name], low, high, bad, note)
     return out
+
+
+class _WeightedCurve:
+    """The confusion counts and ROC curve of the rows weighted by their unit's multiplicity,
+    from one sort: exactly those of :func:`evaluation.metrics._summarize` with the weights
+    ``counts[codes]`` (integer sums, so exact), in a few passes over sorted integer arrays."""
+
+    def __init__(self, ranked: _Ranked, codes: np.ndarray, n_units: int) -> None:
+        self.thr, self.last = ranked.thr, ranked.last
+        self.codes = codes[ranked.order]
+        self.pos = ranked.pos.astype(np.int64)
+        by_unit = np.bincount(codes * 4 + ranked.cm_index, minlength=4 * n_units)
+        self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
+
+    def of(self, counts: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(confusion counts, thresholds, TPs, FPs) of one replicate's unit multiplicities."""
+        w = counts[self.codes]
+        tps = np.cumsum(w * self.pos)[self.last]
+        fps = np.cumsum(w)[self.last] - tps
+        keep = np.diff(tps + fps, prepend=0) > 0  # thresholds of drawn rows only, as _curve
+        return (
+            counts @ self.confusion,
+            self.thr[keep],
+            tps[keep].astype(np.float64),
+            fps[keep].astype(np.float64),
+        )
 
 
 _CLASS = ("real", "fake")

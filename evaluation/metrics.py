@@ -300,6 +300,18 @@ def _summarize(
 ) -> dict[str, float]:
     """:func:`summarize` on prepared scores (no checks, no warnings)."""
     counts = np.bincount(ranked.cm_index, weights=w, minlength=4)
+    return _summary_of(counts, *_curve(None, None, w, ranked), fpr_targets)
+
+
+def _summary_of(
+    counts: np.ndarray,
+    thr: np.ndarray,
+    tps: np.ndarray,
+    fps: np.ndarray,
+    fpr_targets: Sequence[float],
+) -> dict[str, float]:
+    """:func:`summarize` from the confusion counts (tn, fp, fn, tp) and the curve of
+    :func:`_curve` (the bootstrap computes these faster from its multiplicities)."""
     tn, fp, fn, tp = (float(c) for c in counts)
     total = tn + fp + fn + tp
     out: dict[str, float] = {"acc": (tn + tp) / total if total else float("nan")}
@@ -308,7 +320,6 @@ def _summarize(
         out["precision"] = _safe_div(tp, tp + fp, "precision")
         out["recall"] = _safe_div(tp, tp + fn, "recall")
         out["f1"] = _safe_div(2 * tp, 2 * tp + fp + fn, "F1")
-    thr, tps, fps = _curve(None, None, w, ranked)
     ranking = ["auc", "ap", "eer", "eer_threshold", *(f"tpr@fpr={x:g}" for x in fpr_targets)]
     if tps[-1] <= 0 or fps[-1] <= 0:
         return out | dict.fromkeys(ranking, float("nan"))
