@@ -37,9 +37,11 @@ from scipy import stats
 
 from fairforensics.evaluation.metrics import (
     SingleClassError,
+    _eer_from_curve,
     _need_both,
     _rank,
     _Ranked,
+    _rates,
     _summarize,
     _summary_of,
     check_scores,
@@ -134,7 +136,7 @@ def bootstrap_ci(
     point = _summarize(ranked, None, fpr_targets)
     rng = np.random.default_rng(seed)
     reps = np.empty((n_boot, len(point)))
-    curve = _WeightedCurve(ranked, codes, n_videos)
+    curve = UnitWeightedCurve(ranked, codes, n_videos)
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
         reps[b] = list(_summary_of(*curve.of(counts), fpr_targets).values())
@@ -164,7 +166,7 @@ def bootstrap_ci(
     return out
 
 
-class _WeightedCurve:
+class UnitWeightedCurve:
     """The confusion counts and ROC curve of the rows weighted by their unit's multiplicity,
     from one sort: exactly those of :func:`evaluation.metrics._summarize` with the weights
     ``counts[codes]`` (integer sums, so exact), in a few passes over sorted integer arrays."""
@@ -188,6 +190,28 @@ class _WeightedCurve:
             tps[keep].astype(np.float64),
             fps[keep].astype(np.float64),
         )
+
+
+def auc_eer_of_curve(thr: np.ndarray, tps: np.ndarray, fps: np.ndarray) -> tuple[float, float]:
+    """AUC and EER of a curve of :func:`evaluation.metrics._curve`, computed exactly as
+    :func:`evaluation.metrics.summarize` does; NaN when the curve lacks a class."""
+    if tps[-1] <= 0 or fps[-1] <= 0:
+        return float("nan"), float("nan")
+    fpr, tpr = _rates(tps, fps)
+    area = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
+    return area, _eer_from_curve(thr, fpr, tpr, float(thr[0]))[0]
+
+
+def sorted_subset_auc_eer(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
+    """AUC and EER of rows given in descending score order (``positive``: 1 for fakes), equal
+    to :func:`weighted_ranking_metrics` with weight 1 on these rows and 0 on the others."""
+    if not len(scores):
+        return float("nan"), float("nan")
+    last = np.r_[np.flatnonzero(scores[1:] != scores[:-1]), len(scores) - 1]
+    tps = np.cumsum(positive)[last]
+    return auc_eer_of_curve(
+        scores[last], tps.astype(np.float64), (last + 1 - tps).astype(np.float64)
+    )
 
 
 _CLASS = ("real", "fake")

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairforensics.evaluation.metrics import SingleClassError, check_scores
+from fairforensics.evaluation.metrics import SingleClassError, check_scores, factorize
 from fairforensics.fairness.iso import check_species_rule
 
 log = logging.getLogger(__name__)
@@ -67,15 +67,25 @@ def clean_groups(
         raise ValueError(
             f"groups must have one entry per sample ({len(y_true)}), got {groups.shape}"
         )
-    known = np.array([not is_missing(g) for g in groups], dtype=bool)
+    codes, uniq = factorize(groups)
+    known = np.array([not is_missing(g) for g in uniq], dtype=bool)[codes]
     if not known.all():
         log.warning(
             "%d of %d rows have no group value and are left out", (~known).sum(), len(known)
         )
-    groups = np.array([str(g) for g in groups[known]], dtype=object)
+    names = np.empty(len(uniq), dtype=object)
+    names[:] = [str(g) for g in uniq]
+    groups = names[codes[known]]
     if len(groups) == 0:
         raise ValueError("no row has a group value")
     return y_true[known], y_score[known], groups
+
+
+def known_groups(groups: Sequence) -> np.ndarray:
+    """Per row: True where the group value is known (not :func:`is_missing`); one test per
+    distinct value."""
+    codes, uniq = factorize(np.asarray(groups, dtype=object))
+    return np.array([not is_missing(g) for g in uniq], dtype=bool)[codes]
 
 
 def is_missing(value: object) -> bool:
@@ -273,6 +283,27 @@ def curves_of_clean(
         for g in names
     }
     bpcer = {g: 1.0 - _rate_below(bon[g], tau) for g in names}
+    with_atk = [g for g in names if atk[g].any()]
+    with_bon = [g for g in names if bon[g].size]
+    return curves_of_rates(
+        xs, tau, apcer, bpcer, alpha, threshold_group, min_denominator, with_atk, with_bon
+    )
+
+
+def curves_of_rates(
+    xs: np.ndarray,
+    tau: np.ndarray,
+    apcer: dict[str, np.ndarray],
+    bpcer: dict[str, np.ndarray],
+    alpha: float,
+    threshold_group: str | None,
+    min_denominator: float,
+    with_atk: list[str],
+    with_bon: list[str],
+) -> FairnessCurves:
+    """A, B, FDR and ABF (eqs. 1-6) from every group's APCER and BPCER at each tau (groups in
+    sorted order; ``with_atk`` / ``with_bon``: the groups that have attacks / bona fide)."""
+    names = list(apcer)
     gap_a, worst_a = _gap_and_worst(np.stack([apcer[g] for g in names]))
     gap_b, worst_b = _gap_and_worst(np.stack([bpcer[g] for g in names]))
     a_fdr, b_fdr = gap_a, gap_b
@@ -280,8 +311,6 @@ def curves_of_clean(
     b_abf = _relative(gap_b, worst_b, min_denominator)
     fdr = 1.0 - (_weighted(alpha, a_fdr) + _weighted(1.0 - alpha, b_fdr))
     abf = 1.0 - (_weighted(alpha, a_abf) + _weighted(1.0 - alpha, b_abf))
-    with_atk = [g for g in names if atk[g].any()]
-    with_bon = [g for g in names if bon[g].size]
     undefined = {}
     for name, curve, terms in (
         ("fdr", fdr, (("A", a_fdr, alpha), ("B", b_fdr, 1.0 - alpha))),
@@ -326,8 +355,10 @@ def _species_of_known(species: Sequence | None, groups: Sequence, n: int) -> np.
     spc = np.asarray(species, dtype=object)
     if spc.shape != (n,):
         raise ValueError(f"species must have one entry per sample ({n}), got {spc.shape}")
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    return np.array([str(v) for v in spc[known]], dtype=object)
+    codes, uniq = factorize(spc[known_groups(groups)])
+    names = np.empty(len(uniq), dtype=object)
+    names[:] = [str(v) for v in uniq]
+    return names[codes]
 
 
 def fdr_curve(
