@@ -37,11 +37,9 @@ from scipy import stats
 
 from fairforensics.evaluation.metrics import (
     SingleClassError,
-    _eer_from_curve,
     _need_both,
     _rank,
     _Ranked,
-    _rates,
     _summarize,
     _summary_of,
     check_scores,
@@ -178,6 +176,12 @@ class UnitWeightedCurve:
         by_unit = np.bincount(codes * 4 + ranked.cm_index, minlength=4 * n_units)
         self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
 
+    def eer(self, counts: np.ndarray) -> float:
+        """EER of one replicate (:func:`eer_of_counts`: bit for bit that of
+        :func:`weighted_ranking_metrics`), without the curve's arrays."""
+        w = counts[self.codes]
+        return eer_of_counts(np.cumsum(w * self.pos), np.cumsum(w), self.last)
+
     def of(self, counts: np.ndarray) -> tuple[np.ndarray, ...]:
         """(confusion counts, thresholds, TPs, FPs) of one replicate's unit multiplicities."""
         w = counts[self.codes]
@@ -192,26 +196,68 @@ class UnitWeightedCurve:
         )
 
 
-def auc_eer_of_curve(thr: np.ndarray, tps: np.ndarray, fps: np.ndarray) -> tuple[float, float]:
-    """AUC and EER of a curve of :func:`evaluation.metrics._curve`, computed exactly as
-    :func:`evaluation.metrics.summarize` does; NaN when the curve lacks a class."""
-    if tps[-1] <= 0 or fps[-1] <= 0:
-        return float("nan"), float("nan")
-    fpr, tpr = _rates(tps, fps)
-    area = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))
-    return area, _eer_from_curve(thr, fpr, tpr, float(thr[0]))[0]
+def eer_of_counts(tps: np.ndarray, rows: np.ndarray | None, at: np.ndarray) -> float:
+    """EER of the ROC curve whose cumulative positive and total counts at its thresholds are
+    ``tps[at]`` and ``rows[at]`` (``rows`` None: ``at + 1``, unit weights), equal to
+    :func:`evaluation.metrics.eer` on the rows (bit for bit: the same operations on the same
+    values); NaN when a class is missing.
+
+    ``(1 - TPR) - FPR`` never increases along the curve (rounding is monotone), so the first
+    point where it is <= 0 is found by bisection, without the curve's arrays. Thresholds of
+    weight 0 repeat their predecessor's point and change nothing."""
+    if not len(at):
+        return float("nan")
+
+    def point(j: int) -> tuple[float, float]:  # (FPR, 1 - TPR - FPR) of point j, 0 = origin
+        if j == 0:
+            return 0.0, 1.0
+        k = int(at[j - 1])
+        tp = float(tps[k])
+        fp = float((k + 1 if rows is None else rows[k]) - tps[k])
+        fpr = fp / n_fp
+        return fpr, (1.0 - tp / n_tp) - fpr
+
+    k_end = int(at[-1])
+    n_tp = float(tps[k_end])
+    n_fp = float((k_end + 1 if rows is None else rows[k_end]) - tps[k_end])
+    if n_tp <= 0 or n_fp <= 0:
+        return float("nan")
+    lo, hi = 0, len(at)  # the last point has TPR = FPR = 1: its difference is -1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if point(mid)[1] <= 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    f1, d1 = point(lo)
+    if d1 == 0 or lo == 0:
+        return f1
+    f0, d0 = point(lo - 1)
+    w = d0 / (d0 - d1)
+    return f0 + w * (f1 - f0)
+
+
+def _trapezoid_auc(tps: np.ndarray, fps: np.ndarray) -> float:
+    """AUC of integer cumulative counts at the thresholds by the trapezoid rule, summed in
+    integers and divided once (within 1e-15 of the float sum of :func:`summarize`)."""
+    d_fp = np.diff(fps, prepend=0)
+    both = tps + np.r_[0, tps[:-1]]
+    return float(int(np.dot(d_fp, both)) / (2 * int(tps[-1]) * int(fps[-1])))
 
 
 def sorted_subset_auc_eer(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """AUC and EER of rows given in descending score order (``positive``: 1 for fakes), equal
-    to :func:`weighted_ranking_metrics` with weight 1 on these rows and 0 on the others."""
+    """AUC and EER of rows given in descending score order (``positive``: 1 for fakes, int),
+    equal to :func:`weighted_ranking_metrics` with weight 1 on these rows and 0 on the others
+    (the EER exactly, the AUC within 1e-15)."""
     if not len(scores):
         return float("nan"), float("nan")
-    last = np.r_[np.flatnonzero(scores[1:] != scores[:-1]), len(scores) - 1]
-    tps = np.cumsum(positive)[last]
-    return auc_eer_of_curve(
-        scores[last], tps.astype(np.float64), (last + 1 - tps).astype(np.float64)
-    )
+    last = np.flatnonzero(np.r_[scores[1:] != scores[:-1], True])
+    cum = np.cumsum(positive)
+    tps = cum[last]
+    fps = last + 1 - tps
+    if tps[-1] <= 0 or fps[-1] <= 0:
+        return float("nan"), float("nan")
+    return _trapezoid_auc(tps, fps), eer_of_counts(cum, None, last)
 
 
 _CLASS = ("real", "fake")

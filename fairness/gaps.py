@@ -64,7 +64,6 @@ from scipy import stats
 from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
     UnitWeightedCurve,
-    auc_eer_of_curve,
     bootstrap_interval,
     cluster_icc,
     clustered_auc_variance,
@@ -284,7 +283,7 @@ def _eer_replicates(
         _rank(y_true[rows], y_score[rows]), local[c.row_cell[rows]], len(members)
     )
     out = [
-        auc_eer_of_curve(*curve.of(w)[1:])[1]
+        curve.eer(w)
         for block in stratified_multiplicities(rng, c.label[members], n_boot)
         for w in block
     ]
