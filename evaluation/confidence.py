@@ -29,7 +29,7 @@ what it counts, and the note of :func:`few_units_note` says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,11 +37,12 @@ from scipy import stats
 
 from fairforensics.evaluation.metrics import (
     SingleClassError,
+    _count_summary,
     _need_both,
     _rank,
     _Ranked,
+    _ranking_keys,
     _summarize,
-    _summary_of,
     check_scores,
     factorize,
     reduce_by_code,
@@ -137,7 +138,8 @@ def bootstrap_ci(
     curve = UnitWeightedCurve(ranked, codes, n_videos)
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
-        reps[b] = list(_summary_of(*curve.of(counts), fpr_targets).values())
+        summary = curve.summary(counts, fpr_targets)
+        reps[b] = [summary[name] for name in point]
     shares = _proportion_counts(y_true, y_score, codes, n_videos, threshold)
     out: dict[str, Interval] = {}
     for j, name in enumerate(point):
@@ -182,18 +184,44 @@ class UnitWeightedCurve:
         w = counts[self.codes]
         return eer_of_counts(np.cumsum(w * self.pos), np.cumsum(w), self.last)
 
-    def of(self, counts: np.ndarray) -> tuple[np.ndarray, ...]:
-        """(confusion counts, thresholds, TPs, FPs) of one replicate's unit multiplicities."""
+    def summary(self, counts: np.ndarray, fpr_targets: Sequence[float]) -> dict[str, float]:
+        """:func:`evaluation.metrics.summarize` of one replicate: the proportions, EER, its
+        threshold and TPR@FPR bit for bit, AUC and AP within 1e-15 (summed over every
+        threshold, those the replicate does not draw adding exact zeros)."""
+        out = _count_summary(counts @ self.confusion)
         w = counts[self.codes]
-        tps = np.cumsum(w * self.pos)[self.last]
-        fps = np.cumsum(w)[self.last] - tps
-        keep = np.diff(tps + fps, prepend=0) > 0  # thresholds of drawn rows only, as _curve
-        return (
-            counts @ self.confusion,
-            self.thr[keep],
-            tps[keep].astype(np.float64),
-            fps[keep].astype(np.float64),
-        )
+        cum_tp, cum = np.cumsum(w * self.pos), np.cumsum(w)
+        tps, tot = cum_tp[self.last], cum[self.last]
+        fps = tot - tps
+        n_tp, n_fp = int(tps[-1]), int(fps[-1])
+        if n_tp <= 0 or n_fp <= 0:
+            return out | dict.fromkeys(_ranking_keys(fpr_targets), float("nan"))
+        out["auc"] = _trapezoid_auc(tps, fps)
+        out["ap"] = float(np.dot(np.diff(tps, prepend=0), tps / np.maximum(tot, 1))) / n_tp
+
+        def point(j: int) -> tuple[float, float]:
+            if j == 0:
+                return 0.0, 1.0
+            fpr = float(fps[j - 1]) / n_fp
+            return fpr, (1.0 - float(tps[j - 1]) / n_tp) - fpr
+
+        out["eer"], weight, j = _eer_point(point, len(tps))
+        # on the curve of drawn thresholds (_curve): point j is one of them (its predecessor
+        # has a positive difference), its predecessor there the first with point j-1's counts
+        top = float(self.thr[np.searchsorted(tot, 0, side="right")])
+        if np.isnan(weight):
+            out["eer_threshold"] = min(float(self.thr[j - 1]), top)
+        else:
+            before = (
+                np.inf if j < 2 or tot[j - 2] == 0 else self.thr[np.searchsorted(tot, tot[j - 2])]
+            )
+            t0 = min(float(before), top)
+            out["eer_threshold"] = t0 + weight * (float(self.thr[j - 1]) - t0)
+        fpr = fps / n_fp
+        for x in fpr_targets:
+            j = int(np.searchsorted(fpr, x + 1e-12, side="right"))
+            out[f"tpr@fpr={x:g}"] = float(tps[j - 1]) / n_tp if j else 0.0
+        return out
 
 
 def eer_of_counts(tps: np.ndarray, rows: np.ndarray | None, at: np.ndarray) -> float:
@@ -222,7 +250,13 @@ def eer_of_counts(tps: np.ndarray, rows: np.ndarray | None, at: np.ndarray) -> f
     n_fp = float((k_end + 1 if rows is None else rows[k_end]) - tps[k_end])
     if n_tp <= 0 or n_fp <= 0:
         return float("nan")
-    lo, hi = 0, len(at)  # the last point has TPR = FPR = 1: its difference is -1
+    return _eer_point(point, len(at))[0]
+
+
+def _eer_point(point: Callable[[int], tuple[float, float]], n: int) -> tuple[float, float, int]:
+    """EER, the interpolation weight and the point ``i`` of :func:`evaluation.metrics._eer_from_curve`
+    found by bisection (``point(j)``: FPR and (1 - TPR) - FPR of point j, 0 the origin)."""
+    lo, hi = 0, n  # the last point has TPR = FPR = 1: its difference is -1
     while lo < hi:
         mid = (lo + hi) // 2
         if point(mid)[1] <= 0:
@@ -231,10 +265,10 @@ def eer_of_counts(tps: np.ndarray, rows: np.ndarray | None, at: np.ndarray) -> f
             lo = mid + 1
     f1, d1 = point(lo)
     if d1 == 0 or lo == 0:
-        return f1
+        return f1, float("nan"), lo
     f0, d0 = point(lo - 1)
     w = d0 / (d0 - d1)
-    return f0 + w * (f1 - f0)
+    return f0 + w * (f1 - f0), w, lo
 
 
 def _trapezoid_auc(tps: np.ndarray, fps: np.ndarray) -> float:
