@@ -1,7 +1,8 @@
 """Seeded synthetic sets and the numbers the statistics give on them, for
 ``tests/test_stats_same_answers.py``: the stored JSON (``tests/data/stats_reference.json``) holds
 what the implementation before issue 47 gave (written once by ``python -m tests.stats_reference``
-at commit 4f6bcb8), and the test compares today's numbers with it."""
+in a checkout of commit 4f6bcb8, this file beside it), and the test compares today's numbers with
+it."""
 
 from __future__ import annotations
 
@@ -127,7 +128,42 @@ def compute() -> dict[str, Any]:
         )
         lin = lin_intervals(y, s, g, u, threshold=0.5, n_boot=100, seed=6)
         out[f"lin_{tag}"] = {n: [e.value, e.low, e.high, e.note] for n, e in lin.items()}
+    out.update(_reports())
     return _num(out)
+
+
+def _reports() -> dict[str, Any]:
+    """:func:`fairness.report.fairness_report` (as JSON) at frame and video level, one attribute
+    and an intersection, some rows without a value, under both species rules."""
+    from fairforensics.evaluation.predictions import Predictions
+    from fairforensics.fairness.report import ReportConfig, fairness_report
+
+    y, s, g, k, u, m = synthetic(14, 60, frames=4, ties=True)
+    g = g.copy()
+    g[:8] = ""  # the first two videos have no gender
+    pred = Predictions(
+        dataset=np.full(len(y), "syn", dtype=object),
+        video_id=u,
+        frame=np.tile(np.arange(4), len(y) // 4),
+        label=y,
+        score=s,
+        method=m.astype(object),
+        attributes={"gender": g, "skin": k},
+    )
+    out = {}
+    for level, rule in (("frame", "pooled"), ("video", "worst")):
+        cfg = ReportConfig(
+            level=level,
+            species_rule=rule,
+            bootstrap=80,
+            curve_bootstrap=20,
+            permutations=80,
+            figures=False,
+            seed=7,
+        )
+        reports = fairness_report(pred, ["gender", "gender,skin"], cfg)
+        out[f"report_{level}_{rule}"] = {a: rep.to_json() for a, rep in reports.items()}
+    return out
 
 
 if __name__ == "__main__":

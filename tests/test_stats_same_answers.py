@@ -53,6 +53,7 @@ def figures() -> tuple[dict[str, Any], dict[str, Any]]:
         "curve_auc",
         "iso",
         "lin",
+        "report",
     ],
 )
 def test_same_numbers_as_before(figures: tuple[dict[str, Any], dict[str, Any]], part: str) -> None:
