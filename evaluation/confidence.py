@@ -177,27 +177,52 @@ class UnitWeightedCurve:
         self.pos = ranked.pos.astype(np.int64)
         by_unit = np.bincount(codes * 4 + ranked.cm_index, minlength=4 * n_units)
         self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
+        # buffers reused by every replicate (a fresh array per pass costs more than the pass)
+        n, d = len(self.codes), len(self.last)
+        self._rows = [np.empty(n, dtype=np.int64) for _ in range(3)]
+        self._points = [np.empty(d, dtype=np.int64) for _ in range(5)]
+        self._real = [np.empty(d, dtype=np.float64) for _ in range(2)]
+
+    def _cumulative(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cumulative weighted positives and rows along the sorted rows (buffers)."""
+        w, wp, cum = self._rows
+        np.take(counts, self.codes, out=w)
+        np.multiply(w, self.pos, out=wp)
+        np.cumsum(wp, out=wp)
+        np.cumsum(w, out=cum)
+        return wp, cum
 
     def eer(self, counts: np.ndarray) -> float:
         """EER of one replicate (:func:`eer_of_counts`: bit for bit that of
         :func:`weighted_ranking_metrics`), without the curve's arrays."""
-        w = counts[self.codes]
-        return eer_of_counts(np.cumsum(w * self.pos), np.cumsum(w), self.last)
+        return eer_of_counts(*self._cumulative(counts), self.last)
 
     def summary(self, counts: np.ndarray, fpr_targets: Sequence[float]) -> dict[str, float]:
         """:func:`evaluation.metrics.summarize` of one replicate: the proportions, EER, its
         threshold and TPR@FPR bit for bit, AUC and AP within 1e-15 (summed over every
         threshold, those the replicate does not draw adding exact zeros)."""
         out = _count_summary(counts @ self.confusion)
-        w = counts[self.codes]
-        cum_tp, cum = np.cumsum(w * self.pos), np.cumsum(w)
-        tps, tot = cum_tp[self.last], cum[self.last]
-        fps = tot - tps
+        cum_tp, cum = self._cumulative(counts)
+        tps, tot, fps, step, pair = self._points
+        np.take(cum_tp, self.last, out=tps)
+        np.take(cum, self.last, out=tot)
+        np.subtract(tot, tps, out=fps)
         n_tp, n_fp = int(tps[-1]), int(fps[-1])
         if n_tp <= 0 or n_fp <= 0:
             return out | dict.fromkeys(_ranking_keys(fpr_targets), float("nan"))
-        out["auc"] = _trapezoid_auc(tps, fps)
-        out["ap"] = float(np.dot(np.diff(tps, prepend=0), tps / np.maximum(tot, 1))) / n_tp
+        # AUC: trapezoids summed in integers, divided once
+        step[0], pair[0] = fps[0], tps[0]
+        np.subtract(fps[1:], fps[:-1], out=step[1:])
+        np.add(tps[1:], tps[:-1], out=pair[1:])
+        out["auc"] = float(int(np.dot(step, pair)) / (2 * n_tp * n_fp))
+        # AP: sum of recall steps times precision (no rows yet: no step)
+        step[0] = tps[0]
+        np.subtract(tps[1:], tps[:-1], out=step[1:])
+        rows, prec = self._real
+        np.maximum(tot, 1, out=pair)
+        np.divide(tps, pair, out=prec)
+        np.copyto(rows, step)
+        out["ap"] = float(np.dot(rows, prec)) / n_tp
 
         def point(j: int) -> tuple[float, float]:
             if j == 0:
@@ -217,7 +242,7 @@ class UnitWeightedCurve:
             )
             t0 = min(float(before), top)
             out["eer_threshold"] = t0 + weight * (float(self.thr[j - 1]) - t0)
-        fpr = fps / n_fp
+        fpr = np.divide(fps, n_fp, out=self._real[0])
         for x in fpr_targets:
             j = int(np.searchsorted(fpr, x + 1e-12, side="right"))
             out[f"tpr@fpr={x:g}"] = float(tps[j - 1]) / n_tp if j else 0.0
