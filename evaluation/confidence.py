@@ -123,7 +123,7 @@ def bootstrap_ci(
     y_true, y_score = check_scores(y_true, y_score)
     if len(video_ids) != len(y_true):
         raise ValueError("video_ids must have one entry per frame")
-    codes, uniq = factorize(video_ids)
+    codes, uniq = unit_codes(video_ids)
     video_label = np.zeros(len(uniq), dtype=np.int64)
     video_label[codes] = y_true
     per_class = np.bincount(video_label, minlength=2)
@@ -166,6 +166,19 @@ def bootstrap_ci(
     return out
 
 
+def unit_codes(units: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`evaluation.metrics.factorize` (codes in the order of the units as strings), in C
+    for an integer array (e.g. video codes)."""
+    arr = np.asarray(units)
+    if arr.dtype.kind not in "iu":
+        return factorize(units)
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    order = np.argsort(uniq.astype(str), kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.ravel()], uniq[order].astype(object)
+
+
 class UnitWeightedCurve:
     """The confusion counts and ROC curve of the rows weighted by their unit's multiplicity,
     from one sort: exactly those of :func:`evaluation.metrics._summarize` with the weights
@@ -179,14 +192,14 @@ class UnitWeightedCurve:
         self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
         # buffers reused by every replicate (a fresh array per pass costs more than the pass)
         n, d = len(self.codes), len(self.last)
-        self._rows = [np.empty(n, dtype=np.int64) for _ in range(3)]
-        self._points = [np.empty(d, dtype=np.int64) for _ in range(5)]
+        self._rows = [np.empty(n, dtype=np.int64) for _ in range(2)]
+        self._points = [np.empty(d, dtype=np.int64) for _ in range(3)]
         self._real = [np.empty(d, dtype=np.float64) for _ in range(2)]
 
     def _cumulative(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cumulative weighted positives and rows along the sorted rows (buffers)."""
-        w, wp, cum = self._rows
-        np.take(counts, self.codes, out=w)
+        wp, cum = self._rows
+        w = counts.take(self.codes)  # faster than np.take(..., out=)
         np.multiply(w, self.pos, out=wp)
         np.cumsum(wp, out=wp)
         np.cumsum(w, out=cum)
@@ -203,9 +216,8 @@ class UnitWeightedCurve:
         threshold, those the replicate does not draw adding exact zeros)."""
         out = _count_summary(counts @ self.confusion)
         cum_tp, cum = self._cumulative(counts)
-        tps, tot, fps, step, pair = self._points
-        np.take(cum_tp, self.last, out=tps)
-        np.take(cum, self.last, out=tot)
+        fps, step, pair = self._points[:3]
+        tps, tot = cum_tp.take(self.last), cum.take(self.last)
         np.subtract(tot, tps, out=fps)
         n_tp, n_fp = int(tps[-1]), int(fps[-1])
         if n_tp <= 0 or n_fp <= 0:
@@ -220,7 +232,9 @@ class UnitWeightedCurve:
         np.subtract(tps[1:], tps[:-1], out=step[1:])
         rows, prec = self._real
         np.maximum(tot, 1, out=pair)
-        np.divide(tps, pair, out=prec)
+        np.copyto(rows, pair)
+        np.copyto(prec, tps)
+        np.divide(prec, rows, out=prec)  # as tps / pair, in floats (faster)
         np.copyto(rows, step)
         out["ap"] = float(np.dot(rows, prec)) / n_tp
 
@@ -242,10 +256,15 @@ class UnitWeightedCurve:
             )
             t0 = min(float(before), top)
             out["eer_threshold"] = t0 + weight * (float(self.thr[j - 1]) - t0)
-        fpr = np.divide(fps, n_fp, out=self._real[0])
-        for x in fpr_targets:
-            j = int(np.searchsorted(fpr, x + 1e-12, side="right"))
-            out[f"tpr@fpr={x:g}"] = float(tps[j - 1]) / n_tp if j else 0.0
+        for x in fpr_targets:  # the last point with FPR <= x (FPR never decreases)
+            lo, hi = 0, len(fps)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if float(fps[mid]) / n_fp <= x + 1e-12:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[f"tpr@fpr={x:g}"] = float(tps[lo - 1]) / n_tp if lo else 0.0
         return out
 
 

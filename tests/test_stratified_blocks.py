@@ -41,3 +41,14 @@ def test_leaderboard_lin_intervals_on_more_than_2100_videos_a_cell() -> None:
     out = lin_intervals(y, s, g, np.arange(n), n_boot=1000, seed=1)
     for est in out.values():
         assert est.low <= est.value <= est.high
+
+
+def test_unit_codes_of_integers_are_factorize_codes() -> None:
+    """The C path for integer units gives factorize's codes (string order: 10 before 2)."""
+    from fairforensics.evaluation.confidence import unit_codes
+    from fairforensics.evaluation.metrics import factorize
+
+    units = np.random.default_rng(3).integers(0, 130, 2000)
+    got, want = unit_codes(units), factorize(units)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1].tolist() == want[1].tolist()
