@@ -81,10 +81,9 @@ from fairforensics.evaluation.metrics import _rank, factorize
 from fairforensics.fairness.abf import (
     POOLED,
     FairnessCurves,
-    clean_groups,
     curve_areas,
     curves_of_rates,
-    known_groups,
+    group_codes,
 )
 from fairforensics.fairness.iso import apcer_rule, check_species_rule, eer_species
 
@@ -420,10 +419,7 @@ def _gap_data(
     ids = np.arange(n_all) if units is None else np.asarray(units, dtype=object)
     if len(ids) != n_all:
         raise ValueError(f"units must have one entry per sample ({n_all}), got {len(ids)}")
-    known = known_groups(groups)
-    y, s, grp = clean_groups(y_true, y_score, groups)
-    gcode, uniq = factorize(grp)
-    names = list(uniq)
+    known, y, s, gcode, names = group_codes(y_true, y_score, groups)
     size = dict(zip(names, np.bincount(gcode, minlength=len(names)).tolist(), strict=True))
     ranked = [g for g in names if size[g] >= min_group_size]
     small = [g for g in names if g not in ranked]
@@ -726,11 +722,8 @@ def curve_auc_intervals(
     spc = np.full(n_all, "attack", dtype=object) if species is None else np.asarray(species)
     if len(ids) != n_all or len(spc) != n_all:
         raise ValueError(f"units and species must have one entry per sample ({n_all})")
-    known = known_groups(groups)
-    y, s, grp = clean_groups(y_true, y_score, groups)
+    known, y, s, gcode, names = group_codes(y_true, y_score, groups)
     ids, spc = ids[known], spc[known]
-    gcode, uniq = factorize(grp)
-    names = list(uniq)
     c = _cells(y, (s >= 0.5).astype(np.int64), gcode, factorize(ids)[0], len(names))
     strata = 2 * c.group + c.label
     too_few: dict[str, str] = {}
