@@ -29,7 +29,7 @@ what it counts, and the note of :func:`few_units_note` says why.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,8 +37,11 @@ from scipy import stats
 
 from fairforensics.evaluation.metrics import (
     SingleClassError,
+    _count_summary,
     _need_both,
     _rank,
+    _Ranked,
+    _ranking_keys,
     _summarize,
     check_scores,
     factorize,
@@ -120,7 +123,7 @@ def bootstrap_ci(
     y_true, y_score = check_scores(y_true, y_score)
     if len(video_ids) != len(y_true):
         raise ValueError("video_ids must have one entry per frame")
-    codes, uniq = factorize(video_ids)
+    codes, uniq = unit_codes(video_ids)
     video_label = np.zeros(len(uniq), dtype=np.int64)
     video_label[codes] = y_true
     per_class = np.bincount(video_label, minlength=2)
@@ -132,9 +135,11 @@ def bootstrap_ci(
     point = _summarize(ranked, None, fpr_targets)
     rng = np.random.default_rng(seed)
     reps = np.empty((n_boot, len(point)))
+    curve = UnitWeightedCurve(ranked, codes, n_videos)
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_videos, n_videos), minlength=n_videos)
-        reps[b] = list(_summarize(ranked, counts[codes].astype(np.float64), fpr_targets).values())
+        summary = curve.summary(counts, fpr_targets)
+        reps[b] = [summary[name] for name in point]
     shares = _proportion_counts(y_true, y_score, codes, n_videos, threshold)
     out: dict[str, Interval] = {}
     for j, name in enumerate(point):
@@ -159,6 +164,178 @@ def bootstrap_ci(
             bad = int(n_boot - np.isfinite(reps[:, j]).sum())
             out[name] = Interval(point[name], low, high, bad, note)
     return out
+
+
+def unit_codes(units: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`evaluation.metrics.factorize` (codes in the order of the units as strings), in C
+    for an integer array (e.g. video codes)."""
+    arr = np.asarray(units)
+    if arr.dtype.kind not in "iu":
+        return factorize(units)
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    order = np.argsort(uniq.astype(str), kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.ravel()], uniq[order].astype(object)
+
+
+class UnitWeightedCurve:
+    """The confusion counts and ROC curve of the rows weighted by their unit's multiplicity,
+    from one sort: exactly those of :func:`evaluation.metrics._summarize` with the weights
+    ``counts[codes]`` (integer sums, so exact), in a few passes over sorted integer arrays."""
+
+    def __init__(self, ranked: _Ranked, codes: np.ndarray, n_units: int) -> None:
+        self.thr, self.last = ranked.thr, ranked.last
+        self.codes = codes[ranked.order]
+        self.pos = ranked.pos.astype(np.int64)
+        by_unit = np.bincount(codes * 4 + ranked.cm_index, minlength=4 * n_units)
+        self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
+        # buffers reused by every replicate (a fresh array per pass costs more than the pass)
+        n, d = len(self.codes), len(self.last)
+        self._rows = [np.empty(n, dtype=np.int64) for _ in range(2)]
+        self._points = [np.empty(d, dtype=np.int64) for _ in range(3)]
+        self._real = [np.empty(d, dtype=np.float64) for _ in range(2)]
+
+    def _cumulative(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cumulative weighted positives and rows along the sorted rows (buffers)."""
+        wp, cum = self._rows
+        w = counts.take(self.codes)  # faster than np.take(..., out=)
+        np.multiply(w, self.pos, out=wp)
+        np.cumsum(wp, out=wp)
+        np.cumsum(w, out=cum)
+        return wp, cum
+
+    def eer(self, counts: np.ndarray) -> float:
+        """EER of one replicate (:func:`eer_of_counts`: bit for bit that of
+        :func:`weighted_ranking_metrics`), without the curve's arrays."""
+        return eer_of_counts(*self._cumulative(counts), self.last)
+
+    def summary(self, counts: np.ndarray, fpr_targets: Sequence[float]) -> dict[str, float]:
+        """:func:`evaluation.metrics.summarize` of one replicate: the proportions, EER, its
+        threshold and TPR@FPR bit for bit, AUC and AP within 1e-15 (summed over every
+        threshold, those the replicate does not draw adding exact zeros)."""
+        out = _count_summary(counts @ self.confusion)
+        cum_tp, cum = self._cumulative(counts)
+        fps, step, pair = self._points[:3]
+        tps, tot = cum_tp.take(self.last), cum.take(self.last)
+        np.subtract(tot, tps, out=fps)
+        n_tp, n_fp = int(tps[-1]), int(fps[-1])
+        if n_tp <= 0 or n_fp <= 0:
+            return out | dict.fromkeys(_ranking_keys(fpr_targets), float("nan"))
+        # AUC: trapezoids summed in integers, divided once
+        step[0], pair[0] = fps[0], tps[0]
+        np.subtract(fps[1:], fps[:-1], out=step[1:])
+        np.add(tps[1:], tps[:-1], out=pair[1:])
+        out["auc"] = float(int(np.dot(step, pair)) / (2 * n_tp * n_fp))
+        # AP: sum of recall steps times precision (no rows yet: no step)
+        step[0] = tps[0]
+        np.subtract(tps[1:], tps[:-1], out=step[1:])
+        rows, prec = self._real
+        np.maximum(tot, 1, out=pair)
+        np.copyto(rows, pair)
+        np.copyto(prec, tps)
+        np.divide(prec, rows, out=prec)  # as tps / pair, in floats (faster)
+        np.copyto(rows, step)
+        out["ap"] = float(np.dot(rows, prec)) / n_tp
+
+        def point(j: int) -> tuple[float, float]:
+            if j == 0:
+                return 0.0, 1.0
+            fpr = float(fps[j - 1]) / n_fp
+            return fpr, (1.0 - float(tps[j - 1]) / n_tp) - fpr
+
+        out["eer"], weight, j = _eer_point(point, len(tps))
+        # on the curve of drawn thresholds (_curve): point j is one of them (its predecessor
+        # has a positive difference), its predecessor there the first with point j-1's counts
+        top = float(self.thr[np.searchsorted(tot, 0, side="right")])
+        if np.isnan(weight):
+            out["eer_threshold"] = min(float(self.thr[j - 1]), top)
+        else:
+            before = (
+                np.inf if j < 2 or tot[j - 2] == 0 else self.thr[np.searchsorted(tot, tot[j - 2])]
+            )
+            t0 = min(float(before), top)
+            out["eer_threshold"] = t0 + weight * (float(self.thr[j - 1]) - t0)
+        for x in fpr_targets:  # the last point with FPR <= x (FPR never decreases)
+            lo, hi = 0, len(fps)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if float(fps[mid]) / n_fp <= x + 1e-12:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[f"tpr@fpr={x:g}"] = float(tps[lo - 1]) / n_tp if lo else 0.0
+        return out
+
+
+def eer_of_counts(tps: np.ndarray, rows: np.ndarray | None, at: np.ndarray) -> float:
+    """EER of the ROC curve whose cumulative positive and total counts at its thresholds are
+    ``tps[at]`` and ``rows[at]`` (``rows`` None: ``at + 1``, unit weights), equal to
+    :func:`evaluation.metrics.eer` on the rows (bit for bit: the same operations on the same
+    values); NaN when a class is missing.
+
+    ``(1 - TPR) - FPR`` never increases along the curve (rounding is monotone), so the first
+    point where it is <= 0 is found by bisection, without the curve's arrays. Thresholds of
+    weight 0 repeat their predecessor's point and change nothing."""
+    if not len(at):
+        return float("nan")
+
+    def point(j: int) -> tuple[float, float]:  # (FPR, 1 - TPR - FPR) of point j, 0 = origin
+        if j == 0:
+            return 0.0, 1.0
+        k = int(at[j - 1])
+        tp = float(tps[k])
+        fp = float((k + 1 if rows is None else rows[k]) - tps[k])
+        fpr = fp / n_fp
+        return fpr, (1.0 - tp / n_tp) - fpr
+
+    k_end = int(at[-1])
+    n_tp = float(tps[k_end])
+    n_fp = float((k_end + 1 if rows is None else rows[k_end]) - tps[k_end])
+    if n_tp <= 0 or n_fp <= 0:
+        return float("nan")
+    return _eer_point(point, len(at))[0]
+
+
+def _eer_point(point: Callable[[int], tuple[float, float]], n: int) -> tuple[float, float, int]:
+    """EER, the interpolation weight and the point ``i`` of :func:`evaluation.metrics._eer_from_curve`
+    found by bisection (``point(j)``: FPR and (1 - TPR) - FPR of point j, 0 the origin)."""
+    lo, hi = 0, n  # the last point has TPR = FPR = 1: its difference is -1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if point(mid)[1] <= 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    f1, d1 = point(lo)
+    if d1 == 0 or lo == 0:
+        return f1, float("nan"), lo
+    f0, d0 = point(lo - 1)
+    w = d0 / (d0 - d1)
+    return f0 + w * (f1 - f0), w, lo
+
+
+def _trapezoid_auc(tps: np.ndarray, fps: np.ndarray) -> float:
+    """AUC of integer cumulative counts at the thresholds by the trapezoid rule, summed in
+    integers and divided once (within 1e-15 of the float sum of :func:`summarize`)."""
+    d_fp = np.diff(fps, prepend=0)
+    both = tps + np.r_[0, tps[:-1]]
+    return float(int(np.dot(d_fp, both)) / (2 * int(tps[-1]) * int(fps[-1])))
+
+
+def sorted_subset_auc_eer(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
+    """AUC and EER of rows given in descending score order (``positive``: 1 for fakes, int),
+    equal to :func:`weighted_ranking_metrics` with weight 1 on these rows and 0 on the others
+    (the EER exactly, the AUC within 1e-15)."""
+    if not len(scores):
+        return float("nan"), float("nan")
+    last = np.flatnonzero(np.r_[scores[1:] != scores[:-1], True])
+    cum = np.cumsum(positive)
+    tps = cum[last]
+    fps = last + 1 - tps
+    if tps[-1] <= 0 or fps[-1] <= 0:
+        return float("nan"), float("nan")
+    return _trapezoid_auc(tps, fps), eer_of_counts(cum, None, last)
 
 
 _CLASS = ("real", "fake")
@@ -336,13 +513,23 @@ def stratified_multiplicities(
     ``m_h = n_h - 1``): the variance of a mean over the replicates is then the unbiased
     ``s^2 / n_h`` instead of ``(n_h - 1) / n_h`` of it, which matters with 5-12 videos.
     Otherwise it draws ``n_h``. A stratum of one unit keeps it in every replicate.
+
+    Every stratum's blocks hold the same replicates (the block size of the largest stratum), so
+    they line up whatever the strata's sizes; the draws are those of one
+    :func:`bootstrap_multiplicities` per stratum, block by block in stratum order.
     """
     strata = np.asarray(strata)
-    names = np.unique(strata)
-    members = [np.flatnonzero(strata == h) for h in names]
+    if not strata.size:
+        return
+    codes = np.unique(strata, return_inverse=True)[1].ravel()
+    members = np.split(np.argsort(codes, kind="stable"), np.cumsum(np.bincount(codes))[:-1])
     cut = 1 if minus_one else 0
+    draws = [max(len(m) - cut, 1) for m in members]
+    widths = [max(len(m), d) for m, d in zip(members, draws, strict=True)]
+    per_block = max(1, (1 << 21) // max(widths))  # bootstrap_multiplicities' default max_cells
     blocks = [
-        bootstrap_multiplicities(rng, len(m), n_boot, draws=max(len(m) - cut, 1)) for m in members
+        bootstrap_multiplicities(rng, len(m), n_boot, max_cells=per_block * w, draws=d)
+        for m, d, w in zip(members, draws, widths, strict=True)
     ]
     for parts in zip(*blocks, strict=True):
         out = np.zeros((len(parts[0]), len(strata)), dtype=np.int64)

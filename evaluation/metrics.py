@@ -299,19 +299,10 @@ def _summarize(
     ranked: _Ranked, w: np.ndarray | None, fpr_targets: Sequence[float]
 ) -> dict[str, float]:
     """:func:`summarize` on prepared scores (no checks, no warnings)."""
-    counts = np.bincount(ranked.cm_index, weights=w, minlength=4)
-    tn, fp, fn, tp = (float(c) for c in counts)
-    total = tn + fp + fn + tp
-    out: dict[str, float] = {"acc": (tn + tp) / total if total else float("nan")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MetricWarning)
-        out["precision"] = _safe_div(tp, tp + fp, "precision")
-        out["recall"] = _safe_div(tp, tp + fn, "recall")
-        out["f1"] = _safe_div(2 * tp, 2 * tp + fp + fn, "F1")
+    out = _count_summary(np.bincount(ranked.cm_index, weights=w, minlength=4))
     thr, tps, fps = _curve(None, None, w, ranked)
-    ranking = ["auc", "ap", "eer", "eer_threshold", *(f"tpr@fpr={x:g}" for x in fpr_targets)]
     if tps[-1] <= 0 or fps[-1] <= 0:
-        return out | dict.fromkeys(ranking, float("nan"))
+        return out | dict.fromkeys(_ranking_keys(fpr_targets), float("nan"))
     fpr, tpr = _rates(tps, fps)
     out["auc"] = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2.0))  # trapezoid rule
     denom = tps + fps  # zero only before the first positive-weight sample, where recall is flat
@@ -320,6 +311,25 @@ def _summarize(
     out["eer"], out["eer_threshold"] = _eer_from_curve(thr, fpr, tpr, float(thr[0]))
     for x in fpr_targets:
         out[f"tpr@fpr={x:g}"] = _tpr_at(fpr, tpr, x)
+    return out
+
+
+def _ranking_keys(fpr_targets: Sequence[float]) -> list[str]:
+    """The ranking metrics of :func:`summarize`, in its order."""
+    return ["auc", "ap", "eer", "eer_threshold", *(f"tpr@fpr={x:g}" for x in fpr_targets)]
+
+
+def _count_summary(counts: np.ndarray) -> dict[str, float]:
+    """ACC, precision, recall and F1 of :func:`summarize` from the confusion counts (tn, fp,
+    fn, tp); NaN where undefined, without warnings."""
+    tn, fp, fn, tp = (float(c) for c in counts)
+    total = tn + fp + fn + tp
+    out: dict[str, float] = {"acc": (tn + tp) / total if total else float("nan")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MetricWarning)
+        out["precision"] = _safe_div(tp, tp + fp, "precision")
+        out["recall"] = _safe_div(tp, tp + fn, "recall")
+        out["f1"] = _safe_div(2 * tp, 2 * tp + fp + fn, "F1")
     return out
 
 

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fairforensics.evaluation.metrics import SingleClassError, check_scores
+from fairforensics.evaluation.metrics import SingleClassError, check_scores, factorize
 from fairforensics.fairness.iso import check_species_rule
 
 log = logging.getLogger(__name__)
@@ -61,21 +61,39 @@ def clean_groups(
     y_true: Sequence, y_score: Sequence, groups: Sequence
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate inputs; drop rows with an unknown group; groups become strings."""
+    _, y_true, y_score, group, names = group_codes(y_true, y_score, groups)
+    strings = np.empty(len(names), dtype=object)
+    strings[:] = names
+    return y_true, y_score, strings[group]
+
+
+def group_codes(
+    y_true: Sequence, y_score: Sequence, groups: Sequence
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """:func:`clean_groups` as integer codes: ``(known, y_true, y_score, group, names)`` with
+    ``known`` the rows kept, ``group`` each kept row's index into ``names`` (the group strings,
+    sorted). One pass over the rows; each distinct value is tested and converted once."""
     y_true, y_score = check_scores(y_true, y_score)
     groups = np.asarray(groups, dtype=object)
     if groups.shape != y_true.shape:
         raise ValueError(
             f"groups must have one entry per sample ({len(y_true)}), got {groups.shape}"
         )
-    known = np.array([not is_missing(g) for g in groups], dtype=bool)
+    codes, uniq = factorize(groups)
+    missing = np.array([is_missing(g) for g in uniq], dtype=bool)
+    known = ~missing[codes]
     if not known.all():
         log.warning(
             "%d of %d rows have no group value and are left out", (~known).sum(), len(known)
         )
-    groups = np.array([str(g) for g in groups[known]], dtype=object)
-    if len(groups) == 0:
+    strings = [str(g) for g in uniq]
+    names = sorted({s for s, m in zip(strings, missing, strict=True) if not m})
+    index = {name: i for i, name in enumerate(names)}
+    remap = np.array([-1 if m else index[s] for s, m in zip(strings, missing, strict=True)])
+    group = remap[codes[known]] if len(remap) else np.zeros(0, dtype=np.int64)
+    if len(group) == 0:
         raise ValueError("no row has a group value")
-    return y_true[known], y_score[known], groups
+    return known, y_true[known], y_score[known], group, names
 
 
 def is_missing(value: object) -> bool:
@@ -229,9 +247,8 @@ def fairness_curves(
         raise ValueError(f"alpha must be in [0, 1], got {alpha}")
     if min_denominator <= 0:
         raise ValueError(f"min_denominator must be > 0, got {min_denominator}")
-    spc = _species_of_known(species, groups, len(y_true))
-    y_true, y_score, groups = clean_groups(y_true, y_score, groups)
-    names = sorted(set(groups))
+    known, y_true, y_score, groups, names = _known_rows(y_true, y_score, groups)
+    spc = _species_of_known(species, known)
     if len(names) < 2:
         raise ValueError(f"FDR/ABF need at least two groups, got {names}")
     xs = np.asarray(xs, dtype=np.float64)
@@ -273,6 +290,27 @@ def curves_of_clean(
         for g in names
     }
     bpcer = {g: 1.0 - _rate_below(bon[g], tau) for g in names}
+    with_atk = [g for g in names if atk[g].any()]
+    with_bon = [g for g in names if bon[g].size]
+    return curves_of_rates(
+        xs, tau, apcer, bpcer, alpha, threshold_group, min_denominator, with_atk, with_bon
+    )
+
+
+def curves_of_rates(
+    xs: np.ndarray,
+    tau: np.ndarray,
+    apcer: dict[str, np.ndarray],
+    bpcer: dict[str, np.ndarray],
+    alpha: float,
+    threshold_group: str | None,
+    min_denominator: float,
+    with_atk: list[str],
+    with_bon: list[str],
+) -> FairnessCurves:
+    """A, B, FDR and ABF (eqs. 1-6) from every group's APCER and BPCER at each tau (groups in
+    sorted order; ``with_atk`` / ``with_bon``: the groups that have attacks / bona fide)."""
+    names = list(apcer)
     gap_a, worst_a = _gap_and_worst(np.stack([apcer[g] for g in names]))
     gap_b, worst_b = _gap_and_worst(np.stack([bpcer[g] for g in names]))
     a_fdr, b_fdr = gap_a, gap_b
@@ -280,8 +318,6 @@ def curves_of_clean(
     b_abf = _relative(gap_b, worst_b, min_denominator)
     fdr = 1.0 - (_weighted(alpha, a_fdr) + _weighted(1.0 - alpha, b_fdr))
     abf = 1.0 - (_weighted(alpha, a_abf) + _weighted(1.0 - alpha, b_abf))
-    with_atk = [g for g in names if atk[g].any()]
-    with_bon = [g for g in names if bon[g].size]
     undefined = {}
     for name, curve, terms in (
         ("fdr", fdr, (("A", a_fdr, alpha), ("B", b_fdr, 1.0 - alpha))),
@@ -319,15 +355,27 @@ def curves_of_clean(
     )
 
 
-def _species_of_known(species: Sequence | None, groups: Sequence, n: int) -> np.ndarray | None:
-    """Species of the rows :func:`clean_groups` keeps (as strings), or None."""
+def _known_rows(
+    y_true: Sequence, y_score: Sequence, groups: Sequence
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """:func:`group_codes` with the groups as strings: (known, y, scores, groups, names)."""
+    known, y_true, y_score, group, names = group_codes(y_true, y_score, groups)
+    strings = np.empty(len(names), dtype=object)
+    strings[:] = names
+    return known, y_true, y_score, strings[group], names
+
+
+def _species_of_known(species: Sequence | None, known: np.ndarray) -> np.ndarray | None:
+    """Species of the ``known`` rows (as strings), or None."""
     if species is None:
         return None
     spc = np.asarray(species, dtype=object)
-    if spc.shape != (n,):
-        raise ValueError(f"species must have one entry per sample ({n}), got {spc.shape}")
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    return np.array([str(v) for v in spc[known]], dtype=object)
+    if spc.shape != known.shape:
+        raise ValueError(f"species must have one entry per sample ({len(known)}), got {spc.shape}")
+    codes, uniq = factorize(spc[known])
+    names = np.empty(len(uniq), dtype=object)
+    names[:] = [str(v) for v in uniq]
+    return names[codes]
 
 
 def fdr_curve(
@@ -430,9 +478,8 @@ def odta_curves(
     :func:`fairness_curves`.
     """
     check_species_rule(species_rule)
-    spc = _species_of_known(species, groups, len(np.asarray(y_true)))
-    y_true, y_score, groups = clean_groups(y_true, y_score, groups)
-    names = sorted(set(groups))
+    known, y_true, y_score, groups, names = _known_rows(y_true, y_score, groups)
+    spc = _species_of_known(species, known)
     if threshold_groups is None:
         threshold_groups = [POOLED] + [g for g in names if np.any((groups == g) & (y_true == 1))]
     out: dict[str, dict[str, np.ndarray]] = {}

@@ -63,6 +63,7 @@ from scipy import stats
 
 from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
+    UnitWeightedCurve,
     bootstrap_interval,
     cluster_icc,
     clustered_auc_variance,
@@ -70,18 +71,19 @@ from fairforensics.evaluation.confidence import (
     few_units_note,
     mover_interval,
     percentile_interval,
+    sorted_subset_auc_eer,
     stratified_multiplicities,
     too_few_units,
     weighted_ranking_metrics,
     wilson_interval,
 )
-from fairforensics.evaluation.metrics import factorize
+from fairforensics.evaluation.metrics import _rank, factorize
 from fairforensics.fairness.abf import (
     POOLED,
-    clean_groups,
+    FairnessCurves,
     curve_areas,
-    curves_of_clean,
-    is_missing,
+    curves_of_rates,
+    group_codes,
 )
 from fairforensics.fairness.iso import apcer_rule, check_species_rule, eer_species
 
@@ -177,19 +179,14 @@ class _Cells:
 
 
 def _cells(
-    y_true: np.ndarray, y_pred: np.ndarray, groups: np.ndarray, units: np.ndarray, names: list[str]
+    y_true: np.ndarray, y_pred: np.ndarray, group: np.ndarray, units: np.ndarray, n_groups: int
 ) -> _Cells:
-    keys = np.array(
-        [f"{u}\x1f{g}\x1f{c}" for u, g, c in zip(units, groups, y_true, strict=True)],
-        dtype=object,
-    )
-    codes, uniq = factorize(keys)
+    """Cells of the rows: ``group`` holds each row's group index, ``units`` its unit's rank in
+    the sorted unit names (cells in the order of (unit, group, class))."""
+    keys = (units.astype(np.int64) * n_groups + group) * 2 + y_true
+    uniq, codes = np.unique(keys, return_inverse=True)
+    codes = codes.ravel()
     n = len(uniq)
-    group_index = {g: i for i, g in enumerate(names)}
-    cell_group = np.empty(n, dtype=np.int64)
-    cell_group[codes] = [group_index[g] for g in groups]
-    cell_label = np.empty(n, dtype=np.int64)
-    cell_label[codes] = y_true
     real, fake = y_true == 0, y_true == 1
     counts = np.stack(
         [
@@ -200,7 +197,7 @@ def _cells(
         ],
         axis=1,
     )
-    return _Cells(codes, cell_group, cell_label, counts)
+    return _Cells(codes, (uniq // 2) % n_groups, uniq % 2, counts)
 
 
 @dataclass(frozen=True)
@@ -275,17 +272,21 @@ def _eer_replicates(
     n_boot: int,
     rng: np.random.Generator,
 ) -> np.ndarray:
-    """EER of ``n_boot`` replicates of group ``g``: its cells resampled within class."""
+    """EER of ``n_boot`` replicates of group ``g``: its cells resampled within class (each
+    replicate's curve from the cells' multiplicities, one sort)."""
     members = np.flatnonzero(c.group == g)
     local = np.full(len(c.group), -1)
     local[members] = np.arange(len(members))
     rows = np.flatnonzero(local[c.row_cell] >= 0)
-    row_local = local[c.row_cell[rows]]
-    out = []
-    for block in stratified_multiplicities(rng, c.label[members], n_boot):
-        r = weighted_ranking_metrics(y_true[rows], y_score[rows], (w[row_local] for w in block))
-        out.append(r["eer"])
-    return np.concatenate(out)
+    curve = UnitWeightedCurve(
+        _rank(y_true[rows], y_score[rows]), local[c.row_cell[rows]], len(members)
+    )
+    out = [
+        curve.eer(w)
+        for block in stratified_multiplicities(rng, c.label[members], n_boot)
+        for w in block
+    ]
+    return np.asarray(out, dtype=np.float64)
 
 
 def _normal_interval(value: float, var: float, confidence: float) -> tuple[float, float]:
@@ -314,9 +315,11 @@ def _permuted_values(
     labels = c.group[pool]
     by_class = [np.flatnonzero(c.label[pool] == k) for k in (0, 1)]
     rows = np.flatnonzero(np.isin(c.group[c.row_cell], ranked))
+    rows = rows[np.argsort(y_score[rows], kind="stable")[::-1]]  # highest score first
     pos = np.full(len(c.group), -1)
     pos[pool] = np.arange(len(pool))
     row_pos = pos[c.row_cell[rows]]
+    sorted_s, sorted_y = y_score[rows], y_true[rows]
     want_rank = [m for m in metrics if m in _RANKING_METRICS]
     out: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     per_block = max(1, _PERM_BLOCK_CELLS // len(pool))
@@ -328,15 +331,20 @@ def _permuted_values(
             perm[:, idx] = rng.permuted(np.broadcast_to(labels[idx], (reps, len(idx))), axis=1)
         cols: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
         for g in ranked:
-            member = (perm == g).astype(np.float64)
-            values = _count_metrics(member @ c.counts[pool])
-            if want_rank:
-                r = weighted_ranking_metrics(
-                    y_true[rows], y_score[rows], (w[row_pos] for w in member)
-                )
-                values |= {m: r[m] for m in want_rank}
+            values = _count_metrics((perm == g).astype(np.float64) @ c.counts[pool])
             for m in metrics:
-                cols[m].append(values[m])
+                if m in values:
+                    cols[m].append(values[m])
+        if want_rank:  # each permutation's groups: subsets of the rows sorted once
+            ranking = np.empty((2, reps, len(ranked)))
+            for p, labels_p in enumerate(perm):
+                row_group = labels_p[row_pos]
+                for j, g in enumerate(ranked):
+                    sub = np.flatnonzero(row_group == g)
+                    ranking[:, p, j] = sorted_subset_auc_eer(sorted_s[sub], sorted_y[sub])
+            for k, m in enumerate(_RANKING_METRICS):
+                if m in want_rank:
+                    cols[m] = list(ranking[k].T)
         for m in metrics:
             out[m].append(np.stack(cols[m], axis=1))
         done += reps
@@ -364,7 +372,7 @@ class _GapData:
 
     y: np.ndarray
     s: np.ndarray
-    grp: np.ndarray
+    group: np.ndarray  # group index of each row (in ``names``)
     cells: _Cells
     names: list[str]  # every group, sorted
     ranked: list[str]  # groups of >= min_group_size rows
@@ -411,11 +419,8 @@ def _gap_data(
     ids = np.arange(n_all) if units is None else np.asarray(units, dtype=object)
     if len(ids) != n_all:
         raise ValueError(f"units must have one entry per sample ({n_all}), got {len(ids)}")
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    y, s, grp = clean_groups(y_true, y_score, groups)
-    ids = np.array([str(i) for i in ids[known]], dtype=object)
-    names = sorted(set(grp))
-    size = {g: int(np.sum(grp == g)) for g in names}
+    known, y, s, gcode, names = group_codes(y_true, y_score, groups)
+    size = dict(zip(names, np.bincount(gcode, minlength=len(names)).tolist(), strict=True))
     ranked = [g for g in names if size[g] >= min_group_size]
     small = [g for g in names if g not in ranked]
     if small:
@@ -428,9 +433,10 @@ def _gap_data(
         raise ValueError(
             f"gaps need at least two groups of >= {min_group_size} rows; sizes: {size}"
         )
-    cells = _cells(y, (s >= threshold).astype(np.int64), grp, ids, names)
+    units = factorize(ids[known])[0]  # ranks in the order of the unit names as strings
+    cells = _cells(y, (s >= threshold).astype(np.int64), gcode, units, len(names))
     rates = _class_rates(cells, len(names), min_units, unit_name)
-    return _GapData(y, s, grp, cells, names, ranked, rates)
+    return _GapData(y, s, gcode, cells, names, ranked, rates)
 
 
 def _group_figures(
@@ -446,7 +452,7 @@ def _group_figures(
     for gi, g in enumerate(d.names):
         counted = _count_metrics(d.cells.of_group(gi))
         point = {m: float(counted[m]) for m in metrics if m in counted}
-        rows = d.grp == g
+        rows = d.group == gi
         if want_rank:
             r = weighted_ranking_metrics(d.y[rows], d.s[rows], [np.ones(int(rows.sum()))])
             point.update({m: float(r[m][0]) for m in want_rank})
@@ -481,7 +487,7 @@ def _group_interval(
     note = _ranking_note(d.rates[gi])
     if m == "auc":
         if not note:
-            rows = d.grp == g
+            rows = d.group == gi
             figures.auc_var[g] = clustered_auc_variance(
                 d.y[rows], d.s[rows], d.cells.row_cell[rows]
             )[1]
@@ -716,11 +722,9 @@ def curve_auc_intervals(
     spc = np.full(n_all, "attack", dtype=object) if species is None else np.asarray(species)
     if len(ids) != n_all or len(spc) != n_all:
         raise ValueError(f"units and species must have one entry per sample ({n_all})")
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    y, s, grp = clean_groups(y_true, y_score, groups)
+    known, y, s, gcode, names = group_codes(y_true, y_score, groups)
     ids, spc = ids[known], spc[known]
-    names = sorted(set(grp))
-    c = _cells(y, (s >= 0.5).astype(np.int64), grp, np.array([str(i) for i in ids]), names)
+    c = _cells(y, (s >= 0.5).astype(np.int64), gcode, factorize(ids)[0], len(names))
     strata = 2 * c.group + c.label
     too_few: dict[str, str] = {}
     for h, n in enumerate(np.bincount(strata, minlength=2 * len(names))):
@@ -741,24 +745,13 @@ def curve_auc_intervals(
         tg: {k: [] for k in keys} for tg in threshold_groups
     }
     xs = np.asarray(xs, dtype=np.float64)
-    spc_known = np.array([str(v) for v in spc], dtype=object)
+    streams = _CurveStreams(y, s, gcode, factorize(spc)[0], c.row_cell, species_rule)
     for block in stratified_multiplicities(rng, strata, n_boot, minus_one=False):
         for weight in block:
-            rows = np.repeat(np.arange(len(y)), weight[c.row_cell])
+            cum = streams.cumulative(weight)
             for tg in threshold_groups:
                 try:
-                    curves = curves_of_clean(
-                        y[rows],
-                        s[rows],
-                        grp[rows],
-                        xs,
-                        alpha,
-                        tg,
-                        min_denominator,
-                        spc_known[rows],
-                        species_rule,
-                        warn=False,
-                    )
+                    curves = streams.curves(cum, names, xs, alpha, tg, min_denominator)
                     areas = curve_areas(curves)[0]
                 except ValueError:  # SingleClassError included: no attacks to set tau on
                     areas = dict.fromkeys(keys, float("nan"))
@@ -773,6 +766,97 @@ def curve_auc_intervals(
             if note:
                 out[tg]["notes"][k] = note
     return out
+
+
+class _CurveStreams:
+    """The rows of each group's attacks (per species under ``"worst"``) and bona fide, and of
+    the attacks of all groups (per species under ``"worst"``), sorted by score once, so a
+    bootstrap replicate's FDR/ABF curves come from cumulative cell multiplicities: the rates and
+    tau of :func:`fairness.abf.curves_of_clean` on the repeated rows, without repeating them."""
+
+    def __init__(
+        self,
+        y: np.ndarray,
+        s: np.ndarray,
+        group: np.ndarray,
+        species: np.ndarray,
+        row_cell: np.ndarray,
+        rule: str,
+    ) -> None:
+        split = species if rule == "worst" else np.zeros(len(y), dtype=np.int64)
+        n_split = int(split.max()) + 1 if len(split) else 1
+        order = np.argsort(s, kind="stable")
+        # streams: (group, class, species), and (-1, 1, species) for all groups' attacks
+        self.scores: dict[tuple[int, int, int], np.ndarray] = {}
+        self.cells: dict[tuple[int, int, int], np.ndarray] = {}
+        g, c, sp = group[order], y[order], split[order]
+        for pooled in (False, True):
+            keys = np.where(c == 1, sp, -1) if pooled else (g * 2 + c) * n_split + sp
+            for key in np.unique(keys[keys >= 0]).tolist():
+                rows = order[keys == key]
+                gk, k = divmod(key, n_split)
+                name = (-1, 1, key) if pooled else (gk // 2, gk % 2, k)
+                self.scores[name], self.cells[name] = s[rows], row_cell[rows]
+
+    def cumulative(self, weight: np.ndarray) -> dict[tuple[int, int, int], np.ndarray]:
+        """Per stream the cumulative multiplicities of its sorted rows."""
+        return {k: np.cumsum(weight[cells]) for k, cells in self.cells.items()}
+
+    def _parts(self, cum: dict, keys: list) -> list[tuple[np.ndarray, np.ndarray]]:
+        """The streams of ``keys`` that the replicate draws (a species may be left out)."""
+        return [(self.scores[k], cum[k]) for k in keys if cum[k][-1] > 0]
+
+    def _tau(self, cum: dict, group: int, xs: np.ndarray) -> np.ndarray:
+        """tau = APCER_x on the attacks of ``group`` (-1: all groups), as
+        :func:`fairness.abf.decision_thresholds` on the repeated rows."""
+        taus = []
+        for scores, c in self._parts(cum, [k for k in self.scores if k[:2] == (group, 1)]):
+            k = np.floor(xs * c[-1] + 1e-9).astype(np.int64)
+            taus.append(scores[np.searchsorted(c, k, side="right")])
+        return np.min(taus, axis=0)
+
+    def _rate_below(self, cum: dict, keys: list, tau: np.ndarray) -> np.ndarray:
+        """Share of the streams' repeated rows below each tau (worst stream); NaN for none."""
+        rates = []
+        for scores, c in self._parts(cum, keys):
+            i = np.searchsorted(scores, tau, side="left")
+            rates.append(np.where(i > 0, c[np.maximum(i - 1, 0)], 0) / c[-1])
+        return np.max(rates, axis=0) if rates else np.full(len(tau), np.nan)
+
+    def curves(
+        self,
+        cum: dict,
+        names: list[str],
+        xs: np.ndarray,
+        alpha: float,
+        threshold_group: str | None,
+        min_denominator: float,
+    ) -> FairnessCurves:
+        """The replicate's curves (``ValueError`` where :func:`curves_of_clean` raises)."""
+        if len(names) < 2:
+            raise ValueError(f"FDR/ABF need at least two groups, got {names}")
+        pooled = threshold_group is None or str(threshold_group) == POOLED
+        if not pooled and str(threshold_group) not in names:
+            raise ValueError(f"threshold_group {threshold_group!r} is not a group")
+        tg = -1 if pooled else names.index(str(threshold_group))
+        if not any(k[:2] == (tg, 1) for k in self.scores):
+            raise ValueError("no attack presentations to set tau on")
+        if np.any(xs < 0) or np.any(xs >= 1):
+            raise ValueError(f"APCER operating points must be in [0, 1), got {xs.tolist()}")
+        tau = self._tau(cum, tg, xs)
+        apcer, bpcer, with_atk, with_bon = {}, {}, [], []
+        for g, name in enumerate(names):
+            atk = [k for k in self.scores if k[0] == g and k[1] == 1]
+            bon = [k for k in self.scores if k[0] == g and k[1] == 0]
+            apcer[name] = self._rate_below(cum, atk, tau)
+            bpcer[name] = 1.0 - self._rate_below(cum, bon, tau)
+            if atk:
+                with_atk.append(name)
+            if bon:
+                with_bon.append(name)
+        return curves_of_rates(
+            xs, tau, apcer, bpcer, alpha, threshold_group, min_denominator, with_atk, with_bon
+        )
 
 
 def iso_group_intervals(

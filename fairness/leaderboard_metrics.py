@@ -127,11 +127,13 @@ def lin_intervals(
     (module docstring); ``n_boot`` 0: no intervals. Seeded."""
     y, s, g, u = _clean(y_true, y_score, groups, units)
     point = lin_metrics(y, s, g, threshold)
-    names = sorted(set(g.tolist()))
-    cell_keys = np.array([f"{a}\x1f{b}\x1f{c}" for a, b, c in zip(u, g, y, strict=True)])
-    codes, uniq = factorize(cell_keys)
-    cell_stratum = np.empty(len(uniq), dtype=np.int64)
-    cell_stratum[codes] = np.array([names.index(x) for x in g]) * 2 + y
+    group, uniq_groups = factorize(g)
+    names = list(uniq_groups)
+    # cells (unit, group, class) on integer codes, in the order of their names as strings
+    keys = (factorize(u)[0] * len(names) + group) * 2 + y
+    uniq, codes = np.unique(keys, return_inverse=True)
+    codes = codes.ravel()
+    cell_stratum = uniq % (2 * len(names))
     counts = np.bincount(cell_stratum, minlength=2 * len(names))
     note = "; ".join(
         few_units_note(int(n), f"{_CLASS[h % 2]} videos of {names[h // 2]}", min_units)
@@ -152,11 +154,14 @@ def lin_intervals(
         ],
         axis=1,
     )
-    one_hot = np.eye(len(names))[group_of_cell]  # [cells, groups]
+    # [cells, groups x 4]: each cell's counts in its group's columns
+    by_group = (np.eye(len(names))[group_of_cell][:, :, None] * cell_counts[:, None, :]).reshape(
+        len(uniq), 4 * len(names)
+    )
     samples: dict[str, list[np.ndarray]] = {k: [] for k in LIN_KEYS}
     rng = np.random.default_rng(seed)
     for block in stratified_multiplicities(rng, cell_stratum, n_boot, minus_one=False):
-        per_group = np.einsum("rc,cg,ck->rgk", block, one_hot, cell_counts)
+        per_group = (block @ by_group).reshape(len(block), len(names), 4)
         for k, v in lin_from_counts(per_group).items():
             samples[k].append(v)
     out = {}

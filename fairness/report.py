@@ -29,7 +29,7 @@ import numpy as np
 
 from fairforensics.configs import load_config
 from fairforensics.evaluation.confidence import holm
-from fairforensics.evaluation.metrics import SingleClassError, video_scores
+from fairforensics.evaluation.metrics import SingleClassError, factorize, video_scores
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.evaluation.table_writer import (
     UNDEFINED,
@@ -219,14 +219,23 @@ def group_values(pred: Predictions, attribute: str) -> np.ndarray:
             f"attribute {attribute!r}: {missing or 'empty name'} not a column of the predictions; "
             f"columns: {sorted(pred.attributes)}"
         )
-    columns = [pred.attributes[a] for a in names]
-    return np.array(
-        [
-            "" if any(is_missing(v) for v in values) else "/".join(str(v) for v in values)
-            for values in zip(*columns, strict=True)
-        ],
-        dtype=object,
-    )
+    parts = [factorize(pred.attributes[a]) for a in names]  # one string per distinct value
+    combined = np.zeros(len(pred), dtype=np.int64)
+    for codes, uniq in parts:
+        combined = combined * len(uniq) + codes
+    combos, inverse = np.unique(combined, return_inverse=True)
+    values = []
+    for combo in combos.tolist():
+        picked = []
+        for _, uniq in reversed(parts):
+            combo, k = divmod(combo, len(uniq))
+            picked.append(uniq[k])
+        picked.reverse()
+        missing = any(is_missing(v) for v in picked)
+        values.append("" if missing else "/".join(str(v) for v in picked))
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out[inverse.ravel()]
 
 
 def _units_of(pred: Predictions, ids: np.ndarray, unit: str | None) -> np.ndarray:
@@ -279,8 +288,14 @@ def _attribute_rows(pred: Predictions, attribute: str, cfg: ReportConfig) -> _Ro
             "%s: %d of %d rows have no value and are left out", attribute, (~keep).sum(), len(keep)
         )
     ids = ids[keep]
-    method_of = dict(zip(pred.video_key, pred.method, strict=True))
-    species = np.array([method_of[k] for k in ids], dtype=object)
+    if cfg.level == "frame":  # a video key holds its method: the row's method
+        species = pred.method[keep]
+    else:
+        key_codes, keys = factorize(pred.video_key)
+        row_of = np.empty(len(keys), dtype=np.int64)
+        row_of[key_codes] = np.arange(len(key_codes))  # any row: a key holds one method
+        method_of = dict(zip(keys, pred.method[row_of], strict=True))
+        species = np.array([method_of[k] for k in ids], dtype=object)
     units = _units_of(pred, ids, cfg.unit)
     return _Rows(y_true[keep], y_score[keep], groups[keep], species, units)
 
