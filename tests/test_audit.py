@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from scipy import stats
 from fairforensics.cli.audit import main as audit_main
 from fairforensics.evaluation.audit import audit_dataset
 from fairforensics.evaluation.audit.features import FeatureTable, jpeg_quality, media_features
+from fairforensics.evaluation.audit.report import write_audit
 from fairforensics.evaluation.audit.shortcut import run_audit
 from fairforensics.evaluation.metrics import auc, video_scores
 from fairforensics.evaluation.predictions import read_predictions
@@ -207,3 +209,83 @@ def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path) ->
         summary["unavailable"]["width"] == "no --source-root given and none recorded in the index"
     )
     assert summary["source_root"] is None and summary["n_videos"] == 20
+
+
+def test_permutation_refits_on_labels_permuted_within_identities(monkeypatch) -> None:
+    """Each of the n_perm refits fits the whole cross-fitting to labels that differ from the
+    data's and keep each person's count of each class."""
+    from fairforensics.evaluation.audit import shortcut
+
+    table = null_by_person(np.random.default_rng(1))
+    y = np.array([v.label for v in table.videos])
+    person = np.array([v.identity for v in table.videos])
+    seen: list[np.ndarray] = []
+    real_fit = shortcut.out_of_fold_scores
+
+    def spy(x, labels, groups, **kwargs):
+        seen.append(np.asarray(labels).copy())
+        return real_fit(x, labels, groups, **kwargs)
+
+    monkeypatch.setattr(shortcut, "out_of_fold_scores", spy)
+    run_audit(table, n_splits=3, n_estimators=3, n_perm=6, seed=0)
+    assert len(seen) == 1 + 6 and (seen[0] == y).all()
+    assert sum(not (labels == y).all() for labels in seen[1:]) >= 5
+    for labels in seen[1:]:
+        for p in set(person):
+            assert labels[person == p].sum() == y[person == p].sum()
+
+
+def small_audit(tmp_path: Path, n: int = 7) -> dict:
+    """An audit of ``n`` videos (one group each) whose width and bit rate tell the label."""
+    videos = [
+        VideoEntry(f"{i:03d}", i % 2, "fake" if i % 2 else "real", "test", ["x.png"])
+        for i in range(n)
+    ]
+    labels = np.arange(n) % 2
+    columns = {"width": 128.0 + 64 * labels, "bit_rate": labels + np.linspace(0, 0.5, n)}
+    result = run_audit(FeatureTable(videos, columns), n_splits=5, n_estimators=5, n_perm=9)
+    return write_audit(result, tmp_path, dataset="tiny", source_root="raw")
+
+
+def test_small_audit_says_it_cannot_tell(tmp_path: Path, caplog) -> None:
+    """7 videos (4 real, 3 fake): no p-value and a one-line verdict that says why; every AUC
+    cell is marked as resting on fewer than 5 videos and none is warned of; the sentence under
+    the table counts the table's own cells above 0.7; each kind of scikit-learn warning is
+    logged and listed once; the figure draws no interval and says none."""
+    summary = small_audit(tmp_path)
+    assert summary["permutation"]["p_value"] is None
+    assert summary["verdict"].startswith(
+        "Cannot tell: fewer than 5 real videos (4); fewer than 5 fake videos (3)"
+    )
+    assert "fewer than 10 videos (7)" in summary["verdict"] and not summary["warnings"]
+    md = (tmp_path / "audit.md").read_text()
+    assert md.splitlines()[2] == f"**Verdict.** {summary['verdict']}"
+    assert "| videos (real / fake) | 4 / 3 |" in md
+    cells = [float(c) for c in re.findall(r"\| (\d\.\d\d) †", md)]
+    assert len(cells) == 9  # all features, width, bit_rate x all, method, split: all marked
+    above = sum(c > 0.7 for c in cells)
+    if above:
+        assert f"{above} of the table's 9 AUCs are above 0.7: 0 warned of (**!**), {above} on" in md
+    else:
+        assert "No AUC in the table is above 0.7." in md
+    kinds = summary["fit_warnings"]
+    assert kinds and len(kinds) == len({k.rsplit(" (", 1)[0] for k in kinds})
+    logged = [r.getMessage() for r in caplog.records if r.getMessage().startswith("audit: ")]
+    assert len(logged) == len(set(logged)) == len(kinds)
+    from fairforensics.evaluation.audit.report import figure
+
+    ax = figure(summary).axes[0]
+    assert "interval" not in ax.get_xlabel() and not ax.lines[2:] and not ax.collections
+    assert "cannot tell" in ax.get_title()
+
+
+def test_table_sentence_counts_cells_above_the_warning(tmp_path: Path) -> None:
+    """Enough videos: the sentence names how many of the table's AUCs exceed 0.7, as many as
+    the cells marked **!**."""
+    summary = small_audit(tmp_path, n=24)
+    md = (tmp_path / "audit.md").read_text()
+    marked = md.count("**!** |") + md.count("**!**\n")
+    cells = [float(c) for c in re.findall(r"\| (\d\.\d\d)(?: \*\*!\*\*)? ", md)]
+    above = sum(c > 0.7 for c in cells)
+    assert above == marked == len(summary["warnings"]) > 0
+    assert f"{above} of the table's {len(cells)} AUCs are above 0.7: {above} warned of" in md

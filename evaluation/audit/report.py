@@ -138,12 +138,17 @@ def audit_markdown(summary: dict[str, Any]) -> str:
 
 
 def audit_figure(summary: dict[str, Any], stem: Path) -> list[Path]:
+    """Write :func:`figure` as ``stem``.png/.pdf."""
+    from fairforensics.evaluation.plots import save_figure
+
+    return save_figure(figure(summary), stem)
+
+
+def figure(summary: dict[str, Any]) -> Any:
     """Horizontal bars: the out-of-fold AUC of all features and of each alone (no intervals:
     the audit has none); hatched where it rests on fewer than 5 videos of a class."""
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
-
-    from fairforensics.evaluation.plots import save_figure
 
     entries = [("all features", summary["overall"]), *summary["features"].items()]
     auc = np.array([np.nan if e["auc"] is None else e["auc"] for _, e in entries], dtype=float)
@@ -171,7 +176,7 @@ def audit_figure(summary: dict[str, Any], stem: Path) -> list[Path]:
     ax.legend(
         handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, fontsize="small"
     )
-    return save_figure(fig, stem)
+    return fig
 
 
 def write_audit(

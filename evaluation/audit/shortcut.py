@@ -73,6 +73,12 @@ def encode(table: FeatureTable, names: Sequence[str]) -> np.ndarray:
     return np.column_stack(cols) if cols else np.empty((len(table.videos), 0))
 
 
+def n_folds(y: np.ndarray, groups: Sequence[str], n_splits: int) -> int:
+    """The folds used: at most ``n_splits``, the groups and the larger class's videos (the
+    stratified split needs a class with a video in every fold)."""
+    return int(min(n_splits, len(set(groups)), np.bincount(np.asarray(y)).max()))
+
+
 def out_of_fold_scores(
     x: np.ndarray,
     y: np.ndarray,
@@ -84,8 +90,8 @@ def out_of_fold_scores(
 ) -> np.ndarray:
     """Probability of class 1 of each row, from a forest trained on the folds without its group.
 
-    Missing values are imputed with the training folds' median (and flagged); at most
-    ``n_splits`` folds, fewer when there are fewer groups. Features with one value for every
+    Missing values are imputed with the training folds' median (and flagged); :func:`n_folds`
+    folds. Features with one value for every
     row cannot separate anything: every row then scores 0.5 (AUC 0.5) without a fit.
     """
     from sklearn.ensemble import RandomForestClassifier
@@ -103,7 +109,8 @@ def out_of_fold_scores(
         )
     if all(len(set(col[~np.isnan(col)].tolist())) <= 1 for col in x.T):
         return np.full(len(y), 0.5)
-    folds = StratifiedGroupKFold(n_splits=min(n_splits, n_groups), shuffle=True, random_state=seed)
+    k = n_folds(y, groups, n_splits)
+    folds = StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed)
     scores = np.full(len(y), np.nan)
     for train, test in folds.split(x, y, groups):
         if len(set(y[train])) < 2:
@@ -300,10 +307,13 @@ def run_audit(
             "p_value": None,
             "n_perm": n_perm,
             "within": "identity" if by_identity else "all videos",
-            "null": "the file metadata carries no information about which of a person's videos "
-            "are fake (labels exchangeable within each identity"
-            + ("" if by_identity else "; the index records none: among all videos")
-            + ")",
+            "null": (
+                "the file metadata carries no information about which of a person's videos are "
+                "fake (the labels are exchangeable within each identity)"
+                if by_identity
+                else "the file metadata carries no information about the label (the labels are "
+                "exchangeable among all videos; the index records no identities)"
+            ),
             "note": small or ("no permutations asked for" if n_perm == 0 else ""),
         }
         if not permutation["note"]:
@@ -341,7 +351,7 @@ def run_audit(
     summary["fit_warnings"] = [f"{t} ({c} time(s))" for t, c in fit_warnings.items()]
     summary["cv"] = {
         "classifier": f"random forest ({n_estimators} trees, min_samples_leaf=2)",
-        "folds": int(min(n_splits, n_groups)),
+        "folds": n_folds(y, groups, n_splits),
         "groups": "identity" if by_identity else "video",
         "n_groups": n_groups,
         "seed": seed,
