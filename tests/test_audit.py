@@ -209,6 +209,27 @@ def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path) ->
         summary["unavailable"]["width"] == "no --source-root given and none recorded in the index"
     )
     assert summary["source_root"] is None and summary["n_videos"] == 20
+    # it says so first, before the verdict, which names what it looked at and no more
+    md = (tmp_path / "audit.md").read_text().splitlines()
+    assert md[2].startswith("**The file metadata was not read (no --source-root given and none")
+    assert "only sharpness was audited" in md[2] and md[4].startswith("**Verdict.**")
+    assert "(sharpness)" in summary["verdict"] or summary["verdict"].startswith("Cannot tell")
+    assert "width" not in summary["verdict"] and "metadata" not in summary["verdict"]
+
+
+def test_the_index_recorded_source_root_is_used(demo, tmp_path: Path, capsys) -> None:
+    """Without --source-root the audit reads the files under the source root the index records
+    (``DatasetIndex.source_root``); a recorded root that is gone is said first, not guessed."""
+    processed, _, planted = demo
+    index = read_index(processed / "demo.json")
+    index.source_root = str(planted)
+    summary = audit_dataset(index, tmp_path / "a", **FAST)
+    assert summary["source_root_from"] == "the index" and summary["not_read"] == ""
+    assert summary["features"]["width"]["auc"] >= 0.95
+    index.source_root = str(tmp_path / "gone")
+    summary = audit_dataset(index, tmp_path / "b", **FAST)
+    assert list(summary["features"]) == ["sharpness"]
+    assert "gone (from the index) is not a folder" in summary["not_read"]
 
 
 def test_permutation_refits_on_labels_permuted_within_identities(monkeypatch) -> None:
