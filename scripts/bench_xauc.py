@@ -79,9 +79,11 @@ def main() -> None:
     p.add_argument("--frames", type=int, default=1_000_000, help="frames of the timed run")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    rows = [
-        coverage(n, x, args.sets, args.n_boot, args.seed) for n in args.videos for x in args.xauc
-    ]
+    rows = []
+    for n in args.videos:
+        for x in args.xauc:
+            rows.append(coverage(n, x, args.sets, args.n_boot, args.seed))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress
     rng = np.random.default_rng(args.seed)
     y, s, g, v = data_set(rng, args.frames // (4 * 32), 0.9, frames=(32, 33))
     start = time.perf_counter()
