@@ -131,6 +131,7 @@ class _Side:
     hi: np.ndarray
     other_units: np.ndarray
     sizes: np.ndarray
+    other_sizes: np.ndarray
     no_ties: bool  # no item ties with one of the other class: ``hi`` is ``lo``
 
     @classmethod
@@ -147,14 +148,16 @@ class _Side:
             hi=hi,
             other_units=u_other[other],
             sizes=np.bincount(units),
+            other_sizes=np.bincount(u_other),
             no_ties=bool(np.array_equal(lo, hi)),
         )
 
     def below(self, w_other: np.ndarray) -> np.ndarray:
         """``[reps, units]``: per unit, the other class's weight scored below its items (ties
         one half), summed over its items, the other class's units weighted by ``w_other``
-        (multiplicities: below 2^24 in all, float32 sums them exactly, and faster)."""
-        exact = np.float32 if w_other.sum(axis=1).max() * 2 < 2**24 else np.float64
+        (multiplicities: while twice the weighted item count is below 2^24, float32 sums them
+        exactly, and faster)."""
+        exact = np.float32 if (w_other @ self.other_sizes).max() * 2 < 2**24 else np.float64
         cum = np.zeros((len(w_other), len(self.other_units) + 1), dtype=exact)
         np.cumsum(w_other.astype(exact)[:, self.other_units], axis=1, out=cum[:, 1:])
         at = cum[:, self.lo] if self.no_ties else (cum[:, self.lo] + cum[:, self.hi]) * 0.5
