@@ -178,6 +178,7 @@ def test_argument_errors_are_one_line(tmp_path: Path, capsys) -> None:
     for argv, message in (
         (["audit", "--data", "demo", "--out", str(tmp_path), "--folds", "0"], "at least 1"),
         (["audit", "--out", str(tmp_path)], "--data"),
+        (["audit", "--data", "demo", "--out", str(tmp_path), "--n-perm", "-1"], "at least 0"),
     ):
         with pytest.raises(SystemExit) as info:
             main(argv)

@@ -25,14 +25,20 @@ from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import ALL_SPLITS, SPLIT_CHOICES
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        return value
+
+    return parse
+
+
+_positive = _at_least(1)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -62,7 +68,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--trees", type=_positive, default=100, help="trees of the forest (default 100)")
     p.add_argument(
         "--n-perm",
-        type=int,
+        type=_at_least(0),
         default=99,
         help="refits of the permutation test (default 99: p from 0.01; 0: no p-value)",
     )
@@ -73,8 +79,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if args.n_perm < 0:
-        raise UserInputError(f"--n-perm {args.n_perm}: must be 0 or more")
     if args.source_root is not None and not args.source_root.is_dir():
         raise UserInputError(f"--source-root {args.source_root}: not a folder")
     check_writable(args.out)  # before any file is read
