@@ -90,3 +90,15 @@ def test_withheld_intervals_say_why() -> None:
     one = cross_group_aucs(y, s, g, video, n_boot=300, seed=4)[ALL]
     two = cross_group_aucs(y, s, g, video, n_boot=300, seed=4)[ALL]
     assert one == two and one.low < one.value < one.high and not one.note
+    # the defaults are 1000 replicates and seed 0
+    assert (
+        cross_group_aucs(y, s, g, video)[ALL]
+        == cross_group_aucs(y, s, g, video, n_boot=1000, seed=0)[ALL]
+    )
+    # a group without fakes: its pairs as the fakes' side are NaN and say why
+    groups = np.where((y == 0) & (video % 4 == 0), "b", "a")
+    out = cross_group_aucs(y, s, groups, video)
+    assert set(out) == {("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")}
+    for pair in (("b", "a"), ("b", "b")):
+        assert np.isnan(out[pair].value) and np.isnan(out[pair].low)
+        assert out[pair].note == f"no fakes of b or no reals of {pair[1]}"
