@@ -83,8 +83,12 @@ def test_withheld_intervals_say_why() -> None:
     assert apart.value == 1.0 and np.isnan(apart.low) and "complete separation" in apart.note
     flat = cross_group_aucs(y, np.zeros(len(y)), g, video)[ALL]
     assert flat.value == 0.5 and np.isnan(flat.high) and "variance 0" in flat.note
-    few = cross_group_aucs(y[video < 8], s[video < 8], g[video < 8], video[video < 8])
-    assert "fewer than 5 fake videos" in few[ALL].note
+    keep = (video < 8) & (video != 6)  # 4 fake videos (1, 3, 5, 7), 3 real (0, 2, 4)
+    few = cross_group_aucs(y[keep], s[keep], g[keep], video[keep])[ALL]
+    assert few.note == "fewer than 5 fake videos of all (4); fewer than 5 real videos of all (3)"
+    assert np.isnan(few.low) and np.isnan(few.high) and 0 <= few.value <= 1
+    enough = cross_group_aucs(y[keep], s[keep], g[keep], video[keep], min_units=3)[ALL]
+    assert not enough.note and enough.low < enough.high
     off = cross_group_aucs(y, s, g, video, n_boot=0)[ALL]
     assert np.isnan(off.low) and off.note == "intervals off"
     one = cross_group_aucs(y, s, g, video, n_boot=300, seed=4)[ALL]
