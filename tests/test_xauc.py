@@ -82,7 +82,16 @@ def test_withheld_intervals_say_why() -> None:
     apart = cross_group_aucs(y, s + 100 * y, g, video)[ALL]
     assert apart.value == 1.0 and np.isnan(apart.low) and "complete separation" in apart.note
     flat = cross_group_aucs(y, np.zeros(len(y)), g, video)[ALL]
-    assert flat.value == 0.5 and np.isnan(flat.high) and "variance 0" in flat.note
+    assert flat.value == 0.5 and np.isnan(flat.high)
+    assert flat.note == "variance 0: every video's placement is the same"
+    below = cross_group_aucs(y, s - 100 * y, g, video)[ALL]
+    assert below.value == 0.0 and "AUC 0: complete separation" in below.note
+    # with the small-group rule off, two videos of a class are the fewest with an interval
+    for n_real, interval in ((1, False), (2, True)):
+        keep = (y == 1) | (video < 2 * n_real)
+        est = cross_group_aucs(y[keep], s[keep], g[keep], video[keep], min_units=1)[ALL]
+        assert np.isfinite(est.low) == interval
+        assert est.note == ("" if interval else "fewer than two videos of a class")
     keep = (video < 8) & (video != 6)  # 4 fake videos (1, 3, 5, 7), 3 real (0, 2, 4)
     few = cross_group_aucs(y[keep], s[keep], g[keep], video[keep])[ALL]
     assert few.note == "fewer than 5 fake videos of all (4); fewer than 5 real videos of all (3)"
@@ -106,3 +115,47 @@ def test_withheld_intervals_say_why() -> None:
     for pair in (("b", "a"), ("b", "b")):
         assert np.isnan(out[pair].value) and np.isnan(out[pair].low)
         assert out[pair].note == f"no fakes of b or no reals of {pair[1]}"
+
+
+def test_interval_equals_a_bootstrap_t_of_copied_videos() -> None:
+    """The interval, recomputed from its definition: the same multiplicities (one block), each
+    replicate's videos copied and scored by the clustered estimator, t on the logit of
+    ``(A k + 1/2) / (k + 1)``, order statistics of t."""
+    from fairforensics.evaluation.confidence import bootstrap_multiplicities
+
+    rng = np.random.default_rng(8)
+    y, s, video = clustered_data(rng, 6, 0.9)
+    est = cross_group_aucs(y, s, np.full(len(y), "all"), video, n_boot=40, seed=3)[ALL]
+    # units are numbered as evaluation.metrics.factorize orders them: by their text
+    fake_u = np.unique(video[y == 1].astype(str), return_inverse=True)[1]
+    real_u = np.unique(video[y == 0].astype(str), return_inverse=True)[1]
+    draw = np.random.default_rng(3)
+    w = next(bootstrap_multiplicities(draw, 6, 40))
+    v = next(bootstrap_multiplicities(draw, 6, 40))
+    k = 36
+
+    def logit_se(a: float, var: float) -> tuple[float, float]:
+        shrunk = (a * k + 0.5) / (k + 1)
+        return np.log(shrunk / (1 - shrunk)), np.sqrt(var) / (shrunk * (1 - shrunk))
+
+    auc, var, _ = clustered_auc_variance(y, s, video)
+    centre, se = logit_se(auc, var)
+    ts = []
+    for r in range(40):
+        rows, clusters = [], []
+        for side, units, mult in ((1, fake_u, w[r]), (0, real_u, v[r])):
+            idx = np.flatnonzero(y == side)
+            for unit, times in enumerate(mult):
+                for copy in range(times):
+                    rows.append(idx[units == unit])
+                    clusters += [f"{side}/{unit}/{copy}"] * int((units == unit).sum())
+        rows_all = np.concatenate(rows)
+        a, var_r, _ = clustered_auc_variance(y[rows_all], s[rows_all], np.array(clusters))
+        theta, se_r = logit_se(a, var_r)
+        ts.append(0.0 if theta == centre else (theta - centre) / se_r)
+    tails = [(1 - 0.95) / 2, (1 + 0.95) / 2]  # as computed there (0.025 + 2e-17: 2nd of 40)
+    t_low, t_high = np.quantile(ts, tails, method="inverted_cdf")
+    expit = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    assert est.value == pytest.approx(auc)
+    assert est.low == pytest.approx(expit(centre - t_high * se))
+    assert est.high == pytest.approx(expit(centre - t_low * se))
