@@ -146,9 +146,9 @@ def permutation_p(
     *,
     observed: float,
     n_perm: int,
-    n_splits: int = 5,
-    n_estimators: int = 100,
-    seed: int = 0,
+    n_splits: int,
+    n_estimators: int,
+    seed: int,
 ) -> float:
     """The permutation p of the out-of-fold AUC ``observed`` (module docstring): the whole
     cross-fitting (:func:`out_of_fold_scores`, ``groups`` kept apart) refitted ``n_perm`` times
