@@ -238,7 +238,7 @@ def xauc_interval(
     )
     ts = []
     for w, v in blocks:
-        theta, se_star = logit_se(*_weighted_auc(fake, real, w.astype(float), v.astype(float)))
+        theta, se_star = logit_se(*_weighted_auc(fake, real, w, v))
         with np.errstate(divide="ignore", invalid="ignore"):
             ts.append(np.where(theta == centre, 0.0, (theta - centre) / se_star))
     # order statistics (no interpolation): a replicate without variance has an infinite t
