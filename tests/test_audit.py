@@ -201,7 +201,7 @@ def test_image_features_read_the_jpeg_quality(tmp_path: Path) -> None:
         media_features(tmp_path / "c.jpg")
 
 
-def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path) -> None:
+def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path, capsys) -> None:
     processed, _, _ = demo
     index = read_index(processed / "demo.json")
     summary = audit_dataset(index, tmp_path, source_root=None, **FAST)
@@ -216,6 +216,13 @@ def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path) ->
     assert "only sharpness was audited" in md[2] and md[4].startswith("**Verdict.**")
     assert "(sharpness)" in summary["verdict"] or summary["verdict"].startswith("Cannot tell")
     assert "width" not in summary["verdict"] and "metadata" not in summary["verdict"]
+    argv = ["--data", "demo", "--data-root", str(processed), "--out", str(tmp_path / "cli")]
+    assert (
+        audit_main([*argv, "--trees", "5", "--folds", "3", "--n-perm", "0", "--no-progress"]) == 0
+    )
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("demo: The file metadata was not read")
+    assert out[1].startswith("demo: No permutation test (n_perm 0)")
 
 
 def test_the_index_recorded_source_root_is_used(demo, tmp_path: Path, capsys) -> None:

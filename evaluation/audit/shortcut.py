@@ -53,6 +53,7 @@ WARN_AUC = 0.7
 MIN_GROUPS = 10
 #: the level at which the verdict reads the permutation p
 LEVEL = 0.05
+NO_PERMUTATIONS = "no permutations asked for (n_perm 0)"
 
 
 class AuditError(ValueError):
@@ -245,6 +246,11 @@ def verdict(summary: dict[str, object]) -> str:
     the data are enough to tell."""
     overall, perm = summary["overall"], summary["permutation"]
     read = ", ".join(summary["features"])
+    if perm["note"] == NO_PERMUTATIONS:
+        return (
+            f"No permutation test (n_perm 0): out-of-fold AUC {overall['auc']:.2f}, which alone "
+            "does not say whether the files carry the label beyond chance."
+        )
     if perm["p_value"] is None:
         return (
             f"Cannot tell: {perm['note']}; the out-of-fold AUC {overall['auc']:.2f} on so little "
@@ -314,7 +320,7 @@ def run_audit(
                 else "the file metadata carries no information about the label (the labels are "
                 "exchangeable among all videos; the index records no identities)"
             ),
-            "note": small or ("no permutations asked for" if n_perm == 0 else ""),
+            "note": small or (NO_PERMUTATIONS if n_perm == 0 else ""),
         }
         if not permutation["note"]:
             permutation["p_value"] = permutation_p(
