@@ -267,6 +267,11 @@ def test_permutation_refits_on_labels_permuted_within_identities(monkeypatch) ->
     for labels in seen[1:]:
         for p in set(person):
             assert labels[person == p].sum() == y[person == p].sum()
+    monkeypatch.setattr(shortcut, "out_of_fold_scores", real_fit)
+    x = table.columns["bit_rate"][:, None]
+    fit = {"n_splits": 3, "n_estimators": 3, "observed": 0.6, "n_perm": 19, "seed": 5}
+    p_values = {shortcut.permutation_p(x, y, person, person, **fit) for _ in range(3)}
+    assert len(p_values) == 1  # seeded
 
 
 def small_audit(tmp_path: Path, n: int = 7) -> dict:
