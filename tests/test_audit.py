@@ -256,13 +256,18 @@ def test_permutation_refits_on_labels_permuted_within_identities(monkeypatch) ->
     seen: list[np.ndarray] = []
     real_fit = shortcut.out_of_fold_scores
 
+    settings: list[dict] = []
+
     def spy(x, labels, groups, **kwargs):
         seen.append(np.asarray(labels).copy())
+        settings.append(kwargs)
         return real_fit(x, labels, groups, **kwargs)
 
     monkeypatch.setattr(shortcut, "out_of_fold_scores", spy)
     run_audit(table, n_splits=3, n_estimators=3, n_perm=6, seed=0)
     assert len(seen) == 1 + 6 and (seen[0] == y).all()
+    # every refit is the audit's own cross-fitting: same folds, forests and seed
+    assert all(s == {"n_splits": 3, "n_estimators": 3, "seed": 0} for s in settings)
     assert sum(not (labels == y).all() for labels in seen[1:]) >= 5
     for labels in seen[1:]:
         for p in set(person):
