@@ -264,10 +264,10 @@ def test_permutation_refits_on_labels_permuted_within_identities(monkeypatch) ->
         return real_fit(x, labels, groups, **kwargs)
 
     monkeypatch.setattr(shortcut, "out_of_fold_scores", spy)
-    run_audit(table, n_splits=3, n_estimators=3, n_perm=6, seed=0)
+    run_audit(table, n_splits=3, n_estimators=3, n_perm=6, seed=2)
     assert len(seen) == 1 + 6 and (seen[0] == y).all()
     # every refit is the audit's own cross-fitting: same folds, forests and seed
-    assert all(s == {"n_splits": 3, "n_estimators": 3, "seed": 0} for s in settings)
+    assert all(s == {"n_splits": 3, "n_estimators": 3, "seed": 2} for s in settings)
     assert sum(not (labels == y).all() for labels in seen[1:]) >= 5
     for labels in seen[1:]:
         for p in set(person):
