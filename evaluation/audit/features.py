@@ -173,6 +173,7 @@ class FeatureTable:
     columns: dict[str, np.ndarray]  # feature -> values (object for categories, float others)
     skipped: list[dict[str, str]] = field(default_factory=list)  # method, id, source, reason
     unavailable: dict[str, str] = field(default_factory=dict)  # feature -> why it is not read
+    files_read: bool = True  # the raw files' metadata was read (a source root was known)
 
     @property
     def names(self) -> list[str]:
@@ -210,17 +211,18 @@ def read_features(
     *,
     faces: bool = True,
     progress: bool = False,
+    no_root: str = "no --source-root given and none recorded in the index",
 ) -> FeatureTable:
     """The features of ``videos`` (module docstring). Without ``source_root`` (or for an index
     without ``source`` paths) only the crops' sharpness is read; ``faces=False`` skips the face
-    detector (``face_share``)."""
+    detector (``face_share``); ``no_root`` is the reason listed without ``source_root``."""
     from tqdm import tqdm
 
     unavailable: dict[str, str] = {}
     with_files = source_root is not None and all(v.source for v in videos)
     if not with_files:
         why = (
-            "no --source-root given"
+            no_root
             if source_root is None
             else "the index does not record every video's source file"
         )
@@ -266,4 +268,4 @@ def read_features(
             columns[name] = np.array(["" if v is None else str(v) for v in values], dtype=object)
         else:
             columns[name] = np.array([np.nan if v is None else v for v in values], dtype=float)
-    return FeatureTable(kept, columns, skipped, unavailable)
+    return FeatureTable(kept, columns, skipped, unavailable, files_read=with_files)

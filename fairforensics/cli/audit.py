@@ -4,11 +4,13 @@
 
 Reads each video's or image's container, codec, width, height, frame rate, bit rate, duration,
 file size and JPEG quality (the raw files the index's ``source`` paths name, under
---source-root: the ``dataset.root`` of its preprocess config), the face's size in the frame and
-the crops' sharpness; a random forest, cross-validated with identities (or videos) kept apart,
-predicts the label from them. Writes audit.json, audit.md, audit.png/.pdf and the out-of-fold
-scores as predictions/<dataset>.csv (the leaderboard's ``metadata`` baseline); warns of any AUC
-above 0.7.
+--source-root, else the source root the index records), the face's size in the frame and the
+crops' sharpness; a random forest, cross-validated with identities (or videos) kept apart,
+predicts the label from them, and a permutation test that refits it all (--n-perm times, labels
+permuted within identities) gives the p-value. Writes audit.json, audit.md, audit.png/.pdf and
+the out-of-fold scores as predictions/<dataset>.csv (the leaderboard's ``metadata`` baseline);
+warns of any AUC above 0.7 on at least 5 videos of each class. Prints first whether the file
+metadata was read, then the verdict.
 """
 
 from __future__ import annotations
@@ -23,14 +25,20 @@ from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import ALL_SPLITS, SPLIT_CHOICES
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return value
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {low}")
+        return value
+
+    return parse
+
+
+_positive = _at_least(1)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -44,7 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--source-root",
         type=Path,
-        help="where the index's source files lie (without it only the crops are audited)",
+        help="where the index's source files lie (default: the source root the index records; "
+        "without either only the crops are audited)",
     )
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.add_argument(
@@ -57,7 +66,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-faces", action="store_true", help="skip the face detector (face_share)")
     p.add_argument("--folds", type=_positive, default=5, help="cross-validation folds (default 5)")
     p.add_argument("--trees", type=_positive, default=100, help="trees of the forest (default 100)")
-    p.add_argument("--n-boot", type=_positive, default=1000, help="bootstrap replicates (1000)")
+    p.add_argument(
+        "--n-perm",
+        type=_at_least(0),
+        default=99,
+        help="refits of the permutation test (default 99: p from 0.01; 0: no p-value)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-progress", action="store_true")
     return p.parse_args(argv)
@@ -82,15 +96,15 @@ def main(argv: list[str] | None = None) -> int:
         faces=not args.no_faces,
         n_splits=args.folds,
         n_estimators=args.trees,
-        n_boot=args.n_boot,
+        n_perm=args.n_perm,
         seed=args.seed,
         progress=not args.no_progress,
     )
-    overall = summary["overall"]
-    low, high = overall["ci"]
+    if summary["not_read"]:
+        print(f"{index.dataset}: {summary['not_read']}")
+    print(f"{index.dataset}: {summary['verdict']}")
     print(
-        f"{index.dataset}: metadata AUC {overall['auc']:.3f} [{low:.3f}, {high:.3f}] on "
-        f"{summary['n_videos']} videos ({summary['n_skipped']} skipped); "
+        f"{index.dataset}: {summary['n_videos']} videos ({summary['n_skipped']} skipped); "
         f"{len(summary['warnings'])} warning(s); {args.out / 'audit.md'}"
     )
     log = logging.getLogger("fairforensics.audit")
