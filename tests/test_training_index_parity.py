@@ -97,9 +97,7 @@ def _cases(index: DatasetIndex) -> dict[str, tuple[FrameDataset, list[str]]]:
     common = {"resolution": 32, "seed": 5, "train": True}
     return {
         "frames": (
-            FrameDataset(
-                [index], "train", frame_num=4, augment=build_augment(aug, 32), **common
-            ),
+            FrameDataset([index], "train", frame_num=4, augment=build_augment(aug, 32), **common),
             ["shuffle", "class_balanced", "group_balanced", "class_group_balanced"],
         ),
         "keys": (
