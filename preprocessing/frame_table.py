@@ -24,10 +24,15 @@ class StringTable:
     __slots__ = ("buf", "off")
 
     def __init__(self, strings: Iterable[str]) -> None:
-        encoded = [s.encode() for s in strings]
-        self.off = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=self.off[1:])
-        self.buf = b"".join(encoded)
+        listed = list(strings)
+        joined = "".join(listed)
+        if joined.isascii():  # one character a byte: no bytes object per string
+            self.buf = joined.encode()
+        else:
+            listed = [s.encode() for s in listed]  # type: ignore[misc]
+            self.buf = b"".join(listed)  # type: ignore[arg-type]
+        self.off = np.zeros(len(listed) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, listed), np.int64, len(listed)), out=self.off[1:])
 
     def __len__(self) -> int:
         return len(self.off) - 1
@@ -165,6 +170,13 @@ class VideoTable:
             self.attr_keys[j]: self.attr_values[j][codes[j]]
             for j in self.attr_orders[self.attr_order[vid]]
         }
+
+    def attribute_codes(self, key: str, videos: np.ndarray) -> np.ndarray:
+        """Codes of attribute ``key`` for each of ``videos``: 0 where missing, else 1 + the
+        value's position in ``attr_values`` (int32, one per video given)."""
+        if key not in self.attr_keys:
+            return np.zeros(len(videos), dtype=np.int32)
+        return self.attr_codes[videos, self.attr_keys.index(key)] + 1
 
     def attribute_column(self, key: str, videos: np.ndarray) -> np.ndarray:
         """Value of attribute ``key`` for each of ``videos`` ('' where missing), dtype object."""

@@ -341,6 +341,10 @@ class FrameDataset(Dataset):
         """Value of attribute ``key`` for every sample (empty string where a video lacks it)."""
         return self.table.attribute_column(key, self.item_video)
 
+    def group_codes(self, key: str) -> np.ndarray:
+        """:meth:`groups` as int32 codes (0: the attribute is missing), for the sampler."""
+        return self.table.attribute_codes(key, self.item_video)
+
     def frame_keys(self) -> list[tuple[int, int]]:
         """(video position, frame position) of every frame the samples read (for the cache)."""
         span = self.item_span if self.item_span is not None else np.ones(len(self), np.int64)

@@ -159,6 +159,19 @@ def record(root: Path) -> dict[str, Any]:
                         sampler.set_epoch(epoch)
                         sampler.set_start(epoch)
                         case[f"{mode}/{rank}/{epoch}"] = [list(k) for k in sampler]
+                    if hasattr(ds, "group_codes"):  # the trainer's integer groups: same order
+                        coded = TrainSampler(
+                            ds.labels,
+                            mode=mode,
+                            groups=ds.group_codes("gender"),
+                            seed=3,
+                            num_replicas=2,
+                            rank=rank,
+                            tag_epoch=True,
+                        )
+                        coded.set_epoch(1)
+                        coded.set_start(1)
+                        assert [list(k) for k in coded] == case[f"{mode}/{rank}/1"]
             samples = []
             for key in case[f"{modes[0]}/0/1"] + [[0, i] for i in range(len(ds))]:
                 read.clear()

@@ -28,10 +28,12 @@ def balance_weights(keys: Sequence) -> torch.Tensor:
 
 
 def _codes(keys: Sequence) -> np.ndarray:
-    """Codes 0..k-1 of the distinct values of ``keys`` (integers compared as numbers, anything
-    else as its string)."""
+    """Non-negative integer codes that are equal where ``keys`` are (integers compared as
+    numbers, anything else as its string)."""
     arr = np.asarray(keys)
     if arr.dtype.kind in "iub":
+        if arr.size and 0 <= arr.min() and arr.max() < 1 << 20:
+            return arr.reshape(-1).astype(np.int64, copy=False)  # gaps only add empty counts
         return np.unique(arr, return_inverse=True)[1].reshape(-1)
     return np.unique(arr.astype(str), return_inverse=True)[1].reshape(-1)
 
@@ -51,7 +53,7 @@ class TrainSampler(Sampler[int]):
         labels: Sequence[int],
         *,
         mode: str = "shuffle",
-        groups: Sequence[str] | None = None,
+        groups: Sequence[str] | np.ndarray | None = None,
         seed: int = 0,
         num_replicas: int = 1,
         rank: int = 0,

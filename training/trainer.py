@@ -304,7 +304,7 @@ class Trainer:
     def _setup_loader(self) -> None:
         """The training sampler (balanced, sharded by rank) and loader."""
         cfg, t = self.cfg, self.cfg.train
-        groups = self.train_set.groups(t.group_key) if t.group_key else None
+        groups = self.train_set.group_codes(t.group_key) if t.group_key else None
         self.sampler = TrainSampler(
             self.train_set.labels,
             mode=t.sampler,
