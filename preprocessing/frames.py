@@ -36,7 +36,7 @@ from typing import Any
 import cv2
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 from fairforensics.preprocessing.albu_seed import seed_pipeline
 from fairforensics.preprocessing.blending import (
@@ -116,6 +116,12 @@ def read_rgb(path: str) -> np.ndarray | None:
     if img is None:
         return None
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def loader_worker_init(worker_id: int) -> None:
+    """DataLoader ``worker_init_fn``: OpenCV on one thread in each worker (the workers are the
+    parallelism; OpenCV's own pool per worker only oversubscribes the cores)."""
+    cv2.setNumThreads(1)
 
 
 def method_names_of(indexes: Sequence[DatasetIndex], split: str | None = None) -> list[str]:
@@ -711,10 +717,34 @@ def apply_augment_clip(
 
 
 def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
-    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip, also of one frame)."""
-    arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
+    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip, also of one frame).
+
+    uint8 RGB frames of one size are split by OpenCV straight into the planes of the result
+    (about 0.04 ms at 256x256 against 0.3 ms for numpy's transposing copy); anything else is
+    stacked and transposed by numpy."""
+    h, w = images[0].shape[:2]
+    if all(i.dtype == np.uint8 and i.shape == (h, w, 3) for i in images):
+        arr = np.empty((len(images), 3, h, w), np.uint8)
+        for image, planes in zip(images, arr, strict=True):
+            views = list(planes)
+            got = cv2.split(image, views)
+            if any(g.ctypes.data != v.ctypes.data for g, v in zip(got, views, strict=True)):
+                planes[...] = image.transpose(2, 0, 1)  # OpenCV wrote elsewhere: copy
+    else:
+        arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
     tensor = torch.from_numpy(arr)
     return tensor if clip else tensor[0]
+
+
+def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.stack``; in a DataLoader worker straight into shared memory, which the batch
+    is moved to for the main process anyway (one copy of every image fewer)."""
+    if get_worker_info() is None:
+        return torch.stack(tensors)
+    first = tensors[0]  # as torch's default_collate does it
+    storage = first._typed_storage()._new_shared(sum(t.numel() for t in tensors))
+    out = first.new(storage).resize_(len(tensors), *first.shape)
+    return torch.stack(tensors, out=out)
 
 
 def collate(samples: list[Any]) -> dict[str, Any]:
@@ -740,7 +770,7 @@ def collate(samples: list[Any]) -> dict[str, Any]:
         return batch
     tensor_keys = [k for k, v in flat[0].items() if isinstance(v, torch.Tensor)]
     for key in tensor_keys:
-        batch[key] = torch.stack([s[key] for s in flat])
+        batch[key] = _stack([s[key] for s in flat])
     for key in ("label", "method_label", "identity"):
         if key in flat[0]:
             batch[key] = torch.tensor([s[key] for s in flat], dtype=torch.long)

@@ -9,9 +9,10 @@ the index is touched) and then run a full garbage collection, the bytes a frame 
 (USS: private pages of /proc/<pid>/smaps_rollup) and its PSS.
 
 ``loader`` (``--images N``): N 256 px PNG face crops; CPU milliseconds per frame (process time of
-the main process and its workers together, so the numbers hold on a shared machine) of a raw
-``cv2.imread`` loop, of the DataLoader with 2 workers and no augmentation, and with the default
-augmentation, and each one's rate as a share of the raw decode rate.
+the main process and its persistent workers together, after a warm-up pass, so the numbers hold
+on a shared machine) of a raw ``cv2.imread`` loop, of the DataLoader with 2 workers and no
+augmentation, and with the default augmentation, and each one's rate as a share of the raw
+decode rate.
 
 Examples::
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import resource
+import os
 import sys
 import tempfile
 import time
@@ -154,32 +155,44 @@ def bench_index(n_frames: int, workers: int) -> dict[str, Any]:
     }
 
 
-def _loader_cpu(ds: Any, workers: int, batch: int) -> tuple[float, float, int]:
-    """(CPU seconds of main + workers, wall seconds, frames) for one pass of a DataLoader."""
+def _cpu_of(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (from /proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _loader_cpu(ds: Any, workers: int, batch: int, passes: int) -> tuple[float, int]:
+    """(CPU seconds of the main process + its persistent workers, frames) over ``passes``
+    passes of a DataLoader, after one warm-up pass (workers started, as in training)."""
     import torch
     from torch.utils.data import DataLoader
 
-    from fairforensics.preprocessing.frames import collate
+    from fairforensics.preprocessing import frames
 
-    cpu0 = time.process_time()
-    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
     loader = DataLoader(
         ds,
         batch_size=batch,
         num_workers=workers,
-        collate_fn=collate,
+        collate_fn=frames.collate,
+        worker_init_fn=getattr(frames, "loader_worker_init", None),
         generator=torch.Generator().manual_seed(0),
+        persistent_workers=True,
     )
-    n = sum(len(b["label"]) for b in loader)
-    del loader  # the workers exit, so their times reach RUSAGE_CHILDREN
-    wall = time.perf_counter() - t0
-    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    child = (child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
-    return time.process_time() - cpu0 + child, wall, n
+    for _ in loader:  # warm-up: start the workers
+        pass
+    pids = [w.pid for w in loader._iterator._workers]  # type: ignore[union-attr]
+    cpu0 = time.process_time() + sum(_cpu_of(p) for p in pids)
+    n = 0
+    for _ in range(passes):
+        n += sum(len(b["label"]) for b in loader)
+    cpu = time.process_time() + sum(_cpu_of(p) for p in pids) - cpu0
+    del loader
+    return cpu, n
 
 
-def bench_loader(n_images: int, workers: int, batch: int, rounds: int) -> dict[str, Any]:
+def bench_loader(
+    n_images: int, workers: int, batch: int, rounds: int, passes: int
+) -> dict[str, Any]:
     """CPU ms a frame: raw imread, the loader without and with the default augmentation."""
     import cv2
 
@@ -188,7 +201,6 @@ def bench_loader(n_images: int, workers: int, batch: int, rounds: int) -> dict[s
     from fairforensics.training.augment import build_augment
     from fairforensics.training.config import AugmentConfig
 
-    cv2.setNumThreads(1)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         path = _write_faces(root, n_images)
@@ -209,15 +221,16 @@ def bench_loader(n_images: int, workers: int, batch: int, rounds: int) -> dict[s
             for f in files:
                 cv2.imread(f, cv2.IMREAD_COLOR)
             raw.append((time.process_time() - t0) / len(files))
-            cpu, _, n = _loader_cpu(plain, workers, batch)
+            cpu, n = _loader_cpu(plain, workers, batch, passes)
             no_aug.append(cpu / n)
-            cpu, _, n = _loader_cpu(augmented, workers, batch)
+            cpu, n = _loader_cpu(augmented, workers, batch, passes)
             aug.append(cpu / n)
     raw_ms, plain_ms, aug_ms = (1e3 * float(np.median(x)) for x in (raw, no_aug, aug))
     return {
         "images": len(files),
         "workers": workers,
         "rounds": rounds,
+        "timed_passes_per_round": passes,
         "raw_imread_cpu_ms_per_frame": round(raw_ms, 3),
         "loader_no_aug_cpu_ms_per_frame": round(plain_ms, 3),
         "loader_default_aug_cpu_ms_per_frame": round(aug_ms, 3),
@@ -273,12 +286,13 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--images", type=int, default=512)
     lo.add_argument("--workers", type=int, default=2)
     lo.add_argument("--batch-size", type=int, default=32)
-    lo.add_argument("--rounds", type=int, default=3)
+    lo.add_argument("--rounds", type=int, default=3, help="medians over rounds")
+    lo.add_argument("--passes", type=int, default=2, help="timed passes a round (after a warm-up)")
     args = ap.parse_args(argv)
     if args.what == "index":
         out: Any = [bench_index(n, args.workers) for n in args.frames]
     else:
-        out = bench_loader(args.images, args.workers, args.batch_size, args.rounds)
+        out = bench_loader(args.images, args.workers, args.batch_size, args.rounds, args.passes)
     print(json.dumps(out, indent=2))
     return 0
 

@@ -54,6 +54,7 @@ from fairforensics.preprocessing.files import write_json, write_yaml
 from fairforensics.preprocessing.frames import (
     FrameDataset,
     collate,
+    loader_worker_init,
     method_names_of,
     sample_positions,
 )
@@ -325,6 +326,7 @@ class Trainer:
             sampler=self.sampler,
             num_workers=cfg.data.num_workers,
             collate_fn=collate,
+            worker_init_fn=loader_worker_init,
             drop_last=True,
             pin_memory=self.device.type == "cuda",
             generator=torch.Generator().manual_seed(t.seed),
