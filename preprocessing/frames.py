@@ -118,10 +118,13 @@ def read_rgb(path: str) -> np.ndarray | None:
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
-def loader_worker_init(worker_id: int) -> None:
-    """DataLoader ``worker_init_fn``: OpenCV on one thread in each worker (the workers are the
-    parallelism; OpenCV's own pool per worker only oversubscribes the cores)."""
-    cv2.setNumThreads(1)
+def opencv_threads_for_loader(num_workers: int) -> None:
+    """OpenCV on one thread when DataLoader workers decode (they are the parallelism; a pool
+    per worker only oversubscribes the cores). Call it in the main process before the workers
+    start: they inherit the setting, whereas changing OpenCV's thread pool inside a forked
+    worker can deadlock on the parent's pool."""
+    if num_workers > 0:
+        cv2.setNumThreads(1)
 
 
 def method_names_of(indexes: Sequence[DatasetIndex], split: str | None = None) -> list[str]:

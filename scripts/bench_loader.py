@@ -169,12 +169,13 @@ def _loader_cpu(ds: Any, workers: int, batch: int, passes: int) -> tuple[float, 
 
     from fairforensics.preprocessing import frames
 
+    if hasattr(frames, "opencv_threads_for_loader"):  # absent before issue 47
+        frames.opencv_threads_for_loader(workers)
     loader = DataLoader(
         ds,
         batch_size=batch,
         num_workers=workers,
         collate_fn=frames.collate,
-        worker_init_fn=getattr(frames, "loader_worker_init", None),
         generator=torch.Generator().manual_seed(0),
         persistent_workers=True,
     )

@@ -31,7 +31,7 @@ class FancyPCA(A.FancyPCA):
     per-pixel noise and costs about 10 ms per 256x256 image. The covariance comes from the
     channel sums and cross products, which OpenCV sums in integers (0.15 ms at 256x256, against
     about 2 ms for the float32 mean and product this had before; their covariances agree to
-    float32 precision, and :func:`tests.test_augment_speed` bounds the change of the output).
+    float32 precision; ``tests/test_train_input_speed.py`` bounds the change of the output).
     """
 
     def apply(self, img: np.ndarray, alpha_vector: np.ndarray, **params: Any) -> np.ndarray:
@@ -39,7 +39,13 @@ class FancyPCA(A.FancyPCA):
             return super().apply(img, alpha_vector, **params)
         vals, vecs = np.linalg.eigh(rgb_covariance(img))
         shift = vecs @ (np.asarray(alpha_vector, np.float64) * vals)
-        return cv2.add(img, (*(255.0 * shift).tolist(), 0.0))  # saturating uint8 add
+        # OpenCV's saturating uint8 + float add, done once per value and channel on a ramp and
+        # then looked up (0.13 ms at 256x256 against 0.39 ms for the add on every pixel)
+        table = cv2.add(_RAMP, (*(255.0 * shift).tolist(), 0.0))
+        return cv2.LUT(img, table)
+
+
+_RAMP = np.repeat(np.arange(256, dtype=np.uint8).reshape(1, 256, 1), 3, axis=2)
 
 
 def rgb_covariance(img: np.ndarray) -> np.ndarray:

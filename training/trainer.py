@@ -54,8 +54,8 @@ from fairforensics.preprocessing.files import write_json, write_yaml
 from fairforensics.preprocessing.frames import (
     FrameDataset,
     collate,
-    loader_worker_init,
     method_names_of,
+    opencv_threads_for_loader,
     sample_positions,
 )
 from fairforensics.preprocessing.index import DatasetIndex
@@ -320,13 +320,13 @@ class Trainer:
                 f"the training set has {len(self.train_set)} samples, fewer than one batch of "
                 f"{t.batch_size}; lower train.batch_size"
             )
+        opencv_threads_for_loader(cfg.data.num_workers)
         self.loader = DataLoader(
             self.train_set,
             batch_size=self.rank_batch,
             sampler=self.sampler,
             num_workers=cfg.data.num_workers,
             collate_fn=collate,
-            worker_init_fn=loader_worker_init,
             drop_last=True,
             pin_memory=self.device.type == "cuda",
             generator=torch.Generator().manual_seed(t.seed),
