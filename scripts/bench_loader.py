@@ -279,16 +279,13 @@ def _write_faces(root: Path, n_images: int) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sub = ap.add_subparsers(dest="what", required=True)
-    ix = sub.add_parser("index", help="memory of the training dataset + sampler")
-    ix.add_argument("--frames", type=int, nargs="+", default=[100_000])
-    ix.add_argument("--workers", type=int, default=2)
-    lo = sub.add_parser("loader", help="CPU time a frame of the loader")
-    lo.add_argument("--images", type=int, default=512)
-    lo.add_argument("--workers", type=int, default=2)
-    lo.add_argument("--batch-size", type=int, default=32)
-    lo.add_argument("--rounds", type=int, default=3, help="medians over rounds")
-    lo.add_argument("--passes", type=int, default=2, help="timed passes a round (after a warm-up)")
+    ap.add_argument("what", choices=("index", "loader"), help="what to measure")
+    ap.add_argument("--frames", type=int, nargs="+", default=[100_000], help="index: sizes")
+    ap.add_argument("--workers", type=int, default=2, help="readers / loader workers")
+    ap.add_argument("--images", type=int, default=512, help="loader: PNG crops")
+    ap.add_argument("--batch-size", type=int, default=32, help="loader: batch size")
+    ap.add_argument("--rounds", type=int, default=3, help="loader: medians over rounds")
+    ap.add_argument("--passes", type=int, default=2, help="loader: timed passes a round")
     args = ap.parse_args(argv)
     if args.what == "index":
         out: Any = [bench_index(n, args.workers) for n in args.frames]
