@@ -13,6 +13,8 @@ augmentation a function of its seed alone.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,15 +22,53 @@ import numpy as np
 
 def seed_pipeline(pipeline: Any, seed: int) -> None:
     """Seed ``pipeline`` (a ``Compose``/``OneOf``/... or a single transform) with ``seed`` and
-    each transform in it with its own seed spawned from ``seed`` (independent draws)."""
-    pipeline.set_random_seed(int(seed))
-    _seed_children(pipeline, np.random.SeedSequence(int(seed) & 0xFFFFFFFF))
+    each transform in it with its own seed spawned from ``seed`` (independent draws).
+
+    A transform's seed is that of child ``j`` of child ``i``... of ``SeedSequence(seed)``
+    (``spawn``), and its generators are ``np.random.default_rng`` and ``random.Random`` of that
+    seed, as albumentations' ``set_random_seed`` makes them. Both are made on first use: most
+    transforms of one call draw nothing from numpy (and the unchosen ones of a ``OneOf``
+    nothing at all), and making every generator up front was a third of the cost of the
+    default training augmentation. ``transform.seed`` is set when its generators are made.
+    """
+    root = _Seed(None, int(seed) & 0xFFFFFFFF, (), int(seed))
+    _seed_node(pipeline, root)
 
 
-def _seed_children(node: Any, sequence: np.random.SeedSequence) -> None:
-    children = getattr(node, "transforms", None)
-    if not children:
-        return
-    for child, sub in zip(children, sequence.spawn(len(children)), strict=True):
-        child.set_random_seed(int(sub.generate_state(1)[0]))  # a Compose passes it on ...
-        _seed_children(child, sub)  # ... and its children then get their own
+class _Seed:
+    """The seed of one transform, computed when its first generator is made."""
+
+    __slots__ = ("node", "entropy", "key", "value")
+
+    def __init__(self, node: Any, entropy: int, key: tuple[int, ...], value: int | None) -> None:
+        self.node, self.entropy, self.key, self.value = node, entropy, key, value
+
+    def get(self) -> int:
+        if self.value is None:
+            sequence = np.random.SeedSequence(self.entropy, spawn_key=self.key)
+            self.value = int(sequence.generate_state(1)[0])  # = the key's child of spawn()
+        self.node.seed = self.value
+        return self.value
+
+
+class _Lazy:
+    """A generator made from its transform's seed on the first attribute looked up."""
+
+    __slots__ = ("_make", "_seed", "_made")
+
+    def __init__(self, make: Callable[[int], Any], seed: _Seed) -> None:
+        self._make, self._seed, self._made = make, seed, None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = self._make(self._seed.get())
+        return getattr(self._made, name)
+
+
+def _seed_node(node: Any, seed: _Seed) -> None:
+    """What ``set_random_seed`` sets on ``node`` (lazily), then the same for its children."""
+    seed.node = node
+    node.random_generator = _Lazy(np.random.default_rng, seed)
+    node.py_random = _Lazy(random.Random, seed)
+    for j, child in enumerate(getattr(node, "transforms", None) or ()):
+        _seed_node(child, _Seed(None, seed.entropy, (*seed.key, j), None))

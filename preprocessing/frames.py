@@ -28,14 +28,15 @@ per epoch.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import cv2
 import numpy as np
 import torch
-from torch.utils.data import Dataset
+from torch.utils.data import Dataset, get_worker_info
 
 from fairforensics.preprocessing.albu_seed import seed_pipeline
 from fairforensics.preprocessing.blending import (
@@ -45,6 +46,7 @@ from fairforensics.preprocessing.blending import (
     needs_partner,
 )
 from fairforensics.preprocessing.clips import clip_windows, has_gaps, video_runs
+from fairforensics.preprocessing.frame_table import VideoTable
 from fairforensics.preprocessing.index import DatasetIndex, VideoEntry
 
 log = logging.getLogger(__name__)
@@ -88,9 +90,14 @@ def read_landmarks(path: Any, name: str) -> np.ndarray:
 
 def sample_positions(n_frames: int, frame_num: int) -> list[int]:
     """``frame_num`` positions spread evenly over ``n_frames`` (all if there are fewer)."""
+    return list(_positions(n_frames, frame_num))
+
+
+@lru_cache(maxsize=4096)
+def _positions(n_frames: int, frame_num: int) -> tuple[int, ...]:
     if frame_num >= n_frames:
-        return list(range(n_frames))
-    return sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, frame_num)})
+        return tuple(range(n_frames))
+    return tuple(sorted({int(round(x)) for x in np.linspace(0, n_frames - 1, frame_num)}))
 
 
 def identity_of(index: DatasetIndex, video: VideoEntry) -> str:
@@ -111,6 +118,15 @@ def read_rgb(path: str) -> np.ndarray | None:
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
+def opencv_threads_for_loader(num_workers: int) -> None:
+    """OpenCV on one thread when DataLoader workers decode (they are the parallelism; a pool
+    per worker only oversubscribes the cores). Call it in the main process before the workers
+    start: they inherit the setting, whereas changing OpenCV's thread pool inside a forked
+    worker can deadlock on the parent's pool."""
+    if num_workers > 0:
+        cv2.setNumThreads(1)
+
+
 def method_names_of(indexes: Sequence[DatasetIndex], split: str | None = None) -> list[str]:
     """Sorted fake/attack method names of the indexes (the classes 1..K of ``method_label``)."""
     names: set[str] = set()
@@ -121,12 +137,30 @@ def method_names_of(indexes: Sequence[DatasetIndex], split: str | None = None) -
     return sorted(names)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Item:
     video: int  # position in FrameDataset.videos
     pos: int  # frame position (clip start) in the video's frame list
     span: int = 1  # clips in training: the start is drawn from pos .. pos + span - 1
     run: tuple[int, int] | None = None  # clips: (first position, length) of the clip's run
+
+
+class _Items(Sequence):
+    """``FrameDataset.items``: the samples as :class:`_Item` views of its arrays."""
+
+    def __init__(self, ds: FrameDataset) -> None:
+        self.ds = ds
+
+    def __len__(self) -> int:
+        return len(self.ds.item_video)
+
+    def __getitem__(self, i: int) -> _Item:  # type: ignore[override]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        return self.ds._item(int(i) % len(self))
+
+    def __iter__(self) -> Iterator[_Item]:
+        return (self.ds._item(i) for i in range(len(self)))
 
 
 class FrameDataset(Dataset):
@@ -205,15 +239,30 @@ class FrameDataset(Dataset):
                     "(FaceForensics++-like data: fakes XXX_YYY of real XXX)"
                 )
         self.short_videos: list[str] = []
+        #: what samples read, as arrays (shared by forked workers without copies)
+        self.table = VideoTable(
+            self.videos,
+            landmarks="landmarks" in self.requires or bool(self.blend),
+            masks="mask" in self.requires,
+        )
+        self.item_span: np.ndarray | None = None  # clips only: span and (first, length) of run
+        self.item_run: np.ndarray | None = None
         if clip_size is None:
-            self.items = [
-                _Item(i, p)
-                for i in keep
-                for p in sample_positions(len(self.videos[i][1].frames), frame_num)
-            ]
+            n_frames = np.diff(self.table.first)
+            positions = [_positions(int(n_frames[i]), frame_num) for i in keep]
+            counts = np.fromiter(map(len, positions), np.int64, len(positions))
+            #: per sample: its video (position in :attr:`videos`) and frame position
+            self.item_video = np.repeat(np.asarray(keep, np.int32), counts)
+            self.item_pos = np.fromiter(
+                (p for ps in positions for p in ps), np.int32, int(counts.sum())
+            )
         else:
-            self.items = self._clip_items(keep, frame_num, clip_size, split)
-        if not self.items:
+            items = self._clip_items(keep, frame_num, clip_size, split)
+            self.item_video = np.array([it.video for it in items], np.int32)
+            self.item_pos = np.array([it.pos for it in items], np.int32)
+            self.item_span = np.array([it.span for it in items], np.int32)
+            self.item_run = np.array([it.run or (-1, -1) for it in items], np.int32).reshape(-1, 2)
+        if not len(self.item_video):
             raise TrainDataError(
                 f"split {split!r}: no usable samples for requires={sorted(self.requires)}"
             )
@@ -230,6 +279,14 @@ class FrameDataset(Dataset):
         #: identity classes (``identity`` key): ``dataset/identity`` of the split's videos, sorted
         self.identities = sorted({identity_of(ix, v) for ix, v in self.videos})
         self._identity_class = {name: i for i, name in enumerate(self.identities)}
+        self._identity_of_video = np.fromiter(
+            (self._identity_class[identity_of(ix, v)] for ix, v in self.videos),
+            np.int64,
+            len(self.videos),
+        )
+        self._method_label_of = np.fromiter(
+            (self._method_label(v) for _, v in self.videos), np.int64, len(self.videos)
+        )
 
     def _clip_items(self, keep: Any, frame_num: int, clip_size: int, split: str) -> list[_Item]:
         """``frame_num // clip_size`` clips per video (at least one); short videos are listed."""
@@ -262,7 +319,19 @@ class FrameDataset(Dataset):
         return items
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self.item_video)
+
+    @property
+    def items(self) -> _Items:
+        """The samples as :class:`_Item` views (built on access; the data are arrays)."""
+        return _Items(self)
+
+    def _item(self, i: int) -> _Item:
+        if self.item_span is None or self.item_run is None:
+            return _Item(int(self.item_video[i]), int(self.item_pos[i]))
+        first, length = (int(x) for x in self.item_run[i])
+        run = None if first < 0 else (first, length)
+        return _Item(int(self.item_video[i]), int(self.item_pos[i]), int(self.item_span[i]), run)
 
     def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
@@ -275,19 +344,24 @@ class FrameDataset(Dataset):
     @property
     def labels(self) -> np.ndarray:
         """Label of every sample (for class-balanced sampling)."""
-        return np.array([self.videos[it.video][1].label for it in self.items], dtype=np.int64)
+        return self.table.label[self.item_video]
 
     def groups(self, key: str) -> np.ndarray:
         """Value of attribute ``key`` for every sample (empty string where a video lacks it)."""
-        return np.array(
-            [self.videos[it.video][1].attributes.get(key, "") for it in self.items], dtype=object
-        )
+        return self.table.attribute_column(key, self.item_video)
+
+    def group_codes(self, key: str) -> np.ndarray:
+        """:meth:`groups` as int32 codes (0: the attribute is missing), for the sampler."""
+        return self.table.attribute_codes(key, self.item_video)
 
     def frame_keys(self) -> list[tuple[int, int]]:
         """(video position, frame position) of every frame the samples read (for the cache)."""
-        return sorted(
-            {(it.video, it.pos + k) for it in self.items for k in range(it.span + self.clip - 1)}
-        )
+        span = self.item_span if self.item_span is not None else np.ones(len(self), np.int64)
+        width = span.astype(np.int64) + self.clip - 1
+        offset = np.arange(int(width.sum())) - np.repeat(np.cumsum(width) - width, width)
+        video = np.repeat(self.item_video.astype(np.int64), width)
+        keys = np.unique(video << 32 | (np.repeat(self.item_pos, width) + offset))
+        return list(zip((keys >> 32).tolist(), (keys & 0xFFFFFFFF).tolist(), strict=True))
 
     def _fakes_by_identity(self) -> dict[tuple[str, str], list[int]]:
         """(``dataset/identity``, method) -> positions of the fake videos."""
@@ -323,24 +397,27 @@ class FrameDataset(Dataset):
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
         """(image, landmarks, mask) of one frame at the resolution; :class:`UnusableFrame`
         naming the file when one of them cannot be read."""
-        index, video = self.videos[vid]
+        table = self.table
         cached = self.cache.get(vid, pos) if self.cache is not None else None
         if cached is not None:
             image, (h, w) = cached  # packed at the resolution; (h, w) = stored frame size
         else:
-            image = read_rgb(str(index.resolve(video.frames[pos])))
+            frame = table.frame(vid, pos)
+            image = read_rgb(str(table.resolve(vid, frame)))
             if image is None:
-                raise UnusableFrame(f"unreadable frame {video.frames[pos]}")
+                raise UnusableFrame(f"unreadable frame {frame}")
             h, w = image.shape[:2]
         res = self.resolution
         landmarks = mask = None
-        if video.landmarks and ("landmarks" in self.requires or self.blend):
-            landmarks = read_landmarks(index.resolve(video.landmarks[pos]), video.landmarks[pos])
+        if table.has_landmarks[vid] and ("landmarks" in self.requires or self.blend):
+            rel = table.landmark(vid, pos)
+            landmarks = read_landmarks(table.resolve(vid, rel), rel)
             landmarks = landmarks * np.array([res / w, res / h], np.float32)
-        if "mask" in self.requires and video.masks:
-            raw = cv2.imread(str(index.resolve(video.masks[pos])), cv2.IMREAD_GRAYSCALE)
+        if "mask" in self.requires and table.has_masks[vid]:
+            rel = table.mask(vid, pos)
+            raw = cv2.imread(str(table.resolve(vid, rel)), cv2.IMREAD_GRAYSCALE)
             if raw is None:
-                raise UnusableFrame(f"unreadable mask {video.masks[pos]}")
+                raise UnusableFrame(f"unreadable mask {rel}")
             mask = (
                 cv2.resize(raw, (res, res), interpolation=cv2.INTER_LINEAR).astype(np.float32)
                 / 255.0
@@ -356,8 +433,8 @@ class FrameDataset(Dataset):
         """Frames ``pos..pos+clip-1``, or the nearest usable ones of the same video (of the same
         ``run`` of consecutive frames, for clips); :class:`UnusableFrame` listing what failed
         when there are none."""
-        index, video = self.videos[vid]
-        first, n = run if run is not None else (0, len(video.frames))
+        table = self.table
+        first, n = run if run is not None else (0, table.n_frames(vid))
         starts = range(first, first + max(n - self.clip + 1, 1))
         failures: dict[int, str] = {}  # frame position -> why it cannot be used
         for start in sorted(starts, key=lambda s: (abs(s - pos), s)):
@@ -369,8 +446,9 @@ class FrameDataset(Dataset):
                     frames.append(self._load_frame(vid, p))
                 except UnusableFrame as exc:
                     failures[p] = str(exc)
-                    log.warning("%s: %s; using another frame of the video", index.dataset, exc)
-                    replaced.append(f"{index.dataset}/{video.frames[p]}")
+                    dataset = table.dataset(vid)
+                    log.warning("%s: %s; using another frame of the video", dataset, exc)
+                    replaced.append(f"{dataset}/{table.frame(vid, p)}")
                     break
             else:
                 return frames, start
@@ -383,7 +461,7 @@ class FrameDataset(Dataset):
         self, vid: int, pos: int, seed: int, replaced: list[str], run: tuple[int, int] | None = None
     ) -> dict[str, Any]:
         """One sample of video ``vid`` at ``pos``; :class:`UnusableFrame` when nothing is usable."""
-        index, video = self.videos[vid]
+        table = self.table
         frames, start = self._load_clip(vid, pos, replaced, run)
         n_views = 2 if "views" in self.requires else 1
         views = []
@@ -395,14 +473,15 @@ class FrameDataset(Dataset):
             views.append(aug)
         images = [a[0] for a in views[0]]
         clip = self.clip_size is not None
+        label = int(table.label[vid])
         out: dict[str, Any] = {
             "image": _to_chw(images, clip),
-            "label": video.label,
-            "video_id": video.id,
-            "method": video.method,
-            "dataset": index.dataset,
-            "frame": video.frame_indices[start] if video.frame_indices else start,
-            "attributes": dict(video.attributes),
+            "label": label,
+            "video_id": table.video_id(vid),
+            "method": table.method_of(vid),
+            "dataset": table.dataset(vid),
+            "frame": table.frame_number(vid, start),
+            "attributes": table.attributes(vid),
         }
         if n_views == 2:
             out["views"] = torch.stack([_to_chw([a[0] for a in v], clip) for v in views])
@@ -411,7 +490,7 @@ class FrameDataset(Dataset):
             out["landmarks"] = torch.from_numpy(points if clip else points.squeeze(0))
         if "mask" in self.requires:
             masks = [a[2] for a in views[0]]
-            has = video.label == 0 or masks[0] is not None
+            has = label == 0 or masks[0] is not None
             arr = np.stack(
                 [m if m is not None else np.zeros(images[0].shape[:2], np.float32) for m in masks]
             )
@@ -419,12 +498,12 @@ class FrameDataset(Dataset):
             out["mask"] = tensor if clip else tensor.squeeze(0)
             out["has_mask"] = has
         if "method_label" in self.requires:
-            out["method_label"] = self._method_label(video)
+            out["method_label"] = int(self._method_label_of[vid])
         if "identity" in self.requires:
-            out["identity"] = self._identity_class[identity_of(index, video)]
+            out["identity"] = int(self._identity_of_video[vid])
         if "pixel_map" in self.requires:
             out["pixel_map"] = torch.full(
-                (1, self.pixel_map_size, self.pixel_map_size), float(video.label)
+                (1, self.pixel_map_size, self.pixel_map_size), float(label)
             )
         return out
 
@@ -521,17 +600,18 @@ class FrameDataset(Dataset):
         ``key`` is an index, or ``(epoch, index)`` from a sampler with ``tag_epoch`` (so that
         persistent workers, which hold copies of the dataset, still see the epoch)."""
         epoch, i = key if isinstance(key, tuple) else (self.epoch, key)
-        item = self.items[i]
+        item = self._item(i)
         seed = sample_seed(self.seed, epoch, i) if self.augment is not None else 0
         replaced: list[str] = []
         pos = item.pos  # a clip's start in training: drawn anew every epoch
         if item.span > 1:
             pos += sample_seed(self.seed, epoch, i, 1) % item.span
-        index, video = self.videos[item.video]
+        table = self.table
         try:
             sample = self._sample(item.video, pos, seed, replaced, item.run)
         except UnusableFrame as exc:
-            reason = f"{index.dataset}/{video.method}/{video.id}: {exc}"
+            name = f"{table.method_of(item.video)}/{table.video_id(item.video)}"
+            reason = f"{table.dataset(item.video)}/{name}: {exc}"
             log.warning("skipping sample: %s", reason)
             return {"_skipped": reason, "_replaced": replaced}
         sample["_replaced"] = replaced
@@ -542,21 +622,23 @@ class FrameDataset(Dataset):
             group = [sample]
             for m, fakes in enumerate(self._group_of(item.video) or []):
                 fake = fakes[sample_seed(seed, m) % len(fakes)]
-                pos = min(item.pos, len(self.videos[fake][1].frames) - 1)
+                pos = min(item.pos, table.n_frames(fake) - 1)
                 try:
                     got = self._sample(fake, pos, sample_seed(seed, m + 1), replaced)
                 except UnusableFrame as exc:
+                    name = f"{table.dataset(item.video)}/{table.video_id(item.video)}"
                     return {
-                        "_skipped": f"{index.dataset}/{video.id}: a fake of its group: {exc}",
+                        "_skipped": f"{name}: a fake of its group: {exc}",
                         "_replaced": replaced,
                     }
                 group.append(dict(got, _replaced=[]))
             return group
         if self.pairs:
+            index, video = self.videos[item.video]
             partner = self._partner(video, index, seed, sample_seed(self.seed, epoch, i, 2))
             try:
                 real = self._sample(
-                    partner, min(item.pos, len(self.videos[partner][1].frames) - 1), seed, replaced
+                    partner, min(item.pos, table.n_frames(partner) - 1), seed, replaced
                 )
             except UnusableFrame as exc:
                 return {
@@ -638,10 +720,34 @@ def apply_augment_clip(
 
 
 def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
-    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip, also of one frame)."""
-    arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
+    """uint8 [3, H, W] (one frame) or [T, 3, H, W] (a clip, also of one frame).
+
+    uint8 RGB frames of one size are split by OpenCV straight into the planes of the result
+    (about 0.04 ms at 256x256 against 0.3 ms for numpy's transposing copy); anything else is
+    stacked and transposed by numpy."""
+    h, w = images[0].shape[:2]
+    if all(i.dtype == np.uint8 and i.shape == (h, w, 3) for i in images):
+        arr = np.empty((len(images), 3, h, w), np.uint8)
+        for image, planes in zip(images, arr, strict=True):
+            views = list(planes)
+            got = cv2.split(image, views)
+            if any(g.ctypes.data != v.ctypes.data for g, v in zip(got, views, strict=True)):
+                planes[...] = image.transpose(2, 0, 1)  # OpenCV wrote elsewhere: copy
+    else:
+        arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
     tensor = torch.from_numpy(arr)
     return tensor if clip else tensor[0]
+
+
+def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """``torch.stack``; in a DataLoader worker straight into shared memory, which the batch
+    is moved to for the main process anyway (one copy of every image fewer)."""
+    if get_worker_info() is None:
+        return torch.stack(tensors)
+    first = tensors[0]  # as torch's default_collate does it
+    storage = first._typed_storage()._new_shared(sum(t.numel() for t in tensors))
+    out = first.new(storage).resize_(len(tensors), *first.shape)
+    return torch.stack(tensors, out=out)
 
 
 def collate(samples: list[Any]) -> dict[str, Any]:
@@ -667,7 +773,7 @@ def collate(samples: list[Any]) -> dict[str, Any]:
         return batch
     tensor_keys = [k for k, v in flat[0].items() if isinstance(v, torch.Tensor)]
     for key in tensor_keys:
-        batch[key] = torch.stack([s[key] for s in flat])
+        batch[key] = _stack([s[key] for s in flat])
     for key in ("label", "method_label", "identity"):
         if key in flat[0]:
             batch[key] = torch.tensor([s[key] for s in flat], dtype=torch.long)

@@ -23,10 +23,19 @@ from torch.utils.data import Sampler
 
 def balance_weights(keys: Sequence) -> torch.Tensor:
     """Per-sample weight ``1 / count(key)`` (every key value gets the same total weight)."""
-    _, inverse, counts = np.unique(
-        np.asarray(keys, dtype=str), return_inverse=True, return_counts=True
-    )
-    return torch.as_tensor(1.0 / counts[inverse], dtype=torch.float64)
+    codes = _codes(keys)
+    return torch.as_tensor(1.0 / np.bincount(codes)[codes], dtype=torch.float64)
+
+
+def _codes(keys: Sequence) -> np.ndarray:
+    """Non-negative integer codes that are equal where ``keys`` are (integers compared as
+    numbers, anything else as its string)."""
+    arr = np.asarray(keys)
+    if arr.dtype.kind in "iub":
+        if arr.size and 0 <= arr.min() and arr.max() < 1 << 20:
+            return arr.reshape(-1).astype(np.int64, copy=False)  # gaps only add empty counts
+        return np.unique(arr, return_inverse=True)[1].reshape(-1)
+    return np.unique(arr.astype(str), return_inverse=True)[1].reshape(-1)
 
 
 SAMPLER_MODES = ("shuffle", "class_balanced", "group_balanced", "class_group_balanced")
@@ -44,7 +53,7 @@ class TrainSampler(Sampler[int]):
         labels: Sequence[int],
         *,
         mode: str = "shuffle",
-        groups: Sequence[str] | None = None,
+        groups: Sequence[str] | np.ndarray | None = None,
         seed: int = 0,
         num_replicas: int = 1,
         rank: int = 0,
@@ -70,8 +79,8 @@ class TrainSampler(Sampler[int]):
         elif mode == "group_balanced":
             self.weights = balance_weights(groups)  # type: ignore[arg-type]
         elif mode == "class_group_balanced":
-            cells = [f"{y}|{g}" for y, g in zip(labels, groups, strict=True)]  # type: ignore[arg-type]
-            self.weights = balance_weights(cells)
+            groups_ = _codes(groups)  # type: ignore[arg-type]
+            self.weights = balance_weights(_codes(labels) * (int(groups_.max()) + 1) + groups_)
         self.seed = seed
         self.num_replicas = num_replicas
         self.rank = rank
@@ -91,6 +100,10 @@ class TrainSampler(Sampler[int]):
 
     def epoch_indices(self) -> list[int]:
         """The whole order of this epoch for this rank, before ``start`` is applied."""
+        return self.epoch_order().tolist()
+
+    def epoch_order(self) -> np.ndarray:
+        """:meth:`epoch_indices` as an int64 array (no Python object per sample)."""
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
         if self.weights is None:
             order = torch.randperm(self.n, generator=g)
@@ -99,13 +112,14 @@ class TrainSampler(Sampler[int]):
         total = self.per_rank * self.num_replicas
         if total > self.n:  # pad by repeating the start, as DistributedSampler does
             order = torch.cat([order, order[: total - self.n]])
-        return order[self.rank : total : self.num_replicas].tolist()
+        return order[self.rank : total : self.num_replicas].numpy()
 
     def __iter__(self) -> Iterator[int] | Iterator[tuple[int, int]]:
-        order = self.epoch_indices()[self.start :]
+        order = self.epoch_order()[self.start :]
         if self.tag_epoch:
-            return iter([(self.epoch, i) for i in order])
-        return iter(order)
+            epoch = self.epoch
+            return ((epoch, i) for i in map(int, order))
+        return map(int, order)
 
     def __len__(self) -> int:
         return self.per_rank - self.start

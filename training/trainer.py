@@ -56,6 +56,7 @@ from fairforensics.preprocessing.frames import (
     FrameDataset,
     collate,
     method_names_of,
+    opencv_threads_for_loader,
     sample_positions,
 )
 from fairforensics.preprocessing.index import DatasetIndex
@@ -305,7 +306,7 @@ class Trainer:
     def _setup_loader(self) -> None:
         """The training sampler (balanced, sharded by rank) and loader."""
         cfg, t = self.cfg, self.cfg.train
-        groups = self.train_set.groups(t.group_key) if t.group_key else None
+        groups = self.train_set.group_codes(t.group_key) if t.group_key else None
         self.sampler = TrainSampler(
             self.train_set.labels,
             mode=t.sampler,
@@ -320,6 +321,7 @@ class Trainer:
                 f"the training set has {len(self.train_set)} samples, fewer than one batch of "
                 f"{t.batch_size}; lower train.batch_size"
             )
+        opencv_threads_for_loader(cfg.data.num_workers)
         self.loader = DataLoader(
             self.train_set,
             batch_size=self.rank_batch,
