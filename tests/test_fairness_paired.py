@@ -200,3 +200,46 @@ def test_acc_change_interval_is_the_stratified_variance_of_the_miss_counts() -> 
     se = np.sqrt(6 * k.var(ddof=1)) / 48
     assert out["change_high"] - out["change"] == pytest.approx(stats.t.ppf(0.975, 5) * se)
     assert out["change_p"] == pytest.approx(2 * stats.t.sf(abs(out["change"]) / se, 5))
+
+
+def _jackknife_by_hand(x: np.ndarray, strata: np.ndarray) -> tuple[float, float]:
+    """The JKn jackknife of the weighted total ``w @ x``, written out cell by cell."""
+    n = len(x)
+    theta = np.empty(n)
+    for i in range(n):
+        n_h = np.sum(strata == strata[i])
+        w = [0.0 if j == i else (n_h / (n_h - 1) if strata[j] == strata[i] else 1.0)
+             for j in range(n)]  # fmt: skip
+        theta[i] = np.dot(w, x)
+    var, df_terms = 0.0, 0.0
+    for h in sorted(set(strata.tolist())):
+        t = theta[strata == h]
+        if len(t) >= 2:
+            v = (len(t) - 1) / len(t) * np.sum((t - t.mean()) ** 2)
+            var, df_terms = var + v, df_terms + v**2 / (len(t) - 1)
+    return float(np.sqrt(var)), var**2 / df_terms
+
+
+def test_jackknife_equals_its_definition_in_every_block_size(monkeypatch):
+    """A one-cell stratum first (skipped, the later ones still count), a two-cell stratum (its
+    weight 2), and blocks of a few rows give the same as one block."""
+    from fairforensics.fairness import paired
+
+    x = np.array([3.0, 1.0, 4.0, 1.5, 9.0, 2.6, 5.0, 3.5])
+    strata = np.array([0, 1, 1, 2, 2, 2, 2, 2])
+
+    def total(w: np.ndarray) -> np.ndarray:
+        return w @ x
+
+    expected = _jackknife_by_hand(x, strata)
+    assert paired._jackknife(total, strata) == pytest.approx(expected, rel=1e-12)
+    monkeypatch.setattr(paired, "_BLOCK_CELLS", 3 * len(x))  # blocks of 3 rows
+    assert paired._jackknife(total, strata) == pytest.approx(expected, rel=1e-12)
+
+    def undefined(w: np.ndarray) -> np.ndarray:
+        out = w @ x
+        out[0] = np.nan
+        return out
+
+    se, df = paired._jackknife(undefined, strata)
+    assert np.isnan(se) and np.isnan(df)
