@@ -203,6 +203,18 @@ def test_image_features_read_the_jpeg_quality(tmp_path: Path) -> None:
 
 def test_without_source_root_only_the_crops_are_audited(demo, tmp_path: Path, capsys) -> None:
     processed, _, _ = demo
+    index_file = processed / "demo.json"
+    recorded = index_file.read_text()
+    data = json.loads(recorded)
+    data.pop("source_root", None)  # an index made before the source root was recorded
+    index_file.write_text(json.dumps(data))
+    try:
+        _audit_without_source_root(processed, tmp_path, capsys)
+    finally:
+        index_file.write_text(recorded)
+
+
+def _audit_without_source_root(processed: Path, tmp_path: Path, capsys) -> None:
     index = read_index(processed / "demo.json")
     summary = audit_dataset(index, tmp_path, source_root=None, **FAST)
     assert list(summary["features"]) == ["sharpness"]

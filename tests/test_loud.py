@@ -103,6 +103,8 @@ def test_detect_device_error_names_the_option_detect_takes(
 
     _no_cuda(monkeypatch)
     monkeypatch.setenv("FF_TRACEBACK", "")
+    (tmp_path / "w.pt").write_bytes(b"PK\x03\x04")  # a checkpoint's first bytes: passes preflight
+    (tmp_path / "face.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # an image to score
     argv = [str(tmp_path), "--crops", "--detector", "meso4", "--weights", str(tmp_path / "w.pt")]
     with pytest.raises(SystemExit) as info:
         run_cli(detect_main, [*argv, "--device", "cuda"])
@@ -351,7 +353,8 @@ def test_report_threshold_relative_paths_and_fairness_section(
     assert f"fairness section added to {ev / 'report.html'}" in capsys.readouterr().out
     assert fairness_cli.main([*args, *fast]) == 0  # a re-run replaces its section
     report = (ev / "report.html").read_text()
-    assert report.count("<h2 id='s") == 3 and report.count("Fairness: gender (tiny)") == 2  # toc
+    # the metrics, calibration, threshold transfer and fairness sections (the last in the toc too)
+    assert report.count("<h2 id='s") == 5 and report.count("Fairness: gender (tiny)") == 2
     assert "<a href='../../fairness/section.html'>" in report
     assert f"decision threshold {info['threshold']:.6g}" in report
     assert '<img src="../../fairness/figures/gender_accuracy.png"' in report

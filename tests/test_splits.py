@@ -94,6 +94,8 @@ def test_holdout_val_holds_out_at_least_one_subject():
 
 def test_generic_csv_without_splits(tmp_path):
     rows = [f"img{k}.jpg,{k % 2},person{k % 13}" for k in range(62)]
+    for k in range(62):  # a listed file must be there (the missing-files rule)
+        (tmp_path / f"img{k}.jpg").write_bytes(b"")
     (tmp_path / "list.csv").write_text("path,label,identity\n" + "\n".join(rows) + "\n")
     listing = build_listing("generic", tmp_path, {"csv": "list.csv"})
     by_identity = splits_by_identity(listing.items)

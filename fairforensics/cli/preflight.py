@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
@@ -23,14 +24,17 @@ _REGISTERED = re.compile(r"^[ \t]*@register_detector\(\s*[\"']([^\"']+)[\"']", r
 
 def known_detectors() -> set[str]:
     """The built-in detectors (read from the source of ``detectors/``, as the registry lists
-    them, without importing it) and the names of the detector plugins' entry points."""
+    them, without importing it), the names of the detector plugins' entry points, and the
+    detectors registered in this process (when the registry is already imported)."""
     spec = importlib.util.find_spec("fairforensics.detectors")
     folders = list(spec.submodule_search_locations or []) if spec else []
     names = {
         m for folder in folders for path in Path(folder).rglob("*.py")
         for m in _REGISTERED.findall(path.read_text(encoding="utf-8"))
     }  # fmt: skip
-    return names | {ep.name for ep in metadata.entry_points(group="fairforensics.detectors")}
+    names |= {ep.name for ep in metadata.entry_points(group="fairforensics.detectors")}
+    registry = sys.modules.get("fairforensics.detectors.registry")  # registered in this process
+    return names | (set(registry.list_detectors()) if registry is not None else set())
 
 
 def check_detector_name(name: str, imports: Sequence[str] = (), option: str = "--detector") -> None:
