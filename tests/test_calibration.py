@@ -137,7 +137,7 @@ def test_temperature_interval_covers_the_truth():
 @pytest.mark.parametrize("n_videos, low", [(50, 0.83), (200, 0.87)])
 def test_ece_interval_coverage(n_videos, low):
     """Seeded: 200 sets, frames correlated within a video (tau = 0.5), truth by Monte Carlo.
-    Measured over 400 sets: 0.88 at 50 videos, 0.92 at 200 (below the nominal 0.95: the |.| of
+    Measured over 400 sets (scripts/bench_calibration.py): 0.90 at 50 videos and at 200 (below the nominal 0.95: the |.| of
     each bin makes the bootstrap biased where a bin's true gap is near 0; docs/evaluation.md).
     A bootstrap that resamples frames instead of videos fails these bounds."""
     truth = population_ece(2.0, 0.5)

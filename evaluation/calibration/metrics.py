@@ -18,7 +18,11 @@ from typing import Literal
 import numpy as np
 from sklearn.metrics import brier_score_loss, log_loss
 
-from fairforensics.evaluation.confidence import MIN_INTERVAL_UNITS, few_units_note
+from fairforensics.evaluation.confidence import (
+    MIN_INTERVAL_UNITS,
+    few_units_note,
+    stratified_multiplicities,
+)
 from fairforensics.evaluation.metrics import check_scores
 
 STRATEGIES = ("uniform", "quantile")
@@ -140,12 +144,12 @@ def ece_bootstrap(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-    block: int = 100,
 ) -> tuple[float, float, float]:
     """The ECE and its basic (reverse-percentile) bootstrap interval over videos.
 
     Videos are resampled with all their rows, stratified by class (a video's label), as
-    multinomial counts (weights), never copies of rows. The bins stay those of the data. The
+    multinomial counts (weights, :func:`evaluation.confidence.stratified_multiplicities`), never
+    copies of rows. The bins stay those of the data. The
     basic interval ``[2 ECE - q_hi, 2 ECE - q_lo]`` corrects the ECE's upward bias of small
     samples to first order (a percentile interval of a positively biased statistic misses a
     small true ECE); it is clipped at 0.
@@ -158,16 +162,10 @@ def ece_bootstrap(
     video_label = np.zeros(len(diff), dtype=np.int64)
     video_label[videos] = y
     rng = np.random.default_rng(seed)
-    strata = [np.flatnonzero(video_label == c) for c in (0, 1)]
-    replicates = []
-    for start in range(0, n_boot, block):
-        size = min(block, n_boot - start)
-        counts = np.zeros((size, len(diff)))
-        for members in strata:
-            if len(members):
-                draws = rng.multinomial(len(members), np.full(len(members), 1 / len(members)), size)
-                counts[:, members] = draws
-        replicates.append(np.abs(counts @ diff).sum(1) / (counts @ rows).sum(1))
+    replicates = [
+        np.abs(counts @ diff).sum(1) / (counts @ rows).sum(1)
+        for counts in stratified_multiplicities(rng, video_label, n_boot, minus_one=False)
+    ]
     values = np.concatenate(replicates)
     alpha = (1 - confidence) / 2
     lo_q, hi_q = np.quantile(values, [alpha, 1 - alpha])
