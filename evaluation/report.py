@@ -129,14 +129,19 @@ def _meta_text(meta: dict | None) -> dict[str, str]:
     since 1970, the reproducible-builds convention) when set, so that a rerun's report is the
     same file, else now."""
     info = {str(k): str(v) for k, v in (meta or {}).items()}
+    info.setdefault("generated", build_time().strftime("%Y-%m-%d %H:%M UTC"))
+    return info
+
+
+def build_time() -> datetime:
+    """Now in UTC, or ``SOURCE_DATE_EPOCH`` (seconds since 1970, the reproducible-builds
+    convention) when set, so that a rerun writes the same files."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     try:
         when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else None
     except ValueError:
         raise ConfigError(f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds") from None
-    when = when or datetime.now(timezone.utc)
-    info.setdefault("generated", when.strftime("%Y-%m-%d %H:%M UTC"))
-    return info
+    return when or datetime.now(timezone.utc)
 
 
 def render_report(

@@ -126,6 +126,8 @@ VALUE_ERRORS = {
     "audit": ["--data", "demo", "--source-root", "{folder}/none", "--out", "{folder}/a"],
     "verify": ["{folder}/no_such_index.json", "--no-decode"],
     "calibrate": ["--predictions", "{folder}/no.csv", "--method", "platt", "--out", "{folder}/c"],
+    "submit": ["{folder}", "--out", "{folder}/bundle"],
+    "board": ["build", "{folder}", "--benchmark", "no-such-benchmark", "--out", "{folder}/s"],
 }
 
 #: verb -> its arguments with an output path that cannot be written ({out}: a file stands in the
@@ -154,6 +156,7 @@ UNWRITABLE_OUT = {
     "export": ["no_run", "--out", "{out}"],
     "audit": ["--data", "no_such_index", "--out", "{out}"],
     "calibrate": ["--predictions", "no.csv", "--method", "platt", "--out", "{out}/c.json"],
+    "board": ["define", "--test-data", "no_index", "--data-root", ".", "--out", "{out}/d.json"],
 }
 
 

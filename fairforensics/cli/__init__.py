@@ -32,6 +32,8 @@ VERBS = {
     "audit": "audit",
     "verify": "verify",
     "calibrate": "calibrate",
+    "submit": "submit",
+    "board": "board",
 }
 
 USAGE = "usage: fairforensics {" + ",".join(VERBS) + "} [ARGS ...]   (--help after a verb)"
@@ -154,3 +156,13 @@ def verify() -> NoReturn:
 def calibrate() -> NoReturn:
     """``ff-calibrate``."""
     run_verb("calibrate")
+
+
+def submit() -> NoReturn:
+    """``ff-submit``."""
+    run_verb("submit")
+
+
+def board() -> NoReturn:
+    """``ff-board``."""
+    run_verb("board")

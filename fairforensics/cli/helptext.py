@@ -30,6 +30,8 @@ GUIDES = {
     "audit": "evaluation.md",
     "verify": "preprocessing.md",
     "calibrate": "evaluation.md",
+    "submit": "leaderboard.md",
+    "board": "leaderboard.md",
 }
 
 
