@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -168,6 +169,7 @@ def test_archives_are_reproducible_and_unpacked_once(board, tmp_path: Path) -> N
     index, definition, _ = board
     ev = make_eval(tmp_path / "ev", index)
     a = make_bundle([ev], tmp_path / "a" / "x", SubmitSettings(archive=True))
+    time.sleep(1.1)  # another second on the clock: nothing of it may reach the archive
     b = make_bundle([ev], tmp_path / "b" / "x.tar.gz", SubmitSettings(archive=True))
     assert a.name == "x.tar.gz" and a.read_bytes() == b.read_bytes()
     subs = tmp_path / "subs"
@@ -204,7 +206,8 @@ def test_subset_and_other_sampling_refused_with_the_line(board) -> None:
 
 def test_tampered_and_unprovenanced_bundles_refused(board) -> None:
     """Break checked: skipping the manifest check admits the tampered file; skipping the
-    provenance read admits the bundle without it."""
+    provenance read admits the bundle without it; skipping its detector check admits the
+    relabelled one."""
     _, definition, bundle = board
     tampered = bundle("tampered")
     csv = tampered / "evals" / "1" / "predictions" / "tiny.csv"
@@ -218,6 +221,14 @@ def test_tampered_and_unprovenanced_bundles_refused(board) -> None:
     write_manifest(bare)  # a consistent bundle, made without provenance
     assert refusal(bare, definition) == (
         "missing provenance: evals/1/predictions/tiny.provenance.json"
+    )
+    other = bundle("other")
+    prov = other / "evals" / "1" / "predictions" / "tiny.provenance.json"
+    prov.write_text(prov.read_text().replace('"xception"', '"meso4"'))
+    write_manifest(other)  # predictions of another detector, relabelled in eval.json
+    assert refusal(other, definition) == (
+        "evals/1/predictions/tiny.provenance.json: provenance names detector 'meso4', "
+        "the bundle 'xception'"
     )
 
 
