@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -248,6 +249,11 @@ class Predictions:
 def predictions_format(path: str | Path) -> str:
     """``parquet`` for a ``*.parquet`` file, else ``csv``."""
     return "parquet" if Path(path).suffix.lower() == ".parquet" else "csv"
+
+
+def slug(name: str) -> str:
+    """A test set's name as a file stem (``<folder>/predictions/<slug>.csv``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
 def predictions_file(folder: str | Path, stem: str) -> Path:

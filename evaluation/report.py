@@ -15,12 +15,11 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
-from fairforensics.configs import ConfigError
 from fairforensics.evaluation.tables import Table
 from fairforensics.preprocessing.files import atomic_write_text, write_json
+from fairforensics.preprocessing.rundir import build_time
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".svg", ".gif", ".webp"}
 # Fits a 1400-pixel window (tests/test_report_layout.py): a table wider than the page scrolls
@@ -131,17 +130,6 @@ def _meta_text(meta: dict | None) -> dict[str, str]:
     info = {str(k): str(v) for k, v in (meta or {}).items()}
     info.setdefault("generated", build_time().strftime("%Y-%m-%d %H:%M UTC"))
     return info
-
-
-def build_time() -> datetime:
-    """Now in UTC, or ``SOURCE_DATE_EPOCH`` (seconds since 1970, the reproducible-builds
-    convention) when set, so that a rerun writes the same files."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
-    try:
-        when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else None
-    except ValueError:
-        raise ConfigError(f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds") from None
-    return when or datetime.now(timezone.utc)
 
 
 def render_report(

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from fairforensics.evaluation.predictions import (
     FORMATS,
     PredictionsError,
     read_predictions,
+    slug,
     write_predictions,
 )
 from fairforensics.evaluation.report import Section, write_report
@@ -55,10 +55,6 @@ from fairforensics.preprocessing.files import jsonable, write_json
 from fairforensics.preprocessing.index import dataset_label
 
 log = logging.getLogger(__name__)
-
-
-def slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
 
 
 def set_labels(names: Iterable[str], info: Mapping[str, Any] | None) -> dict[str, str]:

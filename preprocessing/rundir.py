@@ -4,10 +4,12 @@ through the same paths."""
 
 from __future__ import annotations
 
+import os
 import platform
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -58,6 +60,17 @@ def git_commit(repo: Path | None = None) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return sha + ("+dirty" if dirty else "")
+
+
+def build_time() -> datetime:
+    """Now in UTC, or ``SOURCE_DATE_EPOCH`` (seconds since 1970, the reproducible-builds
+    convention) when set, so that a rerun writes the same files."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    try:
+        when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch else None
+    except ValueError:
+        raise ConfigError(f"SOURCE_DATE_EPOCH={epoch!r} is not a whole number of seconds") from None
+    return when or datetime.now(timezone.utc)
 
 
 def package_versions() -> dict[str, str | None]:

@@ -33,12 +33,10 @@ from typing import Any
 from fairforensics.benchmarks.submissions.manifest import write_manifest
 from fairforensics.evaluation.model_package.hub import PREFIX, parse_hub_ref
 from fairforensics.evaluation.model_package.schema import CARD_FILE, CONFIG_FILE
-from fairforensics.evaluation.predictions import predictions_file
+from fairforensics.evaluation.predictions import predictions_file, slug
 from fairforensics.evaluation.provenance import file_sha256, provenance_path
-from fairforensics.evaluation.report import build_time
-from fairforensics.evaluation.results import slug
 from fairforensics.preprocessing.files import write_json
-from fairforensics.preprocessing.rundir import git_commit
+from fairforensics.preprocessing.rundir import build_time, git_commit
 
 log = logging.getLogger(__name__)
 

@@ -44,9 +44,9 @@ from fairforensics.evaluation.predictions import (
     PredictionsError,
     predictions_file,
     read_predictions,
+    slug,
 )
 from fairforensics.evaluation.provenance import provenance_path
-from fairforensics.evaluation.results import slug
 from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.frame_paths import canonical_method
 
