@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import write_json
 from fairforensics.preprocessing.verify import hash_tree, scan_tree, sha256_file
 
 MANIFEST = "manifest.json"
@@ -20,7 +20,7 @@ def write_manifest(folder: str | Path) -> str:
     files = scan_tree(root, skip=[root / MANIFEST])
     digests = hash_tree(root, files, workers=2, progress=False)
     data = {"format": FORMAT, "algorithm": "sha256", "files": {f: digests[f] for f in files}}
-    atomic_write_text(root / MANIFEST, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_json(root / MANIFEST, data, indent=1)
     return sha256_file(root / MANIFEST)
 
 
