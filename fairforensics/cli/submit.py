@@ -8,7 +8,7 @@ detector: its eval.json, predictions files and their provenance (detector, weigh
 SHA-256) are copied, with the model card or package reference, costs, the code version and the
 submission time (SOURCE_DATE_EPOCH when set), and a SHA-256 manifest.json. No weights are
 needed. --archive writes BUNDLE.tar.gz (reproducible) instead of the folder. A board admits it
-with `fairforensics board build` (docs/leaderboard.md).
+with `fairforensics board build` (its guide below).
 """
 
 from __future__ import annotations
