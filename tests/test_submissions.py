@@ -338,3 +338,18 @@ def test_board_build_writes_the_site_and_exits_1_on_refusals(board, tmp_path: Pa
     with pytest.raises(SystemExit) as info:
         fairforensics_main([*argv, "--allow-refused"])
     assert info.value.code == 0
+
+
+def test_bundle_json_cannot_point_outside_the_bundle(board, tmp_path: Path) -> None:
+    """Break checked: without :func:`checks.inside` the bundle reads (and admits) a folder
+    beside it that no manifest covers."""
+    _, definition, bundle = board
+    folder = bundle("escape")
+    shutil.copytree(folder / "evals" / "1", tmp_path / "bundles" / "outside")
+    meta = json.loads((folder / "bundle.json").read_text())
+    meta["evals"][0]["path"] = "../outside"
+    (folder / "bundle.json").write_text(json.dumps(meta))
+    write_manifest(folder)
+    assert refusal(folder, definition) == (
+        "bundle.json names '../outside', which is not inside the bundle"
+    )

@@ -193,6 +193,15 @@ class CheckCache:
         return track, note
 
 
+def inside(folder: Path, rel: str) -> Path:
+    """``folder/rel`` when it exists inside the bundle folder, else a refusal (a
+    ``bundle.json`` that names ``../x`` or a path it lacks)."""
+    path = folder / rel
+    if not path.resolve().is_relative_to(folder.resolve()) or not path.exists():
+        raise BundleRefused(f"bundle.json names {rel!r}, which is not inside the bundle")
+    return path
+
+
 def admit(
     bundle: str | Path, definition: Definition, *, cache_dir: Path | None = None
 ) -> AdmittedBundle:
@@ -225,7 +234,7 @@ def _admit(folder: Path, definition: Definition, cache: CheckCache) -> AdmittedB
     eval_dirs, baseline = [], False
     for entry in meta.get("evals", []):
         rel = str(entry["path"])
-        d = folder / rel
+        d = inside(folder, rel)
         info = read_eval_info(d)
         if info["detector"] != detector:
             raise BundleRefused(f"{rel}/eval.json: detector {info['detector']!r}, not {detector!r}")
@@ -257,9 +266,9 @@ def _admit(folder: Path, definition: Definition, cache: CheckCache) -> AdmittedB
     absent = [n for n in definition.test_sets if n not in seen]
     if absent:
         notes.append(f"not submitted: {', '.join(absent)}")
-    card = folder / meta["card"] if meta.get("card") else None
+    card = inside(folder, meta["card"]) if meta.get("card") else None
     costs = (
-        json.loads((folder / meta["costs"]).read_text(encoding="utf-8"))
+        json.loads(inside(folder, meta["costs"]).read_text(encoding="utf-8"))
         if meta.get("costs")
         else None
     )
