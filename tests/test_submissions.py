@@ -175,9 +175,12 @@ def test_archives_are_reproducible_and_unpacked_once(board, tmp_path: Path) -> N
     subs = tmp_path / "subs"
     subs.mkdir()
     shutil.copy(a, subs / "lab1.tar.gz")
+    (subs / "lab2.tar.gz").write_bytes(a.read_bytes()[:100])  # a broken download
     got = check_bundles(subs, definition, tmp_path / "cache")
-    assert [x.detector for x in got.admitted] == ["xception"] and got.refused == []
+    assert [x.detector for x in got.admitted] == ["xception"]
     assert got.admitted[0].path.parent == tmp_path / "cache" / "bundles"
+    assert [n for n, _ in got.refused] == ["lab2.tar.gz"]
+    assert got.refused[0][1].startswith("unreadable archive (")
 
 
 def test_mixed_detectors_refused(board, tmp_path: Path, capsys) -> None:
@@ -294,6 +297,26 @@ def test_define_from_indexes(board, tmp_path: Path, capsys) -> None:
     assert sorted(zip(spec.items.method, spec.items.video_id, strict=True)) == sorted(VIDEOS)
     write_definition(json.loads(out.read_text()), tmp_path / "copy.json")
     assert (tmp_path / "copy.json").read_bytes() == out.read_bytes()
+
+
+def test_shipped_definitions_are_the_scripts_output(tmp_path: Path) -> None:
+    """The files in configs/benchmarks/ are what scripts/make_benchmark_definitions.py writes
+    (none edited by hand). Break checked: one item removed from ffpp-c23.json by hand."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "scripts/make_benchmark_definitions.py", "--out", str(tmp_path)],
+        cwd=repo, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    shipped = repo / "configs" / "benchmarks"
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
+        p.name for p in shipped.glob("*.json")
+    )
+    for path in tmp_path.glob("*.json"):
+        assert path.read_bytes() == (shipped / path.name).read_bytes(), path.name
 
 
 def test_shipped_definitions_load() -> None:
