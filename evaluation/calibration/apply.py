@@ -5,9 +5,11 @@ decision threshold chosen on the raw scores.
 The map is applied to each row's (frame's or clip's) original score; a video's calibrated
 score is then the mean of its rows' calibrated scores, as ``test`` reduces a video. Temperature
 and Platt scaling are strictly increasing, so the order of the rows, and every frame-level AUC,
-is unchanged. Isotonic regression is a non-decreasing step function: rows in one flat step
-become ties, which count one half in the AUC, so its AUC can fall (never rise past what a tie
-gives); the calibration's ``note`` says how many distinct values it has.
+is unchanged. Isotonic regression is a non-decreasing step function: a (fake, real) pair whose
+scores fall in one flat step becomes a tie, which counts one half in the AUC whichever way the
+raw scores ranked it, and every other pair keeps its order; so its AUC can rise (pairs ranked
+wrong, as the violators it pooled on its own validation data) or fall (pairs ranked right).
+The calibration's ``note`` says how many distinct values it has.
 """
 
 from __future__ import annotations

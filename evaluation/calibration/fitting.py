@@ -10,7 +10,8 @@
 - ``isotonic`` (Zadrozny and Elkan 2002): the non-decreasing step function of the score that
   best fits the labels (scikit-learn's IsotonicRegression), interpolated linearly between its
   thresholds. It is monotone but not strictly: scores in one flat step get one value, so AUC can
-  fall (ties); the fitted map says how many distinct values it has.
+  change (a pair tied counts one half, whichever way it was ranked); the fitted map says how
+  many distinct values it has.
 
 A calibration records what it was fitted for (the detector and its weights' SHA-256 from the
 validation file's provenance, when there is one); applying it to another detector's scores is

@@ -7,6 +7,8 @@
   scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
   scripts/test.py --compare A.csv B.csv  (DeLong's test of two detectors' AUCs, JSON)
+  scripts/test.py --run RUN_DIR --test-data ... --calibration cal.json|run  (calibrated scores:
+      a calibrate file, or the temperature the run fitted on validation; --predictions too)
 
 Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
 A requested test set that is skipped (an empty split, a failed prediction) is named and the
