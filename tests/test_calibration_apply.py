@@ -95,8 +95,8 @@ def _isotonic_auc(y: np.ndarray, raw: np.ndarray, mapped: np.ndarray) -> float:
 
 
 def test_monotone_maps_leave_auc_unchanged_and_isotonic_ties_are_counted_half() -> None:
-    # broken on purpose: Platt's a and b swapped in Calibration.apply fails the exact equality;
-    # np.interp replaced by a nearest-knot lookup fails the isotonic AUC
+    # broken on purpose: Platt's slope with its sign flipped in Calibration.apply fails the exact
+    # equality; the isotonic map read at 1 - score fails the isotonic AUC
     pred = _preds(seed=3, n_videos=16)
     y, s = pred.label, pred.score
     raw = auc(y, s)
