@@ -47,8 +47,6 @@ class FileResult:
     kind: str  # image, video or other
     status: Status
     score: float | None = None  # the file's score (tracks' highest with --all-faces)
-    #: the calibrated P(fake) of that score's track (the mean of its faces' calibrated scores)
-    calibrated: float | None = None
     verdict: str | None = None  # fake / real (PAD detectors: attack / bona fide)
     reason: str | None = None  # why there is no score
     faces: list[FaceScore] = field(default_factory=list)
@@ -59,6 +57,8 @@ class FileResult:
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
     #: up to ``STRIP`` faces for the report: (face, thumbnail, Grad-CAM overlay or None)
     strip: list[tuple[FaceScore, np.ndarray, np.ndarray | None]] = field(default_factory=list)
+    #: the calibrated P(fake) of the score's track (the mean of its faces' calibrated scores)
+    calibrated: float | None = None
 
     @property
     def n_faces(self) -> int:
