@@ -260,3 +260,25 @@ def test_detect_with_a_package_carrying_a_calibration(
     assert "calibrated P(fake)" in paths["report.html"].read_text()
     plain = fairforensics.detect(photo, run=demo_run, device="cpu")  # stored none: no column
     assert plain.files[0].calibrated is None and "calibrated" not in terminal_table(plain)
+
+
+def test_an_own_file_evaluated_again_without_the_calibration_is_its_original(tmp_path) -> None:
+    # broken on purpose: _calibrated ignoring the own copy (evaluated as read) fails the scores
+    from fairforensics.evaluation.calibration.source import ChosenCalibration
+    from fairforensics.evaluation.results import evaluate_prediction_files
+    from fairforensics.evaluation.settings import load_test_config
+
+    pred = _preds(seed=5)
+    write_predictions(tmp_path / "in.csv", pred)
+    cal = fit_calibration(pred.label, pred.score, "platt")
+    cfg = load_test_config(overrides=["n_boot=0", "plots=false", "report=false"])
+    out = tmp_path / "eval"
+    chosen = ChosenCalibration(cal, "platt.json", None)
+    evaluate_prediction_files({"demo": tmp_path / "in.csv"}, out, cfg, "meso4", calibration=chosen)
+    own = out / "predictions" / "demo.csv"
+    np.testing.assert_allclose(read_predictions(own).score, cal.apply(pred.score), rtol=1e-12)
+    evaluate_prediction_files({"demo": own}, out, cfg, "meso4")  # as a rerun of test does
+    back = read_predictions(own)
+    np.testing.assert_array_equal(back.score, pred.score)
+    assert back.score_uncalibrated is None
+    assert "calibration" not in json.loads((out / "eval.json").read_text())
