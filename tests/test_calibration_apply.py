@@ -96,9 +96,13 @@ def _isotonic_auc(y: np.ndarray, raw: np.ndarray, mapped: np.ndarray) -> float:
 
 def test_monotone_maps_leave_auc_unchanged_and_isotonic_ties_are_counted_half() -> None:
     # broken on purpose: Platt's slope with its sign flipped in Calibration.apply fails the exact
-    # equality; the isotonic map read at 1 - score fails the isotonic AUC
+    # equality, and so does the logit clipped to [1e-7, 1 - 1e-7] there (as it was); the
+    # isotonic map read at 1 - score fails the isotonic AUC
     pred = _preds(seed=3, n_videos=16)
-    y, s = pred.label, pred.score
+    y, s = pred.label, pred.score.copy()
+    s[np.flatnonzero(y == 0)[:2]] = [1e-12, 1 - 1e-12]  # a detector's confident extremes
+    s[np.flatnonzero(y == 1)[:2]] = [1e-9, 1 - 1e-9]  # (clipping them to 1e-7 would tie them)
+    pred.score = s
     raw = auc(y, s)
     for method in ("temperature", "platt"):
         cal = fit_calibration(y, s, method)

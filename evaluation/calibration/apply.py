@@ -14,7 +14,6 @@ The calibration's ``note`` says how many distinct values it has.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -63,9 +62,7 @@ def calibrated_threshold(calibration: Calibration, threshold: float) -> float:
     return float(calibration.apply([threshold])[0])
 
 
-def calibration_record(
-    calibration: Calibration, source: str, sha256: str | None, **extra: Any
-) -> dict[str, Any]:
+def calibration_record(calibration: Calibration, source: str, sha256: str | None) -> dict[str, Any]:
     """What ``eval.json`` says of the calibration it applied: method, parameters, where it came
     from and that file's SHA-256, what it was fitted on and for."""
     return {
@@ -76,10 +73,4 @@ def calibration_record(
         "fitted_on": calibration.fitted_on,
         "producer": calibration.producer,
         **({"note": calibration.note} if calibration.note else {}),
-        **extra,
     }
-
-
-def with_producer(calibration: Calibration, producer: dict[str, Any]) -> Calibration:
-    """A copy of ``calibration`` recording ``producer`` (detector, weights SHA-256)."""
-    return replace(calibration, producer=dict(producer))

@@ -62,10 +62,11 @@ class Calibration:
     def apply(self, y_score: Sequence) -> np.ndarray:
         """Calibrated probabilities of ``y_score`` (probabilities of fake)."""
         s = np.asarray(y_score, dtype=np.float64)
+        z = logit(s)  # unclipped (0 and 1 go to -inf and inf, and back): no ties made here
         if self.method == "temperature":
-            return expit(to_logit(s) / self.params["temperature"])
+            return expit(z / self.params["temperature"])
         if self.method == "platt":
-            return expit(self.params["a"] * to_logit(s) + self.params["b"])
+            return expit(self.params["a"] * z + self.params["b"])
         x, y = np.asarray(self.params["x"]), np.asarray(self.params["y"])
         return np.interp(s, x, y)
 
