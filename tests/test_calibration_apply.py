@@ -169,8 +169,8 @@ def test_refusals_are_one_line_before_any_work(tmp_path, capsys) -> None:
     out = tmp_path / "out"
     base = ["--predictions", f"demo={csv}", "--name", "meso4", "--out", str(out), *QUICK]
     for spec, message in [
-        (other_detector, "fitted for detector 'xception', not the scores of"),
-        (other_run, "fitted for other weights (another run or checkpoint"),
+        (other_detector, "was fitted for detector 'xception', these scores come from 'meso4'"),
+        (other_run, "(other weights: another run or checkpoint)"),
         (video, "fitted on video scores"),
         (unknown, "unknown calibration method 'beta'"),
         (negative, "temperature -1 (must be > 0)"),
@@ -225,7 +225,7 @@ def test_test_with_the_runs_calibration_maps_scores_and_threshold(
     assert code == 2 and "stored no calibration for its last checkpoint" in err
     other = _calibration(tmp_path / "o.json", _preds(), "temperature", {**PRODUCER})
     code, err = _run(evaluate_main, [*base, "--calibration", str(other)], capsys)
-    assert code == 2 and "fitted for other weights" in err
+    assert code == 2 and "(other weights: another run or checkpoint)" in err
 
 
 def test_detect_with_a_package_carrying_a_calibration(

@@ -77,9 +77,10 @@ class Calibration:
         for key in PRODUCER_KEYS:
             mine, theirs = self.producer.get(key), producer.get(key)
             if mine is not None and theirs is not None and mine != theirs:
+                other = " (other weights: another run or checkpoint)" if key != "detector" else ""
                 raise CalibrationError(
                     f"{what}: the calibration was fitted for {key} {mine!r}, these scores come "
-                    f"from {theirs!r}; fit one on this detector's validation predictions "
+                    f"from {theirs!r}{other}; fit one on this detector's validation predictions "
                     "(fairforensics calibrate)"
                 )
 
