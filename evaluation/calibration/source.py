@@ -135,20 +135,15 @@ def check_producer(
             where, what, "the calibration" if not mine else "the scores",
         )  # fmt: skip
         return
-    detectors = {p.get("detector") for p in known if p.get("detector")}
-    if mine.get("detector") and detectors and mine["detector"] not in detectors:
-        raise CalibrationError(
-            f"{where}: fitted for detector {mine['detector']!r}, not {what} "
-            f"({', '.join(map(repr, sorted(detectors)))}); fit one on this detector's "
-            "validation predictions (fairforensics calibrate)"
-        )
-    hashes = {p.get("weights_sha256") for p in known if p.get("weights_sha256")}
-    if mine.get("weights_sha256") and hashes and mine["weights_sha256"] not in hashes:
-        raise CalibrationError(
-            f"{where}: fitted for other weights (another run or checkpoint: SHA-256 "
-            f"{mine['weights_sha256'][:12]}..., {what} has {sorted(hashes)[0][:12]}...); fit "
-            "one on these weights' validation predictions (fairforensics calibrate)"
-        )
+    refusals = []
+    for producer in known:  # a package: its weights, or the checkpoint they were exported from
+        try:
+            calibration.check_producer(producer, f"{where} for {what}")
+        except CalibrationError as exc:
+            refusals.append(exc)
+        else:
+            return
+    raise refusals[0]
 
 
 def choose_calibration(
