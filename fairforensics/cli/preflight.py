@@ -14,10 +14,13 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairforensics.configs import ConfigError
 from fairforensics.configs.filekind import weights_problem
+
+if TYPE_CHECKING:  # imported when checked, not when the command starts
+    from fairforensics.evaluation.calibration.source import ChosenCalibration
 
 #: a built-in detector's registration, as :mod:`detectors.registry` finds it in the source
 _REGISTERED = re.compile(r"^[ \t]*@register_detector\(\s*[\"']([^\"']+)[\"']", re.MULTILINE)
@@ -141,7 +144,9 @@ def check_files_exist(paths: Sequence[str | Path], what: str) -> None:
             raise ConfigError(f"{path}: {what} {reason}")
 
 
-def check_calibration(args: argparse.Namespace, package_config: dict | None = None) -> Any:
+def check_calibration(
+    args: argparse.Namespace, package_config: dict[str, Any] | None = None
+) -> ChosenCalibration | None:
     """The calibration ``--calibration`` names (a :class:`~evaluation.calibration.source.
     ChosenCalibration`, or None without the option), refused with one line when it is not a
     calibration, has an unknown method, or was fitted for another detector or run than the

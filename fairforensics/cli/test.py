@@ -22,7 +22,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
@@ -37,6 +37,9 @@ from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
+
+if TYPE_CHECKING:
+    from fairforensics.evaluation.calibration.source import ChosenCalibration
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -198,7 +201,7 @@ def _choose_threshold(
         )  # fmt: skip
 
 
-def _calibrate_threshold(cfg: Any, meta: dict, calibration: Any) -> None:
+def _calibrate_threshold(cfg: Any, meta: dict, calibration: ChosenCalibration) -> None:
     """A threshold chosen on raw scores (the run's, ``--val-data``'s, a package's) mapped
     through the calibration, so that it decides on the calibrated scores as on the raw ones; a
     given or default threshold already is one on probabilities, and stays."""
