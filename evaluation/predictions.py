@@ -8,7 +8,9 @@ metrics average a video's rows either way. Files without the ``unit`` column (wr
 it existed, or by other tools) are read as frames. An attribute a video does not have is
 written as an empty cell. A ``score`` outside [0, 1] is refused when read (logits are not
 probabilities); ``read_predictions(path, scores="logits")`` applies the sigmoid for files of
-logits.
+logits. A file whose scores a calibration mapped (``test --calibration``) has a column
+``score_uncalibrated`` after ``unit``: the detector's original score (``score`` is then the
+calibrated probability); files without it are written byte for byte as before.
 
 In memory the numbers are numpy arrays and the string columns integer codes into their sorted
 values (:class:`evaluation.categorical.Categorical`); ``pred.video_id`` and the others read as
@@ -41,6 +43,8 @@ from fairforensics.evaluation.metrics import factorize
 BASE_COLUMNS = ("dataset", "video_id", "frame", "label", "score", "method")
 UNIT_COLUMN = "unit"  # after BASE_COLUMNS; optional when reading (missing: every row a frame)
 UNITS = ("frame", "clip")
+#: after UNIT_COLUMN, only in a file whose scores were calibrated: the detector's original score
+UNCALIBRATED_COLUMN = "score_uncalibrated"
 SCORE_KINDS = ("prob", "logits")
 FORMATS = ("csv", "parquet")  # a predictions file's format, chosen by its suffix
 _NUMBERS = {"frame": np.int64, "label": np.int64, "score": np.float64}
@@ -116,6 +120,7 @@ class Predictions:
     method: np.ndarray = _string_column("method")  # type: ignore[assignment]
     attributes: MutableMapping[str, np.ndarray] = _attribute_columns()  # type: ignore[assignment]
     unit: np.ndarray = _string_column(UNIT_COLUMN)  # type: ignore[assignment]
+    score_uncalibrated: np.ndarray | None = field(default=None)
 
     def __init__(
         self,
@@ -127,6 +132,7 @@ class Predictions:
         method: Any,
         attributes: Mapping[str, Any] | None = None,
         unit: Any = None,
+        score_uncalibrated: Any = None,
     ) -> None:
         self._columns: dict[str, Categorical] = {}
         self._video: tuple[np.ndarray, np.ndarray] | None = None
@@ -139,6 +145,13 @@ class Predictions:
         self.attributes = attributes or {}
         n = len(self.label)
         self.unit = Categorical(np.zeros(n, np.int32), ["frame"]) if unit is None else unit
+        self.score_uncalibrated = (
+            None if score_uncalibrated is None else np.asarray(score_uncalibrated, np.float64)
+        )
+        if UNCALIBRATED_COLUMN in self.attributes:
+            raise PredictionsError(
+                f"'{UNCALIBRATED_COLUMN}' is a column of its own, not an attribute"
+            )
         if UNIT_COLUMN in self.attributes:
             raise PredictionsError(f"'{UNIT_COLUMN}' is a column of its own, not an attribute")
         if n and not np.isin(self._columns[UNIT_COLUMN].categories, UNITS).all():
@@ -148,12 +161,17 @@ class Predictions:
         lengths |= {k: len(v) for k, v in self._attributes.columns.items()}
         bad = [name for name in (*BASE_COLUMNS, UNIT_COLUMN, *self.attributes)
                if lengths[name] != n]  # fmt: skip
+        if self.score_uncalibrated is not None and len(self.score_uncalibrated) != n:
+            bad.append(UNCALIBRATED_COLUMN)
         if bad:
             raise PredictionsError(f"columns {bad} do not have {n} rows like 'label'")
         if n and not np.isin(self.label, (0, 1)).all():
             raise PredictionsError("'label' must be 0 (real/bona fide) or 1 (fake/attack)")
         if n and not np.isfinite(self.score).all():
             raise PredictionsError("'score' contains NaN or infinite values")
+        if n and self.score_uncalibrated is not None:
+            if not np.isfinite(self.score_uncalibrated).all():
+                raise PredictionsError(f"'{UNCALIBRATED_COLUMN}' contains NaN or infinite values")
 
     def __len__(self) -> int:
         return len(self.label)
@@ -226,6 +244,9 @@ class Predictions:
             method=self._columns["method"].take(rows),
             attributes={k: v.take(rows) for k, v in self._attributes.columns.items()},
             unit=self._columns[UNIT_COLUMN].take(rows),
+            score_uncalibrated=None
+            if self.score_uncalibrated is None
+            else self.score_uncalibrated[rows],
         )
 
     @classmethod
@@ -243,7 +264,16 @@ class Predictions:
             **{c: np.concatenate([getattr(p, c) for p in parts]) for c in _NUMBERS},
             attributes={k: Categorical.concat([column(p, k) for p in parts]) for k in names},
             unit=Categorical.concat([p.categorical(UNIT_COLUMN) for p in parts]),
+            score_uncalibrated=np.concatenate([p.original_score for p in parts])
+            if any(p.score_uncalibrated is not None for p in parts)
+            else None,
         )
+
+    @property
+    def original_score(self) -> np.ndarray:
+        """The detector's own score: ``score_uncalibrated`` when a calibration mapped
+        ``score``, else ``score``."""
+        return self.score if self.score_uncalibrated is None else self.score_uncalibrated
 
 
 def predictions_format(path: str | Path) -> str:
@@ -266,9 +296,11 @@ def predictions_file(folder: str | Path, stem: str) -> Path:
 def _columns(predictions: Predictions) -> tuple[list[str], list[Categorical | np.ndarray]]:
     """The file's column names (attributes sorted) and their columns."""
     names = sorted(predictions.attributes)
-    header = [*BASE_COLUMNS, UNIT_COLUMN, *names]
+    extra = [UNCALIBRATED_COLUMN] if predictions.score_uncalibrated is not None else []
+    header = [*BASE_COLUMNS, UNIT_COLUMN, *extra, *names]
     cols = [
-        predictions.categorical(c) if c not in _NUMBERS else getattr(predictions, c) for c in header
+        getattr(predictions, c) if c in _NUMBERS or c in extra else predictions.categorical(c)
+        for c in header
     ]
     return header, cols
 
@@ -337,7 +369,7 @@ def _csv_bytes(predictions: Predictions) -> tuple[bytes, pa.Array | None]:
         if isinstance(col, Categorical):
             words = pa.array(_csv_cells(col.categories), type=pa.large_string())
             cells.append(words.take(pa.array(col.codes)))
-        elif name == "score":
+        elif name in ("score", UNCALIBRATED_COLUMN):
             cells.append(_float_cells(col))
         else:
             cells.append(pc.cast(pa.array(col, type=pa.int64()), pa.large_string()))
@@ -389,16 +421,11 @@ def read_predictions(path: str | Path, scores: Literal["prob", "logits"] = "prob
                 f"{path}: column '{UNIT_COLUMN}' must hold {' or '.join(UNITS)}, got "
                 f"{bad_unit[0]!r} (an attribute named '{UNIT_COLUMN}' must be renamed)"
             )
-    score = columns[BASE_COLUMNS.index("score")]
-    finite = score[np.isfinite(score)]
-    if scores == "logits":
-        score = expit(score)
-    elif finite.size and (finite.min() < 0.0 or finite.max() > 1.0):
-        raise PredictionsError(
-            f"{path}: column 'score' must be a probability in [0, 1], found values in "
-            f"[{finite.min():g}, {finite.max():g}]; these look like logits: apply a sigmoid "
-            "first, or read them with --scores logits (scores='logits')"
-        )
+    uncalibrated = None
+    if _uncalibrated_index(header) is not None:
+        uncalibrated = _probabilities(path, columns[first_attribute], scores, UNCALIBRATED_COLUMN)
+        first_attribute += 1
+    score = _probabilities(path, columns[BASE_COLUMNS.index("score")], scores, "score")
     by_name = dict(zip(header, columns, strict=True))  # a repeated name: its last column
     try:
         return Predictions(
@@ -406,9 +433,40 @@ def read_predictions(path: str | Path, scores: Literal["prob", "logits"] = "prob
             score=score,
             attributes={k: by_name[k] for k in header[first_attribute:]},
             unit=unit,
+            score_uncalibrated=uncalibrated,
         )
     except PredictionsError as exc:
         raise PredictionsError(f"{path}: {exc}") from None
+
+
+def _probabilities(path: Path, score: np.ndarray, scores: str, name: str) -> np.ndarray:
+    """A score column as probabilities: logits through the sigmoid, or checked in [0, 1]."""
+    if scores == "logits":
+        return expit(score)
+    finite = score[np.isfinite(score)]
+    if finite.size and (finite.min() < 0.0 or finite.max() > 1.0):
+        raise PredictionsError(
+            f"{path}: column '{name}' must be a probability in [0, 1], found values in "
+            f"[{finite.min():g}, {finite.max():g}]; these look like logits: apply a sigmoid "
+            "first, or read them with --scores logits (scores='logits')"
+        )
+    return score
+
+
+def _uncalibrated_index(header: Sequence[str]) -> int | None:
+    """Where ``score_uncalibrated`` is in ``header`` (right after the base columns and
+    ``unit``), or None."""
+    at = len(BASE_COLUMNS) + (header[len(BASE_COLUMNS) : len(BASE_COLUMNS) + 1] == [UNIT_COLUMN])
+    return at if header[at : at + 1] == [UNCALIBRATED_COLUMN] else None
+
+
+def _number_columns(header: Sequence[str]) -> dict[int, Any]:
+    """The numeric columns of ``header``: their positions and dtypes."""
+    numbers = {i: _NUMBERS[c] for i, c in enumerate(header[: len(BASE_COLUMNS)]) if c in _NUMBERS}
+    at = _uncalibrated_index(header)
+    if at is not None:
+        numbers[at] = np.float64
+    return numbers
 
 
 def _check_header(path: Path, header: list[str] | None) -> list[str]:
@@ -438,9 +496,8 @@ def _read_csv(path: Path) -> tuple[list[str], list[Categorical | np.ndarray]]:
         table = _arrow_csv(path, header, typed=False)
         try:
             numbers = {
-                i: np.array(table.column(i).to_pylist(), dtype=_NUMBERS[name])
-                for i, name in enumerate(header[: len(BASE_COLUMNS)])
-                if name in _NUMBERS
+                i: np.array(table.column(i).to_pylist(), dtype=dtype)
+                for i, dtype in _number_columns(header).items()
             }
         except ValueError as exc:
             raise PredictionsError(
@@ -459,7 +516,7 @@ def _arrow_csv(path: Path, header: list[str], *, typed: bool) -> pa.Table:
     names = [f"c{i}" for i in range(len(header))]
     types = {n: _DICTIONARY for n in names}
     if typed:
-        types |= {f"c{BASE_COLUMNS.index(c)}": pa.from_numpy_dtype(t) for c, t in _NUMBERS.items()}
+        types |= {f"c{i}": pa.from_numpy_dtype(t) for i, t in _number_columns(header).items()}
     return pa_csv.read_csv(
         path,
         read_options=pa_csv.ReadOptions(column_names=names, skip_rows=1),
@@ -500,11 +557,12 @@ def _read_parquet(path: Path) -> tuple[list[str], list[Categorical | np.ndarray]
         raise PredictionsError(f"{path}: not a readable Parquet file: {exc}") from None
     header = _check_header(path, table.column_names or None)
     columns: list[Categorical | np.ndarray] = []
+    numbers = _number_columns(header)
     for i, name in enumerate(header):
         col = table.column(i)
         if col.null_count:
             raise PredictionsError(f"{path}: column {name!r} has missing cells")
-        want = _NUMBERS.get(name) if i < len(BASE_COLUMNS) else None
+        want = numbers.get(i)
         if want is None and col.type == _DICTIONARY:
             columns.append(_from_arrow(col))
             continue

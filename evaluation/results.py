@@ -30,6 +30,7 @@ from typing import Any
 
 from fairforensics.configs import config_to_dict
 from fairforensics.evaluation import plots
+from fairforensics.evaluation.calibration.apply import calibrate_predictions, uncalibrated
 from fairforensics.evaluation.calibration.section import (
     CALIBRATION_TEXT,
     TRANSFER_TEXT,
@@ -38,9 +39,11 @@ from fairforensics.evaluation.calibration.section import (
     threshold_figure,
     threshold_transfer_table,
 )
+from fairforensics.evaluation.calibration.source import ChosenCalibration
 from fairforensics.evaluation.metrics import video_scores
 from fairforensics.evaluation.predictions import (
     FORMATS,
+    Predictions,
     PredictionsError,
     read_predictions,
     slug,
@@ -126,6 +129,7 @@ def evaluate_prediction_files(
     scores: str = "prob",
     *,
     fmt: str = "csv",
+    calibration: ChosenCalibration | None = None,
 ) -> dict[str, Any]:
     """Metrics, tables, figures and report of ``{test set: predictions CSV}``; returns the metrics.
 
@@ -134,6 +138,9 @@ def evaluate_prediction_files(
     ``scores="logits"``: the files hold logits (the sigmoid is applied; the copies hold the
     probabilities, so they cannot be the input files themselves).
     ``tensorboard_dir``: the run's logs, drawn as metric-vs-step curves when present.
+    ``calibration``: mapped onto every row's score before any metric (the copies keep the
+    original as ``score_uncalibrated``; ``eval.json`` says which); without one, the folder's own
+    copy of a file calibrated before is evaluated on its original scores.
 
     An unreadable predictions file, or one that cannot be scored, is logged, listed in
     ``manifest.json`` and skipped.
@@ -154,6 +161,9 @@ def evaluate_prediction_files(
             )
         try:
             pred = read_predictions(path, scores=scores)
+            changed = _calibrated(pred, calibration, Path(path).resolve() == own.resolve(), name)
+            rewrite = changed is not None
+            pred = changed if changed is not None else pred
             per_set[name] = evaluate_levels(
                 pred,
                 cfg.levels,
@@ -169,7 +179,7 @@ def evaluate_prediction_files(
             skipped.append({"test_data": name, "reason": str(exc)})
             continue
         preds[name] = pred
-        if Path(path).resolve() != own.resolve():  # the folder keeps its inputs, for leaderboards
+        if rewrite or Path(path).resolve() != own.resolve():  # the folder keeps its inputs
             own.parent.mkdir(parents=True, exist_ok=True)
             write_predictions(own, pred)
         partial = {"partial": labels[name]} if labels[name] != name else {}
@@ -186,6 +196,8 @@ def evaluate_prediction_files(
         "threshold": cfg.threshold,
     }
     info.setdefault("threshold_from", "the test settings (key threshold; default 0.5)")
+    if calibration is not None:
+        info["calibration"] = calibration.record()
     if skipped:  # named in eval.json and in the report's header
         info["skipped"] = [f"{s['test_data']}: {s['reason']}" for s in skipped]
     info["settings"] = config_to_dict(cfg)
@@ -238,6 +250,22 @@ def evaluate_prediction_files(
     return per_set
 
 
+def _calibrated(
+    pred: Predictions, calibration: ChosenCalibration | None, own: bool, name: str
+) -> Predictions | None:
+    """``pred`` with ``calibration`` applied, or the folder's ``own`` copy of a file calibrated
+    before with its original scores back (no calibration now); None: evaluated as read."""
+    if calibration is not None:
+        return calibrate_predictions(pred, calibration.calibration)
+    if pred.score_uncalibrated is None:
+        return None
+    if own:
+        log.info("%s: calibrated before; evaluated on its original scores", name)
+        return uncalibrated(pred)
+    log.info("%s: its scores were calibrated before (it has score_uncalibrated)", name)
+    return None
+
+
 def _calibration_sections(
     preds: Mapping[str, Any], out: Path, cfg: TestConfig, chosen_by: str
 ) -> list[Section]:
@@ -268,6 +296,9 @@ def _report_meta(info: Mapping[str, Any]) -> dict[str, str]:
     for key, value in info.items():
         if key in ("settings", "threshold", "threshold_from"):
             continue
+        if key == "calibration":
+            meta[key] = f"{value['source']}: {value['method']} {json.dumps(_short(value))}"
+            continue
         if isinstance(value, (list, tuple)):
             value = ", ".join(map(str, value))
         elif isinstance(value, Mapping):
@@ -275,6 +306,11 @@ def _report_meta(info: Mapping[str, Any]) -> dict[str, str]:
         meta[key] = str(value)
     meta["decision threshold"] = f"{info['threshold']:.6g} ({info['threshold_from']})"
     return meta
+
+
+def _short(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A calibration's parameters without an isotonic map's knots (eval.json has them)."""
+    return {k: v for k, v in record["params"].items() if k not in ("x", "y")}
 
 
 def _figures(preds: Mapping[str, Any], fig_dir: Path, cfg: TestConfig) -> list[Path]:

@@ -12,6 +12,7 @@ from fairforensics.configs import ConfigError
 from fairforensics.configs.crop import crop_from_mapping, expected_crop
 from fairforensics.configs.writable import check_writable
 from fairforensics.detectors.weights import ACCEPTED, load_named_detector, weights_config
+from fairforensics.evaluation.calibration.source import ChosenCalibration
 from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of, predict_index
 from fairforensics.evaluation.predictions import FORMATS, write_predictions
@@ -65,9 +66,11 @@ def run_test(
     tensorboard_dir: str | Path | None = None,
     allow_missing: bool = False,
     fmt: str = "csv",
+    calibration: ChosenCalibration | None = None,
 ) -> Path:
     """Predict every ``cfg.test_data`` set with ``detector`` and evaluate; returns ``out_dir``.
-    ``fmt``: the predictions files' format, ``csv`` or ``parquet``.
+    ``fmt``: the predictions files' format, ``csv`` or ``parquet``. ``calibration``: applied to
+    the scores before every metric (:func:`evaluation.results.evaluate_prediction_files`).
 
     A missing test-set index is an error naming every missing one, before anything is
     predicted, unless ``allow_missing``; then it, like a set whose prediction fails, is logged,
@@ -182,7 +185,7 @@ def run_test(
         sections.insert(0, Section(f"Analysis on {first}", figures))
     evaluated = evaluate_prediction_files(
         files, out, cfg, detector_name, train_data, info, sections, skipped, tensorboard_dir,
-        fmt=fmt,
+        fmt=fmt, calibration=calibration,
     )  # fmt: skip
     failed = [s for s in skipped if s["test_data"] not in missing]
     failed += [

@@ -10,7 +10,8 @@
 - ``isotonic`` (Zadrozny and Elkan 2002): the non-decreasing step function of the score that
   best fits the labels (scikit-learn's IsotonicRegression), interpolated linearly between its
   thresholds. It is monotone but not strictly: scores in one flat step get one value, so AUC can
-  fall (ties); the fitted map says how many distinct values it has.
+  change (a pair tied counts one half, whichever way it was ranked); the fitted map says how
+  many distinct values it has.
 
 A calibration records what it was fitted for (the detector and its weights' SHA-256 from the
 validation file's provenance, when there is one); applying it to another detector's scores is
@@ -61,10 +62,11 @@ class Calibration:
     def apply(self, y_score: Sequence) -> np.ndarray:
         """Calibrated probabilities of ``y_score`` (probabilities of fake)."""
         s = np.asarray(y_score, dtype=np.float64)
+        z = logit(s)  # unclipped (0 and 1 go to -inf and inf, and back): no ties made here
         if self.method == "temperature":
-            return expit(to_logit(s) / self.params["temperature"])
+            return expit(z / self.params["temperature"])
         if self.method == "platt":
-            return expit(self.params["a"] * to_logit(s) + self.params["b"])
+            return expit(self.params["a"] * z + self.params["b"])
         x, y = np.asarray(self.params["x"]), np.asarray(self.params["y"])
         return np.interp(s, x, y)
 
@@ -75,9 +77,10 @@ class Calibration:
         for key in PRODUCER_KEYS:
             mine, theirs = self.producer.get(key), producer.get(key)
             if mine is not None and theirs is not None and mine != theirs:
+                other = " (other weights: another run or checkpoint)" if key != "detector" else ""
                 raise CalibrationError(
                     f"{what}: the calibration was fitted for {key} {mine!r}, these scores come "
-                    f"from {theirs!r}; fit one on this detector's validation predictions "
+                    f"from {theirs!r}{other}; fit one on this detector's validation predictions "
                     "(fairforensics calibrate)"
                 )
 
@@ -201,20 +204,32 @@ def read_calibration(path: str | Path) -> Calibration:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CalibrationError(f"{path}: calibration file not found") from None
+    except IsADirectoryError:
+        raise CalibrationError(f"{path}: a folder, not a calibration file") from None
     except (OSError, ValueError) as exc:
         raise CalibrationError(f"{path}: not a calibration JSON ({exc})") from None
+    return calibration_from_json(data, str(path))
+
+
+def calibration_from_json(data: Any, where: str) -> Calibration:
+    """The calibration of a mapping written by :meth:`Calibration.to_json` (a calibration
+    file, a model package's ``calibration``); another format, an unknown method or missing
+    parameters are errors naming ``where``."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise CalibrationError(f"{path}: not a calibration file (format {FORMAT!r} expected)")
+        raise CalibrationError(f"{where}: not a calibration file (format {FORMAT!r} expected)")
     method = data.get("method")
     if method not in METHODS:
         raise CalibrationError(
-            f"{path}: unknown calibration method {method!r}; choose one of {', '.join(METHODS)}"
+            f"{where}: unknown calibration method {method!r}; choose one of {', '.join(METHODS)}"
         )
     needed = {"temperature": ("temperature",), "platt": ("a", "b"), "isotonic": ("x", "y")}
     params = data.get("params") or {}
     missing = [k for k in needed[method] if k not in params]
     if missing:
-        raise CalibrationError(f"{path}: {method} calibration without {', '.join(missing)}")
+        raise CalibrationError(f"{where}: {method} calibration without {', '.join(missing)}")
+    problem = _params_problem(method, params)
+    if problem:
+        raise CalibrationError(f"{where}: {method} calibration with {problem}")
     return Calibration(
         method=method,
         params=params,
@@ -222,3 +237,25 @@ def read_calibration(path: str | Path) -> Calibration:
         producer=data.get("producer") or {},
         note=data.get("note", ""),
     )
+
+
+def _params_problem(method: str, params: dict[str, Any]) -> str:
+    """What makes ``params`` no increasing map of probabilities ("": nothing)."""
+    try:
+        if method == "temperature":
+            t = float(params["temperature"])
+            return "" if np.isfinite(t) and t > 0 else f"temperature {t:g} (must be > 0)"
+        if method == "platt":
+            a, b = float(params["a"]), float(params["b"])
+            return "" if np.isfinite([a, b]).all() and a > 0 else f"slope a={a:g} (must be > 0)"
+        x = np.asarray(params["x"], dtype=np.float64)
+        y = np.asarray(params["y"], dtype=np.float64)
+    except (TypeError, ValueError):
+        return "parameters that are not numbers"
+    if x.ndim != 1 or x.shape != y.shape or len(x) < 2:
+        return "x and y of different lengths (or fewer than 2 points)"
+    if np.any(np.diff(x) < 0) or np.any(np.diff(y) < 0):
+        return "x or y not non-decreasing"
+    if not (np.isfinite(y).all() and y.min() >= 0 and y.max() <= 1):
+        return "y outside [0, 1]"
+    return ""

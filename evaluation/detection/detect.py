@@ -155,6 +155,9 @@ def detect(
         explain=_explain_note(scorer) if explain else None,
         meta={**scorer.meta, "run": None if scorer.run is None else str(scorer.run)},
         train_data=scorer.train_data,
+        calibration=None
+        if scorer.calibration is None
+        else {**scorer.calibration.record(), "description": scorer.calibration.describe()},
     )
 
 
@@ -305,6 +308,13 @@ def _score(
         np.zeros(len(pred), np.int64), pred.score, pred.video_id.astype(str), scorer.reduce
     )
     score_of = dict(zip(keys.tolist(), unit_scores.tolist(), strict=True))
+    face_cal, cal_of = None, {}
+    if scorer.calibration is not None:  # each face mapped, then reduced as the raw scores
+        face_cal = scorer.calibration.calibration.apply(pred.score)
+        _, unit_cal, cal_keys = video_scores(
+            np.zeros(len(pred), np.int64), face_cal, pred.video_id.astype(str), scorer.reduce
+        )
+        cal_of = dict(zip(cal_keys.tolist(), unit_cal.tolist(), strict=True))
     clip = scorer.clip_size or 1
     low, high = scorer.verdicts
     for p in pending:
@@ -323,11 +333,15 @@ def _score(
                         box=None if crop is None or crop.box is None else tuple(crop.box),
                         score=float(pred.score[r]),
                         crop=unit.images[pos] if keep_crops else None,
+                        calibrated=None if face_cal is None else float(face_cal[r]),
                     )
                 )
             res.track_scores[track] = float(score_of[unit.key])
         res.faces.sort(key=lambda f: (f.frame, f.track))
         res.score = max(res.track_scores.values())
+        if cal_of:  # the calibrated score of the track that gives the file its score
+            best = max(p.units, key=lambda u: score_of[u.key])
+            res.calibrated = float(cal_of[best.key])
         res.status, res.reason = "scored", None
         res.verdict = high if res.score >= threshold else low
         res.strip = [(f, _thumb(_image_of(p, f)), None) for f in _spread(res.faces)]

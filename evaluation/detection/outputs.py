@@ -20,6 +20,7 @@ from fairforensics.evaluation.detection.results import (
     FRAME_COLUMNS,
     DetectResult,
     FileResult,
+    with_calibrated,
 )
 from fairforensics.evaluation.report import Section, write_report
 from fairforensics.preprocessing.files import atomic_write_text, write_json
@@ -35,8 +36,11 @@ def write_outputs(result: DetectResult, out: str | Path, report: bool = True) ->
         "detections.json": out / "detections.json",
     }
     rows = [f.row(result.threshold) for f in result.files]
-    atomic_write_text(paths["detections.csv"], _csv(DETECTION_COLUMNS, rows))
-    atomic_write_text(paths["frames.csv"], _csv(FRAME_COLUMNS, result.frame_rows()))
+    files, frames = DETECTION_COLUMNS, FRAME_COLUMNS
+    if result.calibration is not None:  # score_calibrated after score
+        files, frames = with_calibrated(files), with_calibrated(frames)
+    atomic_write_text(paths["detections.csv"], _csv(files, rows))
+    atomic_write_text(paths["frames.csv"], _csv(frames, result.frame_rows()))
     write_json(paths["detections.json"], result.to_json())
     if report:
         paths["report.html"] = write_detect_report(result, out)
@@ -45,27 +49,32 @@ def write_outputs(result: DetectResult, out: str | Path, report: bool = True) ->
 
 def _csv(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
 
 
 def terminal_table(result: DetectResult) -> str:
-    """One line per file: path, faces scored, score, verdict (or why there is none)."""
-    header = ("file", "faces", "score", "verdict")
+    """One line per file: path, faces scored, score, the calibrated probability (with a
+    calibration), verdict (or why there is none)."""
+    calibrated = result.calibration is not None
+    header = ("file", "faces", "score", *(("calibrated",) if calibrated else ()), "verdict")
     lines = [
         (
             str(f.path),
             str(f.n_faces) if f.status == "scored" else "-",
             f"{f.score:.4f}" if f.score is not None else "-",
+            *((f"{f.calibrated:.4f}" if f.calibrated is not None else "-",) if calibrated else ()),
             f.verdict if f.status == "scored" else f"{f.status}: {f.reason}",
         )
         for f in result.files
     ]
-    width = [max(len(r[k]) for r in [header, *lines]) for k in range(3)]
+    width = [max(len(r[k]) for r in [header, *lines]) for k in range(len(header) - 1)]
     text = [
-        f"{r[0]:<{width[0]}}  {r[1]:>{width[1]}}  {r[2]:>{width[2]}}  {r[3]}"
+        f"{r[0]:<{width[0]}}"
+        + "".join(f"  {r[k]:>{width[k]}}" for k in range(1, len(header) - 1))
+        + f"  {r[-1]}"
         for r in [header, *lines]
     ]
     counts = result.counts()
@@ -74,6 +83,11 @@ def terminal_table(result: DetectResult) -> str:
         f"{counts['scored']} scored, {counts['no_face']} without a face, {counts['failed']} "
         f"failed{skipped}; decision threshold: {result.threshold_source}"
     )
+    if calibrated:
+        text.append(
+            f"calibrated: P(fake) through {result.calibration['description']}; the verdict "
+            "stays at the threshold on the raw score"
+        )
     text += [f"warning: {w}" for w in result.warnings]
     return "\n".join(text)
 
@@ -145,9 +159,11 @@ def _file_html(f: FileResult, result: DetectResult, figures: Path, n: int) -> li
         else ""
     )
     frames = f"; {f.frames_sampled} of {f.frames_total} frames decoded" if f.kind == "video" else ""
+    calibrated = "" if f.calibrated is None else f" (calibrated P(fake) {f.calibrated:.4f})"
     parts: list[str | Path] = [
         f"<h3>{name}</h3><p><b>{html.escape(f.verdict or '')}</b>: score {f.score:.4f}{tracks}, "
-        f"{side} the threshold {result.threshold:.4g}. {f.n_faces} face(s) scored{frames}.</p>",
+        f"{side} the threshold {result.threshold:.4g}{calibrated}. {f.n_faces} face(s) "
+        f"scored{frames}.</p>",
     ]
     if f.notes:
         parts.append("<p class='meta'>" + html.escape("; ".join(f.notes)) + "</p>")
@@ -161,7 +177,7 @@ def _file_html(f: FileResult, result: DetectResult, figures: Path, n: int) -> li
 
 
 #: the summary table's columns of numbers (right-aligned); text is left-aligned
-_NUMBER_COLUMNS = ("faces", "score")
+_NUMBER_COLUMNS = ("faces", "score", "calibrated")
 
 
 def _align(column: str) -> str:
@@ -171,12 +187,15 @@ def _align(column: str) -> str:
 def write_detect_report(result: DetectResult, out: Path) -> Path:
     """``out/report.html``: a summary table, then per file its verdict, the score against the
     threshold, a strip of scored faces (and Grad-CAM overlays) and the score over time."""
-    columns = ("file", "status", "faces", "score", "verdict", "reason")
+    calibrated = result.calibration is not None
+    columns = ("file", "status", "faces", "score", *(("calibrated",) if calibrated else ()),
+               "verdict", "reason")  # fmt: skip
     summary = ["<table><tr>" + "".join(f"<th{_align(c)}>{c}</th>" for c in columns) + "</tr>"]
     for f in result.files:
+        cal = ("" if f.calibrated is None else f"{f.calibrated:.4f}",) if calibrated else ()
         cells = (
             str(f.path), f.status, str(f.n_faces), "" if f.score is None else f"{f.score:.4f}",
-            f.verdict or "", f.reason or "",
+            *cal, f.verdict or "", f.reason or "",
         )  # fmt: skip
         summary.append(
             "<tr>"
@@ -201,6 +220,11 @@ def write_detect_report(result: DetectResult, out: Path) -> Path:
     }
     if result.other_files:
         meta["skipped"] = other_files_note(result.other_files)
+    if result.calibration is not None:
+        meta["calibration"] = (
+            f"{result.calibration['description']}: the calibrated column; verdicts at the "
+            "threshold on the raw score"
+        )
     if result.warnings:
         meta["warning"] = "; ".join(result.warnings)
     if result.explain:

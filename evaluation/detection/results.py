@@ -25,14 +25,17 @@ class FaceScore:
     box: tuple[int, int, int, int] | None  # the detector's box (left, top, right, bottom)
     score: float  # probability of fake / attack
     crop: np.ndarray | None = None  # the crop scored (RGB uint8), with keep_crops
+    calibrated: float | None = None  # the score through the detector's calibration, if any
 
     def to_json(self) -> dict[str, Any]:
+        calibrated = {} if self.calibrated is None else {"score_calibrated": self.calibrated}
         return {
             "frame": self.frame,
             "frames": self.frames,
             "track": self.track,
             "box": list(self.box) if self.box is not None else None,
             "score": self.score,
+            **calibrated,
         }
 
 
@@ -54,6 +57,8 @@ class FileResult:
     skipped_frames: list[dict[str, Any]] = field(default_factory=list)
     #: up to ``STRIP`` faces for the report: (face, thumbnail, Grad-CAM overlay or None)
     strip: list[tuple[FaceScore, np.ndarray, np.ndarray | None]] = field(default_factory=list)
+    #: the calibrated P(fake) of the score's track (the mean of its faces' calibrated scores)
+    calibrated: float | None = None
 
     @property
     def n_faces(self) -> int:
@@ -61,12 +66,13 @@ class FileResult:
         return len(self.faces)
 
     def row(self, threshold: float) -> dict[str, Any]:
-        """The ``detections.csv`` row."""
+        """The ``detections.csv`` row (``score_calibrated``: read only with a calibration)."""
         return {
             "path": str(self.path),
             "kind": self.kind,
             "status": self.status,
             "score": "" if self.score is None else f"{self.score:.6f}",
+            "score_calibrated": "" if self.calibrated is None else f"{self.calibrated:.6f}",
             "threshold": f"{threshold:.6g}",
             "verdict": self.verdict or "",
             "faces": self.n_faces,
@@ -82,6 +88,7 @@ class FileResult:
             "kind": self.kind,
             "status": self.status,
             "score": self.score,
+            **({} if self.calibrated is None else {"score_calibrated": self.calibrated}),
             "verdict": self.verdict,
             "reason": self.reason,
             "track_scores": {str(k): v for k, v in self.track_scores.items()},
@@ -98,6 +105,14 @@ DETECTION_COLUMNS = (
     "frames_sampled", "frames_total", "reason",
 )  # fmt: skip
 FRAME_COLUMNS = ("path", "track", "frame", "frames", "left", "top", "right", "bottom", "score")
+#: the column a calibration adds after ``score`` in both files
+CALIBRATED_COLUMN = "score_calibrated"
+
+
+def with_calibrated(columns: tuple[str, ...]) -> tuple[str, ...]:
+    """``columns`` with :data:`CALIBRATED_COLUMN` after ``score``."""
+    at = columns.index("score") + 1
+    return (*columns[:at], CALIBRATED_COLUMN, *columns[at:])
 
 
 @dataclass
@@ -119,6 +134,8 @@ class DetectResult:
     meta: dict[str, Any] = field(default_factory=dict)  # weights file, its sha256, run, ...
     other_files: list[str] = field(default_factory=list)  # folders' files, neither image nor video
     train_data: str = ""  # the detector's training data, names joined by "+" ("": not known)
+    #: the calibration applied beside the scores (eval.json's record), or None
+    calibration: dict[str, Any] | None = None
 
     @property
     def warnings(self) -> list[str]:
@@ -154,6 +171,9 @@ class DetectResult:
                         else str(face.frame),
                         **dict(zip(("left", "top", "right", "bottom"), box, strict=True)),
                         "score": f"{face.score:.6f}",
+                        CALIBRATED_COLUMN: ""
+                        if face.calibrated is None
+                        else f"{face.calibrated:.6f}",
                     }
                 )
         return rows
@@ -175,6 +195,7 @@ class DetectResult:
             "other_files_skipped": self.other_files,
             "train_data": self.train_data,
             "warnings": self.warnings,
+            **({} if self.calibration is None else {"calibration": self.calibration}),
             **self.meta,
             "files": [f.to_json() for f in self.files],
         }

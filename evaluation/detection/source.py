@@ -14,6 +14,8 @@ from typing import Any
 from fairforensics.configs import ConfigError, load_config
 from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.calibration.fitting import CalibrationError
+from fairforensics.evaluation.calibration.source import ChosenCalibration
 from fairforensics.evaluation.model_package.load import LoadedModel
 from fairforensics.evaluation.predict import clip_size_of
 from fairforensics.evaluation.settings import load_test_config
@@ -44,6 +46,8 @@ class Scorer:
     reduce: str  # a video's score from its faces' (test.py's reduce)
     run: Path | None = None
     train_data: str = ""  # the training data's names joined by "+" ("": not known)
+    #: the calibration the run or package stored, with where it comes from (None: none)
+    calibration: ChosenCalibration | None = None
 
     @property
     def clip_size(self) -> int | None:
@@ -119,6 +123,7 @@ def load_scorer(
     if face_overrides:
         settings = load_config(FaceSettings, base=settings.to_json(), overrides=face_overrides)
         source += " changed by " + ", ".join(face_overrides)
+    calibration = stored_calibration(run, str(weights or "best"), package)
     return Scorer(
         model,
         name,
@@ -130,7 +135,25 @@ def load_scorer(
         cfg.reduce,
         None if run is None else Path(run),
         train_data,
+        calibration,
     )
+
+
+def stored_calibration(
+    run: str | Path | None, weights: str, package: LoadedModel | None
+) -> ChosenCalibration | None:
+    """The calibration a package carries or a run stored for its ``weights`` checkpoint."""
+    if package is not None and package.calibration is not None:
+        return ChosenCalibration(package.calibration, f"model package {package.ref}", None)
+    if run is None or package is not None or weights not in ("best", "last"):
+        return None
+    from fairforensics.evaluation.calibration.source import STORED, choose_calibration
+
+    try:
+        return choose_calibration(STORED, run=run, weights=weights)
+    except CalibrationError as exc:
+        log.info("no calibrated probability: %s", exc)
+        return None
 
 
 def default_face_settings(crop: CropSpec | None, where: str) -> tuple[FaceSettings, str]:

@@ -120,6 +120,7 @@ def model_card(
             if threshold
             else "none recorded (decisions use 0.5 and say so)"
         ),
+        f"- calibration: {_describe_calibration(config)}",
         "- training data: "
         + (", ".join(_describe_data(d) for d in config.get("train_data") or []) or "unknown"),
         "- validation data: "
@@ -184,6 +185,22 @@ def _cell(result: dict[str, Any], metric: str) -> str:
     low, high = (result["ci"].get(metric) or [None, None])[:2]
     ci = f" [{low:.4f}, {high:.4f}]" if _finite(low) and _finite(high) else " (no interval)"
     return f"{value:.4f}{ci}"
+
+
+def _describe_calibration(config: dict[str, Any]) -> str:
+    from fairforensics.evaluation.calibration.source import (
+        describe_calibration,
+        package_calibration,
+    )
+
+    found = package_calibration(config, "config.json")
+    if found is None:
+        return "none (scores are the detector's own)"
+    data = "+".join(found.fitted_on.get("val_data") or []) or "its validation data"
+    return (
+        f"{describe_calibration(found)}, fitted on {data} (`--calibration run` of test applies "
+        "it; detect prints the calibrated probability beside the score)"
+    )
 
 
 def _describe_crop(crop: dict[str, Any] | None) -> str:

@@ -45,10 +45,12 @@ def export_run(
     fairness: str | Path | None = None,
 ) -> Path:
     """Package the ``weights`` checkpoint (``best`` or ``last``) of a training run into ``out``,
-    with its training data's face-crop settings, its validation threshold and the evaluation of
+    with its training data's face-crop settings, its validation threshold, the temperature
+    scaling the run fitted on validation (when it stored one) and the evaluation of
     that checkpoint in ``<run>/eval/<weights>`` (the card's results) if there is one.
     ``fairness``: a folder of ``fairforensics fairness`` on that evaluation's predictions, whose
     summary table goes into the card."""
+    from fairforensics.evaluation.calibration.source import run_calibration
     from fairforensics.evaluation.detection.source import run_face_settings
     from fairforensics.evaluation.runs import load_run
 
@@ -74,6 +76,7 @@ def export_run(
         }
     else:
         log.warning("%s: no threshold exported: %s", run, why)
+    calibration = run_calibration(run, weights)
     config = _config(
         detector,
         crop=crop,
@@ -85,6 +88,7 @@ def export_run(
         val_data=[_data_entry(n, root) for n in _names(data.get("val_data"))],
         source={"kind": "run", "run": run.name, "weights": weights,
                 "checkpoint_sha256": file_sha256(run / "checkpoints" / f"{weights}.pt")},
+        calibration=None if calibration is None else calibration.to_json(),
     )  # fmt: skip
     eval_dir = run / "eval" / weights
     summary = None

@@ -9,6 +9,7 @@ from typing import Any
 
 from fairforensics.configs.crop import CropSpec, crop_from_mapping
 from fairforensics.detectors.base import Detector
+from fairforensics.evaluation.calibration.fitting import Calibration, CalibrationError
 from fairforensics.evaluation.model_package.hub import PREFIX, resolve_model_ref
 from fairforensics.evaluation.model_package.schema import (
     WEIGHTS_FILE,
@@ -35,6 +36,7 @@ class LoadedModel:
     frame_num: int | None
     reduce: str
     threshold: DecisionThreshold | None  # None: the package records none
+    calibration: Calibration | None = None  # None: the package carries none
 
     @property
     def weights_file(self) -> Path:
@@ -119,7 +121,18 @@ def load_model(ref: str | Path) -> LoadedModel:
         frame_num=config.get("frame_num"),
         reduce=str(config.get("reduce") or "mean"),
         threshold=package_threshold(config, ref),
+        calibration=_calibration(config, ref),
     )
+
+
+def _calibration(config: dict[str, Any], ref: str) -> Calibration | None:
+    """The calibration the package carries; one that cannot be read is a PackageError."""
+    from fairforensics.evaluation.calibration.source import package_calibration
+
+    try:
+        return package_calibration(config, ref)
+    except CalibrationError as exc:
+        raise PackageError(str(exc)) from None
 
 
 def _read_safetensors(path: Path) -> dict[str, Any]:

@@ -13,6 +13,8 @@ Keys (schema 1)::
     train_data, val_data     [{name, index_sha256}] (null hash: index not found at export)
     source                   {kind: run|weights, ...}: what was exported
     weights_sha256           of model.safetensors
+    calibration              (optional) the temperature scaling the run fitted on validation, as
+                             a calibration file of ``fairforensics calibrate`` holds it
 """
 
 from __future__ import annotations

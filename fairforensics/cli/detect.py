@@ -10,7 +10,9 @@ cropped as the run's training data was (the settings its index records; for --mo
 package records; for --detector, DeepfakeBench's defaults), so a video's score equals what
 preprocess + test.py give it.
 Prints one line per file; with --out also detections.csv, frames.csv, detections.json and
-report.html. Exit code 1 when any file failed (unreadable, unsupported), 2 for usage errors.
+report.html. With a run or package that stored a calibration (the temperature scaling training
+fits on validation), a column `calibrated` gives the calibrated P(fake) beside the score
+(score_calibrated in the files); the verdict stays at the run's threshold on the raw score. Exit code 1 when any file failed (unreadable, unsupported), 2 for usage errors.
 """
 
 from __future__ import annotations

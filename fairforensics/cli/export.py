@@ -5,8 +5,9 @@
       [--model-config YAML] [--threshold T] --out DIR
 
 The folder holds model.safetensors (no pickle), config.json (detector, model config, input and
-normalisation, crop, face-crop settings, frames per video, validation threshold, training and
-validation data with index hashes) and README.md (a model card with the Hugging Face Hub's
+normalisation, crop, face-crop settings, frames per video, validation threshold, the run's
+temperature scaling fitted on validation when it stored one, training and validation data with
+index hashes) and README.md (a model card with the Hugging Face Hub's
 model-index metadata and the files' SHA-256). Upload it as a Hub model repository, or give the
 folder itself, to --model of test, detect, robustness and metamorphic. Exporting never changes
 the run.

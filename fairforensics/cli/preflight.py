@@ -14,9 +14,13 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from fairforensics.configs import ConfigError
 from fairforensics.configs.filekind import weights_problem
+
+if TYPE_CHECKING:  # imported when checked, not when the command starts
+    from fairforensics.evaluation.calibration.source import ChosenCalibration
 
 #: a built-in detector's registration, as :mod:`detectors.registry` finds it in the source
 _REGISTERED = re.compile(r"^[ \t]*@register_detector\(\s*[\"']([^\"']+)[\"']", re.MULTILINE)
@@ -138,3 +142,57 @@ def check_files_exist(paths: Sequence[str | Path], what: str) -> None:
         if not Path(path).is_file():
             reason = "a folder" if Path(path).is_dir() else "not found"
             raise ConfigError(f"{path}: {what} {reason}")
+
+
+def check_calibration(
+    args: argparse.Namespace, package_config: dict[str, Any] | None = None
+) -> ChosenCalibration | None:
+    """The calibration ``--calibration`` names (a :class:`~evaluation.calibration.source.
+    ChosenCalibration`, or None without the option), refused with one line when it is not a
+    calibration, has an unknown method, or was fitted for another detector or run than the
+    scores it would map. A Hub ``--model`` is checked once fetched (``package_config``)."""
+    spec = getattr(args, "calibration", None)
+    if spec is None:
+        return None
+    from fairforensics.evaluation.calibration.run import producer_of
+    from fairforensics.evaluation.calibration.source import (
+        STORED,
+        check_producer,
+        choose_calibration,
+        package_producers,
+        run_producers,
+    )
+    from fairforensics.evaluation.provenance import file_sha256
+
+    model, run, weights = getattr(args, "model", None), getattr(args, "run", None), args.weights
+    if model is not None:
+        if package_config is None and str(model).startswith("hf:"):
+            return None
+        if package_config is None:
+            from fairforensics.evaluation.model_package.schema import read_package_config
+
+            package_config = read_package_config(model)
+        folder = None if str(model).startswith("hf:") else Path(model)
+        chosen = choose_calibration(
+            spec, package_config=package_config, package_ref=str(model), package_folder=folder
+        )
+        checks = [(package_producers(package_config), f"model package {model}")]
+    elif run is not None:
+        chosen = choose_calibration(spec, run=run, weights=weights or "best")
+        checks = [(run_producers(run, weights or "best"), f"run {run} ({weights or 'best'})")]
+    elif getattr(args, "detector", None) is not None and weights is not None:
+        chosen = choose_calibration(spec)
+        producer = {"detector": args.detector, "weights_sha256": file_sha256(weights)}
+        checks = [([producer], f"{args.detector} with {weights}")]
+    elif getattr(args, "predictions", None):
+        chosen = choose_calibration(spec)
+        files = [item.partition("=")[2] for item in args.predictions]
+        checks = [([producer_of(f)], f"the scores of {f}") for f in files]
+    else:
+        raise ConfigError(
+            "--calibration applies to the scores of --run, --model, --detector or --predictions"
+        )
+    if spec != STORED:  # a run's or package's own calibration was fitted on its own scores
+        for producers, what in checks:
+            check_producer(chosen.calibration, producers, f"--calibration {spec}", what)
+    return chosen

@@ -7,6 +7,8 @@
   scripts/test.py --predictions FF-c23=a.csv CDFv2=b.csv --name MyDetector --out DIR
   scripts/test.py --leaderboard EVAL_DIR [EVAL_DIR ...] --out DIR
   scripts/test.py --compare A.csv B.csv  (DeLong's test of two detectors' AUCs, JSON)
+  scripts/test.py --run RUN_DIR --test-data ... --calibration cal.json|run  (calibrated scores:
+      a calibrate file, or the temperature the run fitted on validation; --predictions too)
 
 Settings: configs/test/default.yaml < --config FILE < --set key=value (see evaluation.settings).
 A requested test set that is skipped (an empty split, a failed prediction) is named and the
@@ -20,16 +22,24 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fairforensics.cli.errors import UserInputError, add_import_argument, configure_logging, run_cli
 from fairforensics.cli.helptext import config_help, guide
 from fairforensics.cli.partial import add_allow_partial_argument
-from fairforensics.cli.preflight import check_files_exist, check_source_files, check_test_settings
+from fairforensics.cli.preflight import (
+    check_calibration,
+    check_files_exist,
+    check_source_files,
+    check_test_settings,
+)
 from fairforensics.cli.source import add_detector_source, check_detector_source
 from fairforensics.configs import ConfigError, import_modules
 from fairforensics.configs.writable import check_writable
 from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help stays light
+
+if TYPE_CHECKING:
+    from fairforensics.evaluation.calibration.source import ChosenCalibration
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -83,6 +93,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         nargs="+",
         help="choose the decision threshold on these datasets' val splits, pooled (EER rule); "
         "default: --run's validation threshold, a --model's threshold, else 0.5",
+    )
+    p.add_argument(
+        "--calibration",
+        metavar="FILE|run",
+        help="map every score through a fitted calibration before any metric: a file of "
+        "fairforensics calibrate, or run (the temperature scaling --run fitted on its validation "
+        "frames, or the one a --model package carries); the predictions keep the original in "
+        "score_uncalibrated, eval.json says which was applied, and a run's or package's "
+        "threshold is mapped through it",
     )
     p.add_argument(
         "--config",
@@ -182,6 +201,23 @@ def _choose_threshold(
         )  # fmt: skip
 
 
+def _calibrate_threshold(cfg: Any, meta: dict, calibration: ChosenCalibration) -> None:
+    """A threshold chosen on raw scores (the run's, ``--val-data``'s, a package's) mapped
+    through the calibration, so that it decides on the calibrated scores as on the raw ones; a
+    given or default threshold already is one on probabilities, and stays."""
+    if meta.get("threshold_chosen_by") not in ("run", "val_data", "package"):
+        return
+    from fairforensics.evaluation.calibration.apply import calibrated_threshold
+
+    raw = cfg.threshold
+    cfg.threshold = calibrated_threshold(calibration.calibration, raw)
+    meta["threshold_uncalibrated"] = raw
+    meta["threshold_from"] += (
+        f"; {raw:.6g} on the raw scores, mapped through the {calibration.calibration.method} "
+        "calibration"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     check_detector_source(args)
@@ -197,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         [item.partition("=")[2] for item in args.predictions or []], "predictions file"
     )
     check_files_exist(args.compare or [], "predictions file")
+    calibration = check_calibration(args)  # not a calibration, or not of these scores
     # after the arguments are read, so that --help and argument errors import no torch
     from fairforensics.evaluation import leaderboard, results, settings, testing
     from fairforensics.evaluation.model_package.load import load_model
@@ -245,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out
         results.evaluate_prediction_files(
             files, out, cfg, args.name, args.train_data, extra_sections=extra, scores=args.scores,
-            fmt=args.format,
+            fmt=args.format, calibration=calibration,
         )  # fmt: skip
     else:
         check_datasets_complete(
@@ -264,6 +301,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{', '.join(list_detectors())} (or --import the module that registers it)"
                 )
         package = load_model(args.model) if args.model else None
+        if args.calibration is not None and calibration is None:  # a Hub package, now fetched
+            calibration = check_calibration(args, package.config)
         detector, name, train_data, meta, out = testing.load_for_test(
             args.run,
             args.detector,
@@ -275,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             package=package,
         )
         _choose_threshold(args, cfg, meta, detector, out, package)
+        if calibration is not None:
+            _calibrate_threshold(cfg, meta, calibration)
         try:
             testing.run_test(
                 detector,
@@ -288,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
                 tensorboard_dir=args.run / "tensorboard" if args.run else None,
                 allow_missing=args.allow_missing,
                 fmt=args.format,
+                calibration=calibration,
             )
         except testing.TestSetsSkipped as exc:  # the others are written: show them, exit 1
             skipped = exc
