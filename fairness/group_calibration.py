@@ -10,7 +10,8 @@ of ranked groups furthest apart, ``a`` before ``b`` in sorted order, as
 
 **Intervals**: one bootstrap over the cells (a unit's rows of one group and class; the unit is
 the video unless the report names another), stratified by group x class so every replicate
-keeps each group's class counts, as multiplicity weights on per-cell bin sums (no rows copied).
+keeps each group's class counts (``n - 1`` draws of ``n``, as :mod:`fairness.gaps`'s EER), as
+multiplicity weights on per-cell bin sums (no rows copied).
 Every group's ECE is computed on the same replicates, so the gap's interval is that of the
 difference (a joint bootstrap), not two intervals side by side. ECEs are biased upwards in small
 samples (each bin's ``|share - mean score|`` is above 0 by noise alone), more so in a smaller
@@ -178,13 +179,13 @@ def _few_units(cells: _CellSums, g: int, min_units: int, unit_name: str) -> str:
 
 
 def _replicates(cells: _CellSums, n_groups: int, n_boot: int, seed: int) -> np.ndarray:
-    """``[n_boot, groups]``: every group's ECE on the same replicates, the cells drawn with
-    replacement within group x class (multiplicity weights)."""
+    """``[n_boot, groups]``: every group's ECE on the same replicates, ``n - 1`` of the ``n``
+    cells of each group x class drawn with replacement (multiplicity weights)."""
     rng = np.random.default_rng(seed)
     strata = cells.group * 2 + cells.label
     blocks = [
         np.stack([cells.ece(w, g) for g in range(n_groups)], axis=1)
-        for w in stratified_multiplicities(rng, strata, n_boot, minus_one=False)
+        for w in stratified_multiplicities(rng, strata, n_boot)
     ]
     return np.concatenate(blocks)
 
