@@ -350,15 +350,14 @@ _VALIDATION = ("run's validation threshold", "chosen on validation data (--val-d
 
 def _what(metric: str, entries: Sequence[Entry]) -> str:
     """What the table's values are: with seeds, the mean of the seeds' values; at each row's
-    threshold for the metrics of decisions (ACC "at the validation threshold" when every row's
-    was chosen on validation data)."""
+    threshold for the metrics of decisions ("at the validation threshold of each row" when
+    every row's was chosen on validation data)."""
     seeds = any(len(e.preds) > 1 for e in entries)
-    name = metric.upper()
-    if metric == "acc" and all(c in _VALIDATION for e in entries for c in e.chosen_by):
-        name = "ACC at the validation threshold"
-    what = f"{name} of each seed, mean over seeds" if seeds else name
+    validation = all(c in _VALIDATION for e in entries for c in e.chosen_by)
+    what = f"{metric.upper()} of each seed, mean over seeds" if seeds else metric.upper()
     if metric in THRESHOLD_METRICS:
-        what += " at each row's threshold (columns Threshold, Chosen by; one class: every "
+        where = "the validation threshold of each row" if validation else "each row's threshold"
+        what += f" at {where} (columns Threshold, Chosen by; one class: every "
         what += "decision on a test set of both classes the same)"
     return what
 

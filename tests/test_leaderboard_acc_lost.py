@@ -126,3 +126,21 @@ def test_leaderboard_writes_acc_lost_beside_the_other_tables(tmp_path: Path):
     assert [r for r, col in data["best"]][:1] == [
         next(i for i, r in enumerate(data["rows"]) if r["Detector"] == "xception")
     ]
+
+
+def test_acc_table_says_validation_threshold_when_every_row_chose_one(tmp_path: Path):
+    dirs = [_eval_dir(tmp_path, "xception", 0.0, 0.6), _eval_dir(tmp_path, "meso4", 0.0, 0.4)]
+    given = build_leaderboard(dirs, tmp_path / "given", metrics=("acc",), n_boot=0)
+    assert (
+        "validation threshold"
+        not in json.loads((given / "leaderboard_frame_acc.json").read_text())["title"]
+    )
+    for d in dirs:  # as a run's evaluation records it (scripts/test.py --run)
+        info = json.loads((d / "eval.json").read_text())
+        (d / "eval.json").write_text(json.dumps({**info, "threshold_chosen_by": "run"}))
+    out = build_leaderboard(dirs, tmp_path / "run", metrics=("acc",), n_boot=0)
+    title = json.loads((out / "leaderboard_frame_acc.json").read_text())["title"]
+    assert "ACC at the validation threshold of each row (columns Threshold" in title
+    lost = json.loads((out / "leaderboard_frame_acc_lost.json").read_text())
+    assert {r["Chosen by"] for r in lost["rows"]} == {"run's validation threshold"}
+    assert "FF low" not in lost["rows"][0]  # n_boot 0: no interval
