@@ -11,34 +11,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy import stats
 
+from fairforensics.benchmarks.acc_lost_coverage import coverage, simulate, true_acc_lost
 from fairforensics.evaluation.calibration.section import threshold_transfer_rows
 from fairforensics.evaluation.calibration.transfer import acc_lost
 from fairforensics.evaluation.leaderboard import build_leaderboard
 from fairforensics.evaluation.metrics import acc, eer
-from fairforensics.evaluation.predictions import Predictions, write_predictions
+from fairforensics.evaluation.predictions import write_predictions
 from fairforensics.evaluation.results import evaluate_prediction_files
 from fairforensics.evaluation.settings import load_test_config
 
-MU, VIDEO_SD, FRAME_SD = 1.0, 0.8, 0.5
-
-
-def _predictions(rng, n_videos=40, frames=4, shift=0.0) -> Predictions:
-    """Equal classes; a frame's logit ``+/-MU + video effect + noise`` (+ ``shift``)."""
-    video = np.repeat(np.arange(n_videos), frames)
-    y = (video % 2).astype(int)
-    z = (2 * y - 1) * MU + rng.normal(0, VIDEO_SD, n_videos)[video]
-    z = z + rng.normal(0, FRAME_SD, len(video)) + shift
-    return Predictions(
-        dataset=["FF"] * len(y), video_id=[f"v{v}" for v in video],
-        frame=np.tile(np.arange(frames), n_videos), label=y, score=1 / (1 + np.exp(-z)),
-        method=np.where(y == 1, "DF", "real"),
-    )  # fmt: skip
-
 
 def test_value_is_that_of_the_threshold_transfer_table_and_of_a_direct_computation():
-    pred = _predictions(np.random.default_rng(0))
+    pred = simulate(np.random.default_rng(0))
     for level in ("frame", "video"):
         row = threshold_transfer_rows(pred, "FF", 0.75, "run", level)
         est = acc_lost([pred], [0.75], level=level, n_boot=0)
@@ -49,53 +34,37 @@ def test_value_is_that_of_the_threshold_transfer_table_and_of_a_direct_computati
     own = eer(y, s)[1]
     direct = acc(y, s, threshold=own) - acc(y, s, threshold=0.75)
     assert acc_lost([pred], [0.75], n_boot=0).value == pytest.approx(direct, abs=1e-12)
-    two = acc_lost([pred, _predictions(np.random.default_rng(1))], [0.75, 0.5], n_boot=50)
+    two = acc_lost([pred, simulate(np.random.default_rng(1))], [0.75, 0.5], n_boot=50)
     first, second = (acc_lost([p], [t], n_boot=0).value for p, t in
-                     ((pred, 0.75), (_predictions(np.random.default_rng(1)), 0.5)))  # fmt: skip
+                     ((pred, 0.75), (simulate(np.random.default_rng(1)), 0.5)))  # fmt: skip
     assert two.value == pytest.approx((first + second) / 2)  # the mean over the seeds
     assert two.low <= two.value <= two.high
 
 
 def test_refusals_and_small_group_rule():
     rng = np.random.default_rng(2)
-    pred = _predictions(rng, n_videos=8)
+    pred = simulate(rng, n_videos=8)
     assert "fewer than 5 real videos (4)" in acc_lost([pred], [0.5], n_boot=50).note
     with pytest.raises(ValueError, match="different videos"):
-        acc_lost([pred, _predictions(rng, n_videos=10)], [0.5, 0.5], n_boot=0)
-    fakes = _predictions(rng)
+        acc_lost([pred, simulate(rng, n_videos=10)], [0.5, 0.5], n_boot=0)
+    fakes = simulate(rng)
     fakes.label = np.ones(len(fakes), dtype=int)
     with pytest.raises(ValueError, match="both classes"):
         acc_lost([fakes], [0.5], n_boot=0)
 
 
-def _true_acc_lost(threshold: float) -> float:
-    """Population ACC lost at frame level: equal classes, logit ``N(+/-MU, v)``; the EER
-    threshold is 0.5 (logit 0) by symmetry."""
-    sd = np.hypot(VIDEO_SD, FRAME_SD)
-
-    def accuracy(t: float) -> float:  # t on the logit scale
-        return 0.5 * stats.norm.cdf((t + MU) / sd) + 0.5 * stats.norm.cdf((MU - t) / sd)
-
-    return accuracy(0.0) - accuracy(np.log(threshold / (1 - threshold)))
-
-
 def test_interval_coverage_simulation():
-    """Seeded: 150 test sets of 40 videos (20 per class, 4 frames each, a video effect), a
-    threshold 0.75 off the EER threshold. Coverage of the true ACC lost within exact binomial
-    (Clopper-Pearson) bounds that reach 95 %."""
-    rng = np.random.default_rng(7)
-    truth = _true_acc_lost(0.75)
-    assert truth > 0.05
-    hits, n = 0, 150
-    for _ in range(n):
-        est = acc_lost([_predictions(rng)], [0.75], n_boot=150, seed=int(rng.integers(2**31)))
-        hits += est.low <= truth <= est.high
-    ci = stats.binomtest(hits, n).proportion_ci(0.95, method="exact")
-    assert ci.high >= 0.95 and ci.low <= 0.95, (hits, n)
+    """Seeded, small (``scripts/bench_acc_lost.py --coverage`` runs more): 150 test sets of 40
+    videos (20 per class, 4 frames each, a video effect), a threshold 0.75 off the EER
+    threshold. Coverage of the true ACC lost within exact binomial (Clopper-Pearson) bounds
+    that reach 95 %."""
+    assert true_acc_lost(0.5) == pytest.approx(0.0, abs=1e-15) and true_acc_lost(0.75) > 0.05
+    res = coverage(40, 0.75, 150, n_boot=150, seed=7)
+    assert res["high"] >= 0.95 and res["low"] <= 0.95, res
 
 
 def _eval_dir(root: Path, name: str, shift: float, threshold: float) -> Path:
-    pred = _predictions(np.random.default_rng(zlib.crc32(name.encode())), shift=shift)
+    pred = simulate(np.random.default_rng(zlib.crc32(name.encode())), shift=shift)
     path = root / "src" / name / "FF.csv"
     path.parent.mkdir(parents=True)
     write_predictions(path, pred)
@@ -116,7 +85,7 @@ def test_leaderboard_writes_acc_lost_beside_the_other_tables(tmp_path: Path):
     rows = {r["Detector"]: r for r in data["rows"]}
     assert "own EER threshold" in data["title"] and "lower is better" in data["title"]
     for name, threshold in (("xception", 0.5), ("meso4", 0.8)):
-        pred = _predictions(np.random.default_rng(zlib.crc32(name.encode())))
+        pred = simulate(np.random.default_rng(zlib.crc32(name.encode())))
         expected = acc_lost([pred], [threshold], n_boot=0).value
         assert rows[name]["FF"] == pytest.approx(expected)
         assert rows[name]["FF low"] <= rows[name]["FF"] <= rows[name]["FF high"]
