@@ -14,7 +14,10 @@ apart (never ranked):
 * ``AUC`` (of the seed-averaged scores; the leaderboard's is the mean of the seeds' AUCs) with
   its clustered interval; ``AUC gap``, ``FPR gap``, ``FNR gap``: the signed gaps of
   :func:`fairness.gaps.group_gaps` (between the groups furthest apart; ``AUC gap`` is
-  threshold-free, the others at the row's threshold);
+  threshold-free, the others at the row's threshold); ``ECE gap``: the signed gap of the
+  groups' calibration errors of P(fake) (:func:`fairness.group_calibration.group_calibration`,
+  15 equal-width bins, threshold-free), its interval of the difference from one bootstrap of
+  videos;
 * Lin et al.'s ``F_FPR``, ``F_OAE``, ``F_DP``, ``F_MEO`` at the row's threshold
   (:func:`fairness.leaderboard_metrics.lin_intervals`);
 * ``xAUC a>b``: the cross-group AUC of every ordered pair of groups (fakes of a against reals
@@ -45,6 +48,7 @@ from fairforensics.evaluation.significance import seed_average
 from fairforensics.evaluation.tables import BASELINE, ONE_CLASS, Table, detector_type
 from fairforensics.fairness.abf import is_missing
 from fairforensics.fairness.gaps import group_gaps
+from fairforensics.fairness.group_calibration import group_calibration
 from fairforensics.fairness.leaderboard_metrics import LIN_KEYS, cross_group_aucs, lin_intervals
 
 log = logging.getLogger(__name__)
@@ -88,6 +92,12 @@ def _row(
         name = f"{m.upper()} gap"
         values[name] = gap.diff
         details[name] = {"low": gap.low, "high": gap.high, "pair": f"{gap.group_a}-{gap.group_b}"}
+    ece = group_calibration(
+        y[known], s[known], g[known], units[known], n_boot=n_boot, confidence=confidence,
+        seed=seed, min_units=min_units,
+    ).gap  # fmt: skip
+    values["ECE gap"] = ece.diff
+    details["ECE gap"] = {"low": ece.low, "high": ece.high, "pair": f"{ece.group_a}-{ece.group_b}"}
     lin = lin_intervals(
         y, s, g, units, threshold=entry.threshold, n_boot=n_boot, confidence=confidence,
         seed=seed, min_units=min_units,
@@ -147,8 +157,8 @@ def fairness_table(
         title=(
             f"{test_data}: fairness by {attribute} ({videos}; sorted by AUC; {auc}, frame level; gaps "
             "and Lin et al.'s figures at each row's threshold, said with how it was chosen; "
-            f"{ONE_CLASS}: every decision the same, no gap to measure; AUC gap and xAUC "
-            "threshold-free; intervals in the CSV/JSON)"
+            f"{ONE_CLASS}: every decision the same, no gap to measure; AUC gap, ECE gap (of "
+            "P(fake), 15 bins) and xAUC threshold-free; intervals in the CSV/JSON)"
         ),
     )
     for i, (kind, detector, threshold, how, split, seeds, values, details) in enumerate(rows):

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from fairforensics.evaluation import plots
+from fairforensics.evaluation.calibration.transfer import acc_lost
 from fairforensics.evaluation.metrics import factorize, video_scores
 from fairforensics.evaluation.predictions import Predictions, predictions_file, read_predictions
 from fairforensics.evaluation.report import Section, write_report
@@ -343,13 +344,20 @@ def collect_robust_auc(eval_dirs: Sequence[str | Path], level: str = "frame") ->
     return out
 
 
+#: How a threshold chosen on validation data is named (:data:`evaluation.thresholds.CHOSEN_BY`).
+_VALIDATION = ("run's validation threshold", "chosen on validation data (--val-data)")
+
+
 def _what(metric: str, entries: Sequence[Entry]) -> str:
     """What the table's values are: with seeds, the mean of the seeds' values; at each row's
-    threshold for the metrics of decisions."""
+    threshold for the metrics of decisions ("at the validation threshold of each row" when
+    every row's was chosen on validation data)."""
     seeds = any(len(e.preds) > 1 for e in entries)
+    validation = all(c in _VALIDATION for e in entries for c in e.chosen_by)
     what = f"{metric.upper()} of each seed, mean over seeds" if seeds else metric.upper()
     if metric in THRESHOLD_METRICS:
-        what += " at each row's threshold (columns Threshold, Chosen by; one class: every "
+        where = "the validation threshold of each row" if validation else "each row's threshold"
+        what += f" at {where} (columns Threshold, Chosen by; one class: every "
         what += "decision on a test set of both classes the same)"
     return what
 
@@ -375,6 +383,57 @@ def add_row_columns(table: Table, entries: Sequence[Entry], threshold: float | N
         shown: Any = values[0] if len(set(values)) == 1 else ", ".join(f"{v:.4g}" for v in values)
         how = e.threshold_text if threshold is None else "given for every row"
         row += [len(e.preds), shown, how]
+    return table
+
+
+def acc_lost_table(
+    entries: Sequence[Entry],
+    level: str,
+    *,
+    reduce: str = "mean",
+    threshold: float | None = None,
+    within: Sequence[str] | None = None,
+    train_data: str | None = None,
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Table:
+    """``leaderboard_<level>_acc_lost``: per detector and test set the ACC lost by deciding at
+    the row's threshold instead of the test set's own EER threshold (an oracle), with its
+    interval clustered by video (:mod:`evaluation.calibration.transfer`); lower is better."""
+    results, details = [], {}
+    for e in entries:
+        try:
+            est = acc_lost(
+                list(e.preds), seed_thresholds(e, threshold), level=level, reduce=reduce,
+                n_boot=n_boot, confidence=confidence, seed=seed,
+            )  # fmt: skip
+        except ValueError as exc:  # one class: no EER threshold
+            log.warning("leaderboard: ACC lost of %s on %s: %s", e.detector, e.test_data, exc)
+            est = None
+        value = float("nan") if est is None else est.value
+        results.append(Result(e.detector, e.train_data, e.test_data, {"acc_lost": value}))
+        if est is not None and np.isfinite(est.low):
+            details[(e.detector, e.test_data, "acc_lost")] = {"low": est.low, "high": est.high}
+    baselines = {e.detector for e in entries if e.baseline}
+    table = leaderboard(
+        results, "acc_lost", within=within, train_data=train_data, baselines=baselines
+    )
+    annotate(table, details, "acc_lost")
+    add_row_columns(table, entries, threshold)
+    table.title = (
+        f"ACC lost ({level} level): ACC at each test set's own EER threshold (an oracle, chosen "
+        "on its labels) minus ACC at each row's threshold (columns Threshold, Chosen by: the "
+        "run's validation threshold where it has one); lower is better (Top3: lowest; "
+        "negative: the row's threshold beat the EER threshold's ACC); interval: bootstrap of "
+        "videos within class, the EER threshold re-chosen in each replicate (none with fewer "
+        "than 5 videos of a class)"
+    )
+    if any(len(e.preds) > 1 for e in entries):
+        table.title += (
+            "; rows of several seeds: the mean of the seeds' ACC lost, its interval with the "
+            "trained models held fixed"
+        )
     return table
 
 
@@ -465,6 +524,18 @@ def build_leaderboard(
             )
             table.write(out / f"leaderboard_{level}_{slug(metric)}", latex=latex)
             sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
+        if "acc" in metrics:  # what deciding at the row's threshold costs (issue 48, item 4)
+            table = acc_lost_table(
+                entries, level, reduce=reduce, threshold=threshold, within=within,
+                train_data=train_data, n_boot=n_boot, confidence=confidence, seed=seed,
+            )  # fmt: skip
+            table.show_intervals = show_intervals
+            table.column_notes = videos
+            table.title += "; test videos: " + ", ".join(
+                f"{t} {n.removeprefix('n = ')}" for t, n in videos.items()
+            )
+            table.write(out / f"leaderboard_{level}_acc_lost", latex=latex)
+            sections.append(Section(f"ACC lost ({label} level)", [table]))
     level, results = levels[0], by_level[levels[0]]
     figures: list[Path] = []
     first = metrics[0]

@@ -91,7 +91,7 @@ TABLE_ORDER = (
 TYPE_ORDER = ("Naive", "Spatial", "Frequency", "Video", "Fairness", "PAD", "Other", "Baseline")
 #: The type of a sanity baseline's row (``constant``, ``random``, ``metadata``; issue 38)
 BASELINE = "Baseline"
-LOWER_IS_BETTER = frozenset({"eer", "eer_threshold"})
+LOWER_IS_BETTER = frozenset({"eer", "eer_threshold", "acc_lost"})
 #: What a cell may carry beside its value (:attr:`Table.details`), in column order.
 DETAIL_KEYS = ("low", "high", "sd", "seeds low", "seeds high", "p", "tied", "one_class")
 #: Marks a cell not distinguishable from its column's best (:mod:`evaluation.significance`).

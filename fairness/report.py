@@ -55,6 +55,7 @@ from fairforensics.fairness.gaps import (
     group_gaps,
     iso_group_intervals,
 )
+from fairforensics.fairness.group_calibration import GroupCalibration, group_calibration
 from fairforensics.fairness.iso import ISO_APCER_POINTS, SPECIES_RULES, iso_metrics
 from fairforensics.fairness.metrics import bias_factor_pair, group_metrics, lin_metrics
 from fairforensics.fairness.tables import columns_of, to_csv, to_markdown, write_table
@@ -147,6 +148,7 @@ class AttributeReport:
     errors: list[str] = field(default_factory=list)
     threshold: float = DEFAULT_THRESHOLD  # of every decision (ACC, FPR, FNR, bias factor)
     task: str = "deepfake"  # or "pad": which metric families the report shows (task_of)
+    calibration: GroupCalibration | None = None  # per-group ECE and the ECE gap
 
     def to_json(self) -> dict[str, Any]:
         return jsonable(
@@ -183,6 +185,7 @@ class AttributeReport:
                     for k, c in self.curves.items()
                 },
                 "odta": {"xs": self.odta_xs, "one_minus_bpcer": self.odta},
+                "calibration": self.calibration.as_dict() if self.calibration else None,
                 "errors": self.errors,
             }
         )
@@ -445,6 +448,23 @@ def _unit_name(cfg: ReportConfig) -> str:
     return "videos" if cfg.unit is None else f"{cfg.unit} units"
 
 
+def _calibration(
+    rows: _Rows, per_group: dict[str, dict[str, Any]], cfg: ReportConfig, errors: list[str]
+) -> GroupCalibration | None:
+    """Each group's ECE with its interval (into ``per_group``) and the ECE gap
+    (:mod:`fairness.group_calibration`); None (an error line) where it cannot be computed."""
+    calibration = _attempt(
+        errors, "calibration within groups", group_calibration, rows.y_true, rows.y_score,
+        rows.groups, rows.units, n_boot=cfg.bootstrap, confidence=cfg.confidence,
+        seed=cfg.seed, min_group_size=cfg.min_group_size, min_units=cfg.min_interval_units,
+        unit_name=_unit_name(cfg),
+    )  # fmt: skip
+    if calibration is not None:
+        for g, metrics in per_group.items():
+            metrics["ece"], metrics["ci"]["ece"] = calibration.ece[g], list(calibration.ci[g])
+    return calibration
+
+
 def attribute_report(
     pred: Predictions, attribute: str, cfg: ReportConfig
 ) -> AttributeReport | None:
@@ -470,6 +490,7 @@ def attribute_report(
         unit_name=_unit_name(cfg),
     )
     _attach_intervals(per_group, gaps, rows, cfg)
+    calibration = _calibration(rows, per_group, cfg, errors)
     # everything below ranks groups: only groups of >= min_group_size rows take part
     rows = rows.subset(np.isin(rows.groups, ranked))
     y_pred = (rows.y_score >= cfg.decision_threshold).astype(np.int64)
@@ -508,6 +529,7 @@ def attribute_report(
         group_of=rows.groups,
         errors=errors,
         threshold=cfg.decision_threshold,
+        calibration=calibration,
     )
 
 
@@ -562,6 +584,7 @@ _GROUP_COLUMNS = (
     "fp",
     "fn",
     "tp",
+    "ece",
 )
 #: What the counts of a report's level count (``n``, ``n_real``, ``n_fake``).
 _COUNTED = {"frame": "frames", "clip": "clips", "video": "videos"}
@@ -574,7 +597,7 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
     for a, rep in reports.items():
         for g, m in rep.groups.items():
             row: dict[str, Any] = {"attribute": a, "group": g, "counted": _COUNTED[rep.level]}
-            row |= {k: m[k] for k in _GROUP_COLUMNS}
+            row |= {k: m.get(k) for k in _GROUP_COLUMNS}
             iso = m.get("iso") or {}
             row["ranked"] = m["ranked"]
             for metric, (low, high) in m["ci"].items():
@@ -592,7 +615,10 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
                 row[f"apcer[{species}]"] = v
             for key, v in (iso.get("bpcer_at_apcer") or {}).items():
                 row[f"bpcer@apcer={key}"] = v
-            row["notes"] = notes_text(rep.gaps.notes.get(g, {}), "interval", g)
+            notes = dict(rep.gaps.notes.get(g, {}))
+            if rep.calibration and g in rep.calibration.notes:
+                notes["ece"] = rep.calibration.notes[g]
+            row["notes"] = notes_text(notes, "interval", g)
             rows.append(row)
     columns = [c for c in columns_of(rows) if c != "notes"] + ["notes"]
     return [{c: row.get(c) for c in columns} for row in rows]
@@ -602,6 +628,7 @@ def group_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
 GROUP_FAMILIES = {
     "Detection metrics": ("counted", "n", "n_real", "n_fake", "ranked", "acc", "auc", "eer")
     + ("precision", "recall", "f1", "fpr", "fnr", "tn", "fp", "fn", "tp"),
+    "Calibration (ECE of P(fake), 15 equal-width bins)": ("ece",),
     "Intervals": (),  # every [low, high] pair
     "ISO/IEC 30107-3": ("species_rule", "apcer", "bpcer", "acer", "iso_eer"),  # + per species
     "Notes": ("notes",),
@@ -707,10 +734,46 @@ def summary_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
         for key in ("fdr_auc", "abf_auc"):
             row[key] = fused.get(key)
             row[f"{key}_low"], row[f"{key}_high"] = fused_ci.get(key, (None, None))
+        gap = rep.calibration.gap if rep.calibration else None
+        row["ece_gap"] = gap.diff if gap else None
+        row["ece_gap_of"] = f"{gap.group_a} - {gap.group_b}" if gap else None
+        row["ece_gap_low"], row["ece_gap_high"] = (gap.low, gap.high) if gap else (None, None)
         notes = {"acc_diff interval": acc.note} if acc.note else {}
+        if gap and gap.note:
+            notes["ece_gap interval"] = gap.note
         notes |= rep.curve_auc_notes.get(POOLED, {})
         row["notes"] = notes_text(notes)
         rows.append(row)
+    return rows
+
+
+def calibration_gap_rows(reports: dict[str, AttributeReport]) -> list[dict[str, Any]]:
+    """``calibration_gaps``: per attribute the signed ECE gap between the groups furthest
+    apart (``ece_a - ece_b``) with the interval of the difference, the level and the bins."""
+    rows = []
+    for a, rep in reports.items():
+        cal = rep.calibration
+        if cal is None:
+            continue
+        gap = cal.gap
+        rows.append(
+            {
+                "attribute": a,
+                "level": rep.level,
+                "group_a": gap.group_a,
+                "group_b": gap.group_b,
+                "ece_a": gap.ece_a,
+                "ece_b": gap.ece_b,
+                "diff": gap.diff,
+                "low": gap.low,
+                "high": gap.high,
+                "confidence": cal.confidence,
+                "n_bins": cal.n_bins,
+                "n_boot": cal.n_boot,
+                "ranked_groups": " ".join(cal.ranked),
+                "note": gap.note,
+            }
+        )
     return rows
 
 
@@ -721,7 +784,7 @@ def write_report(
     threshold: DecisionThreshold | None = None,
 ) -> Path:
     """Write ``fairness.json``, tables (``summary``, ``group_metrics``, ``fdr_abf_auc``,
-    ``curves``, ``odta``, ``gaps``: CSV/MD/JSON) and figures under ``out_dir``; ``threshold``
+    ``curves``, ``odta``, ``gaps``, ``calibration_gaps``: CSV/MD/JSON) and figures under ``out_dir``; ``threshold``
     (the one the reports decided with) is recorded with its source in ``fairness.json``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -780,6 +843,7 @@ def write_report(
         for r in gap_rows
     ]
     write_table(gap_rows, out / "gaps")
+    write_table(calibration_gap_rows(reports), out / "calibration_gaps")
     if figures:
         fig_dir = out / "figures"
         for a, rep in reports.items():
@@ -871,6 +935,15 @@ def format_summary(reports: dict[str, AttributeReport]) -> str:
                 "group keeps its real/fake counts; for ACC it asks whether the gap exceeds what "
                 "the class mixes give with equal error rates]"
             )
+        if rep.calibration is not None:
+            cal = rep.calibration
+            eces = ", ".join(f"{g} {pct(v)}%" for g, v in cal.ece.items())
+            gap = cal.gap
+            value = pct(gap.diff, True) + ("%" if np.isfinite(gap.diff) else "")
+            lines.append(
+                f"ECE ({cal.n_bins} bins): {eces}; gap {gap.group_a} - {gap.group_b} = {value}"
+                f"{interval(gap.low, gap.high, gap.note)} (basic bootstrap of videos, joint)"
+            )
         if POOLED in rep.curve_aucs:
             area = {k: _area_text(rep, POOLED, k) for k in ("fdr_auc", "abf_auc")}
             lines.append(f"FDR-AUC {area['fdr_auc']}  ABF-AUC {area['abf_auc']} (tau from fused)")
@@ -895,6 +968,7 @@ SUMMARY_FAMILIES = {
     "Bias factor and accuracy gap": ("groups", "ranked_groups", "bias_factor", "bias_low_group")
     + ("bias_high_group", "favoured", "acc_diff", "acc_diff_of", "acc_p_value", "acc_p_adjusted")
     + ("class_ratio",),
+    "Calibration within groups (ECE gap)": ("ece_gap", "ece_gap_of"),
     "Lin et al. and FDR/ABF-AUC (fused threshold)": (),  # every other metric
 }
 
@@ -921,12 +995,12 @@ def html_section(reports: dict[str, AttributeReport]) -> str:
     pad = any(rep.task == "pad" for rep in reports.values())
     summary = summary_rows(reports)
     parts = []
+    listed = {c for family in SUMMARY_FAMILIES.values() for c in family}
     for title, family in SUMMARY_FAMILIES.items():
         keys = list(family) or [
             c
             for c in summary[0]
-            if c not in ("attribute", "notes", *SUMMARY_FAMILIES["Bias factor and accuracy gap"])
-            and not c.endswith(("_low", "_high"))
+            if c not in ("attribute", "notes", *listed) and not c.endswith(("_low", "_high"))
         ]
         parts.append(
             table(

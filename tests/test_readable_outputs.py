@@ -144,5 +144,6 @@ def test_group_metrics_tables_by_family_with_named_notes(tmp_path) -> None:
     assert next(r for r in table if r["group"] == "m")["notes"] == ""
     md = (tmp_path / "group_metrics.md").read_text()
     titles = [line for line in md.splitlines() if line.startswith("## ")]
-    assert titles == ["## Detection metrics", "## Intervals", "## ISO/IEC 30107-3", "## Notes"]
+    assert titles == ["## Detection metrics", "## Calibration (ECE of P(fake), 15 equal-width bins)",
+                      "## Intervals", "## ISO/IEC 30107-3", "## Notes"]  # fmt: skip
     assert max(len(line.split("|")) for line in md.splitlines()) < 22  # no 50-column table

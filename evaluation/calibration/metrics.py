@@ -122,7 +122,7 @@ def nll(y_true: Sequence, y_score: Sequence) -> float:
     return float(log_loss(y, np.clip(s, EPS, 1 - EPS), labels=[0, 1]))
 
 
-def _video_bin_sums(
+def video_bin_sums(
     y: np.ndarray, s: np.ndarray, videos: np.ndarray, bins: np.ndarray, n_bins: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per video and bin: the sum of (label - score) and the number of rows, as V x n_bins."""
@@ -157,7 +157,7 @@ def ece_bootstrap(
     y, s = check_scores(y_true, y_score)
     _, videos = np.unique(np.asarray(clusters), return_inverse=True)
     edges = bin_edges(s, n_bins, strategy)
-    diff, rows = _video_bin_sums(y, s, videos, bin_of(s, edges), n_bins)
+    diff, rows = video_bin_sums(y, s, videos, bin_of(s, edges), n_bins)
     point = float(np.abs(diff.sum(0)).sum() / rows.sum())
     video_label = np.zeros(len(diff), dtype=np.int64)
     video_label[videos] = y
@@ -166,10 +166,18 @@ def ece_bootstrap(
         np.abs(counts @ diff).sum(1) / (counts @ rows).sum(1)
         for counts in stratified_multiplicities(rng, video_label, n_boot, minus_one=False)
     ]
-    values = np.concatenate(replicates)
+    low, high = basic_interval(point, np.concatenate(replicates), confidence)
+    return point, max(0.0, low), max(0.0, high)
+
+
+def basic_interval(
+    point: float, replicates: np.ndarray, confidence: float = 0.95
+) -> tuple[float, float]:
+    """The basic (reverse-percentile) bootstrap interval ``[2 point - q_hi, 2 point - q_lo]``:
+    it moves a biased statistic's interval against its bias, to first order."""
     alpha = (1 - confidence) / 2
-    lo_q, hi_q = np.quantile(values, [alpha, 1 - alpha])
-    return point, max(0.0, 2 * point - hi_q), max(0.0, 2 * point - lo_q)
+    lo_q, hi_q = np.quantile(replicates, [alpha, 1 - alpha])
+    return float(2 * point - hi_q), float(2 * point - lo_q)
 
 
 def calibration_summary(
