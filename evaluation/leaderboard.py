@@ -424,6 +424,11 @@ def test_videos(entries: Sequence[Entry]) -> dict[str, str]:
         counts.setdefault(e.test_data, set()).update(
             len(factorize(p.video_key)[1]) for p in e.preds
         )
+    return videos_text(counts)
+
+
+def videos_text(counts: dict[str, set[int]]) -> dict[str, str]:
+    """Per test set, its rows' numbers of test videos in words (``n = 128 videos``, a range)."""
     return {
         t: f"n = {min(c)}" + (f"-{max(c)}" if len(c) > 1 else "") + " videos"
         for t, c in counts.items()
