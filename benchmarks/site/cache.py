@@ -56,7 +56,7 @@ class SummaryCache:
 
     def store(self, sha256: str, summary: dict[str, Any]) -> None:
         """Write the bundle's summary (after its averaged predictions)."""
-        text = json.dumps(plain(summary), sort_keys=True, indent=1)
+        text = json.dumps(plain(summary), indent=1)  # in its order: columns follow it
         atomic_write_text(self.folder(sha256) / SUMMARY, text + "\n")
 
     def averaged_path(self, sha256: str, test_data: str) -> Path:
@@ -82,5 +82,5 @@ class SummaryCache:
 
     def store_ties(self, key: str, ties: dict[str, Any]) -> None:
         """Keep a column's ties."""
-        text = json.dumps(plain(ties), sort_keys=True, indent=1)
+        text = json.dumps(plain(ties), indent=1)
         atomic_write_text(self.root / "ties" / f"{key}.json", text + "\n")
