@@ -244,3 +244,51 @@ def test_source_date_epoch_and_refusals(
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(ValueError, match="SOURCE_DATE_EPOCH"):
         build_site(bundles[:1], tmp_path / "site", benchmark="demo", test_sets=SETS)
+
+
+_SORT = """
+const th = [...document.querySelectorAll('table')][arguments[0]].tHead.rows[0].cells[arguments[1]];
+const col = th.cellIndex, body = th.closest('table').tBodies[0];
+const read = () => [...body.rows].map(r => r.cells[col].dataset.v).filter(v => v !== undefined && v !== '')
+  .map(parseFloat);
+th.click(); const first = read(); th.click(); return [first, read()];
+"""
+_LINKS = """
+return [...document.querySelectorAll('a[href], link[href], script[src], img[src]')].map(
+  e => e.href || e.src);
+"""
+
+
+def test_site_in_headless_chromium(site: Path) -> None:
+    """Every page fits a 1400-pixel window, loads its images and its local links; a click on a
+    leaderboard's column header sorts its ranked rows, a second click reverses them."""
+    from tests.test_report_layout import _browser, _check_fits, _layout
+
+    browser = _browser()
+    try:
+        pages = sorted(site.rglob("*.html"))
+        for page in pages:
+            got = _layout(browser, page)
+            if not got["images"]:  # only the index shows figures
+                got["images"] = [("none", True, 0, 0)]
+            _check_fits(got, page)
+            for url in browser.execute_script(_LINKS):
+                assert url.startswith("file://"), (page, url)
+                target = Path(url.removeprefix("file://").split("#")[0])
+                assert target.is_file(), (page, url)
+        browser.get((site / "index.html").resolve().as_uri())
+        assert browser.execute_script("return typeof sortBy") == "function"
+        heads = browser.execute_script(
+            "return [...document.querySelectorAll('table')][0].tHead.rows[0].cells.length"
+        )
+        col = next(
+            j for j in range(2, heads)
+            if browser.execute_script(
+                "return [...document.querySelectorAll('table')][0].tHead.rows[0].cells"
+                f"[{j}].textContent") == "demo-a"
+        )  # fmt: skip
+        up, down = browser.execute_script(_SORT, 0, col)
+        assert len(up) >= 3 and up == sorted(up) and down == sorted(up, reverse=True), (up, down)
+        assert len(browser.execute_script("return document.images")) >= 1
+    finally:
+        browser.quit()
