@@ -63,8 +63,12 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> list[AdmittedBundle]:
     costs = {"machine": "a CPU, 2 cores", "threads": 1,
              "rows": [{"detector": "xception", "params": 20_000_000, "macs_per_frame": 4.6e9,
                        "cpu_ms_per_frame": 35.0, "input": [1, 3, 256, 256], "threads": 1}]}  # fmt: skip
+    xception = _bundle(root, "xception", 0.6, card=card, costs=costs, added="2026-01-02T10:00:00Z")
+    run = {"detector": "xception", "robust_auc": {"frame": 0.8125, "video": 0.875}}
+    (xception.eval_dirs[0] / "robustness").mkdir()
+    (xception.eval_dirs[0] / "robustness" / "robustness_run.json").write_text(json.dumps(run))
     return [
-        _bundle(root, "xception", 0.6, card=card, costs=costs, added="2026-01-02T10:00:00Z"),
+        xception,
         _bundle(root, "f3net", 0.55, seeds=2, package="lab/f3net@v1"),
         _bundle(root, "srm", 0.2),
         _bundle(root, "random", 0.0, baseline=True),
@@ -151,6 +155,9 @@ def test_pages_links_and_tables(site: Path, bundles: list[AdmittedBundle]) -> No
     own = json.loads((site / "tables" / "own_leaderboard_frame_auc.json").read_text())
     assert [r["Detector"] for r in own["rows"]] == ["core"]
     assert any("demo-a tied" in c or "demo-a p" in c for c in board["rows"][0])  # ties tested
+    robust = {r["Detector"]: r["robust AUC"] for r in board["rows"]}
+    assert robust == {"xception": 0.8125, "f3net": None, "srm": None, "random": None}
+    assert "video level 0.8750" in (site / "detectors" / "xception.html").read_text()
     costs = json.loads((site / "tables" / "costs.json").read_text())
     assert [r["Detector"] for r in costs["rows"]] == ["xception"]
     for name in ("fairness_demo-a_gender", "calibration_frame", "calibration_video"):
