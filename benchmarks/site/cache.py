@@ -37,7 +37,8 @@ def digest(data: Any) -> str:
 
 
 class SummaryCache:
-    """Bundle summaries and column ties under ``root`` for settings whose digest is ``key``."""
+    """Bundle summaries and column ties under ``root/site`` (beside what else the board keeps in
+    ``root``, e.g. unpacked archives) for settings whose digest is ``key``."""
 
     def __init__(self, root: Path, key: str) -> None:
         self.root = Path(root)
@@ -45,7 +46,7 @@ class SummaryCache:
 
     def folder(self, sha256: str) -> Path:
         """The cache folder of one bundle."""
-        return self.root / "bundles" / f"{sha256}-{self.key}"
+        return self.root / "site" / "summaries" / f"{sha256}-{self.key}"
 
     def load(self, sha256: str) -> dict[str, Any] | None:
         """The bundle's summary, or None when it has none yet."""
@@ -77,10 +78,10 @@ class SummaryCache:
 
     def ties(self, key: str) -> dict[str, Any] | None:
         """A column's ties (keyed by its bundles, test set and level), or None."""
-        path = self.root / "ties" / f"{key}.json"
+        path = self.root / "site" / "ties" / f"{key}.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
     def store_ties(self, key: str, ties: dict[str, Any]) -> None:
         """Keep a column's ties."""
         text = json.dumps(plain(ties), indent=1)
-        atomic_write_text(self.root / "ties" / f"{key}.json", text + "\n")
+        atomic_write_text(self.root / "site" / "ties" / f"{key}.json", text + "\n")
