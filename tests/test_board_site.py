@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from html.parser import HTMLParser
@@ -235,6 +236,32 @@ def test_rebuild_is_byte_identical_and_reads_no_cached_bundle(
         assert len(read) == len(set(read)) == len(SETS)  # each of its files once
     finally:
         shutil.copytree(moved, bundles[0].path)
+
+
+def _small_site(root: Path) -> Path:
+    """The site of three stand-in bundles under ``root`` (``root/site``)."""
+    bundles = [_bundle(root, "xception", 0.6), _bundle(root, "f3net", 0.55, seeds=2),
+               _bundle(root, "random", 0.0, baseline=True)]  # fmt: skip
+    build(bundles, root / "site", benchmark="demo", test_sets=SETS, settings=FAST)
+    return root / "site"
+
+
+def test_identical_bytes_across_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process (another hash seed), other folders: the same bytes."""
+    import subprocess
+    import sys
+
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    here = _snapshot(_small_site(tmp_path / "here"))
+    code = (
+        "import sys, pathlib, tests.test_board_site as t; t._small_site(pathlib.Path(sys.argv[1]))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345", "OMP_NUM_THREADS": "1"}
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "there")], cwd=repo, env=env,
+                   check=True)  # fmt: skip
+    assert _snapshot(tmp_path / "there" / "site") == here
+    assert len(here) > 20
 
 
 def test_source_date_epoch_and_refusals(
