@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -82,10 +82,12 @@ def sortable_table(
     columns: Sequence[str],
     records: Sequence[dict[str, Any]],
     best: set[tuple[int, str]] = frozenset(),
+    links: Mapping[str, str] | None = None,
 ) -> str:
     """A sortable ``<table>`` of JSON records as the tables write them (each column ``c``
     possibly with ``c low``, ``c high``, ``c sd`` and ``c tied`` beside it); baseline rows in a
-    second body under :data:`evaluation.tables.BASELINE_NOTE` (sorting sorts the first)."""
+    second body under :data:`evaluation.tables.BASELINE_NOTE` (sorting sorts the first).
+    ``links``: detector -> the address its ``Detector`` cell links to."""
     head = "".join(f"<th onclick='sortBy(this)'>{_esc(c)}</th>" for c in columns)
     body, apart = [], []
     for i, r in enumerate(records):
@@ -106,7 +108,10 @@ def sortable_table(
                 css.append("tied")
                 text += TIE_MARK
             klass = f" class='{' '.join(css)}'" if css else ""
-            cells.append(f"<td data-v='{_number(v)}'{klass}>{_esc(text)}</td>")
+            shown = _esc(text)
+            if c == "Detector" and links and v in links:
+                shown = f"<a href='{_esc(links[v])}'>{shown}</a>"
+            cells.append(f"<td data-v='{_number(v)}'{klass}>{shown}</td>")
         if r.get("Type") == BASELINE:
             apart.append(f"<tr class='baseline'>{''.join(cells)}</tr>")
         else:
@@ -120,11 +125,11 @@ def sortable_table(
     )
 
 
-def table_html(table: Table) -> str:
+def table_html(table: Table, links: Mapping[str, str] | None = None) -> str:
     """:func:`sortable_table` of a :class:`Table`, from its JSON (what ``to_json`` writes)."""
     data = json.loads(table.to_json())
     best = {(i, table.columns[j]) for i, j in table.highlight}
-    return sortable_table(data["title"], data["columns"], data["rows"], best)
+    return sortable_table(data["title"], data["columns"], data["rows"], best, links)
 
 
 def _leaderboards(out: Path) -> list[str]:

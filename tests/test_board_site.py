@@ -144,6 +144,11 @@ def test_pages_links_and_tables(site: Path, bundles: list[AdmittedBundle]) -> No
             assert target.is_file(), (page, link)
     index = site / "index.html"
     text = index.read_text(encoding="utf-8")
+    assert "<td data-v=''><a href='detectors/xception.html'>xception</a></td>" in text
+    assert (
+        "<a href='../detectors/f3net.html'>f3net</a>"
+        in (site / "testsets" / "demo-a.html").read_text()
+    )
     assert "<script>alert" not in (site / "detectors" / "xception.html").read_text()
     assert "Own preprocessing track" in text and "Baselines" in text and "Refused" not in text
     changelog = (site / "changelog.html").read_text(encoding="utf-8")

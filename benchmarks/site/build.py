@@ -149,7 +149,7 @@ def build(
         f"ties at alpha {settings.alpha}"
     )
     write_assets(out)
-    site = SiteWriter(out, benchmark, header)
+    site = SiteWriter(out, benchmark, header, board.pages)
     index = index_page(board, site, out)
     for row in board.all_rows():
         detector_page(board, site, row)

@@ -24,16 +24,20 @@ def esc(value: Any) -> str:
 class SiteWriter:
     """The pages and tables of one site folder."""
 
-    def __init__(self, out: Path, benchmark: str, header: str) -> None:
+    def __init__(
+        self, out: Path, benchmark: str, header: str, pages: dict[str, str] | None = None
+    ) -> None:
         self.out = out
         self.benchmark = benchmark
         #: the line under every page's title (date, counts, settings); ``{up}``: the way up
         #: from the page to the site's folder
         self.header = header
         self.tables: dict[str, str] = {}  # name -> title of every table written
+        self.pages = pages or {}  # detector -> its page (under the site folder)
 
     def table(self, table: Table, name: str, depth: int) -> str:
-        """The table's sortable HTML with a link to its JSON (written once per name)."""
+        """The table's sortable HTML (each detector linked to its page) with a link to its JSON
+        (written once per name)."""
         name = slug(name)
         text = table.to_json()
         path = self.out / "tables" / f"{name}.json"
@@ -44,7 +48,11 @@ class SiteWriter:
             atomic_write_text(path, text + "\n")
             self.tables[name] = table.title
         up = "../" * depth
-        return table_html(table) + f"<p class='json'><a href='{up}tables/{name}.json'>JSON</a></p>"
+        links = {name: up + page for name, page in self.pages.items()}
+        return (
+            table_html(table, links)
+            + f"<p class='json'><a href='{up}tables/{name}.json'>JSON</a></p>"
+        )
 
     def page(self, rel: str, title: str, parts: list[str]) -> Path:
         """Write the page ``rel`` (a path under the site folder) holding ``parts``."""
