@@ -70,7 +70,6 @@ def phase(name: str, folder: Path, detectors: int) -> dict[str, Any]:
     """Run one phase in this process; its CPU seconds and peak memory."""
     from fairforensics.benchmarks.site import build_site
     from fairforensics.benchmarks.site.build import build
-    from fairforensics.benchmarks.site.cache import SummaryCache, digest
     from fairforensics.benchmarks.site.summary import SiteSettings, summarize
 
     bundles = _bundles(folder, detectors + 1)
@@ -78,7 +77,7 @@ def phase(name: str, folder: Path, detectors: int) -> dict[str, Any]:
     cpu = time.process_time()
     if name == "summaries":
         settings = SiteSettings()
-        cache = SummaryCache(cache_dir, digest(settings.as_dict()))
+        cache = settings.cache(cache_dir, ["SYN"])
         for b in bundles[:detectors]:
             summarize(b, settings, cache, ["SYN"])
     elif name in ("cold", "warm"):

@@ -243,6 +243,20 @@ def test_rebuild_is_byte_identical_and_reads_no_cached_bundle(
         shutil.copytree(moved, bundles[0].path)
 
 
+def test_cache_of_other_test_sets_is_not_reused(
+    site: Path, bundles: list[AdmittedBundle], tmp_path: Path
+) -> None:
+    """A cache filled for a benchmark of one test set does not hide the other from a board of
+    two."""
+    refused = [("tampered.zip", "predictions/demo-a.csv: SHA-256 differs from the manifest")]
+    one = build(bundles, tmp_path / "one", benchmark="demo", test_sets=SETS[:1], settings=FAST,
+                refused=refused, cache_dir=tmp_path / "cache")  # fmt: skip
+    assert not (one.parent / "testsets" / "demo-b.html").exists()
+    build(bundles, tmp_path / "two", benchmark="demo", test_sets=SETS, settings=FAST,
+          refused=refused, cache_dir=tmp_path / "cache")  # fmt: skip
+    assert _snapshot(tmp_path / "two") == _snapshot(site)
+
+
 def _small_site(root: Path) -> Path:
     """The site of three stand-in bundles under ``root`` (``root/site``)."""
     bundles = [_bundle(root, "xception", 0.6), _bundle(root, "f3net", 0.55, seeds=2),

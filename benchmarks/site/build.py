@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fairforensics.benchmarks.site.assets import write_assets
-from fairforensics.benchmarks.site.cache import SummaryCache, digest
+from fairforensics.benchmarks.site.cache import SummaryCache
 from fairforensics.benchmarks.site.pages import (
     TRACKS,
     Board,
@@ -138,7 +138,7 @@ def build(
     ordered = sorted(bundles, key=lambda b: (b.added, b.sha256))
     names = _names(ordered)
     with tempfile.TemporaryDirectory(prefix="site-cache-") as scratch:
-        cache = SummaryCache(Path(cache_dir or scratch), digest(settings.as_dict()))
+        cache = settings.cache(Path(cache_dir or scratch), test_sets)
         rows = [Row(b, names[b.sha256], summarize(b, settings, cache, test_sets)) for b in ordered]
         board = _board(rows, list(test_sets), settings, cache, benchmark=benchmark,
                        refused=list(refused))  # fmt: skip

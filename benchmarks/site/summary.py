@@ -7,11 +7,13 @@ column's tie test, the one statistic that needs the other bundles."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from fairforensics.benchmarks.fairness_board import attributes_of, fairness_row
-from fairforensics.benchmarks.site.cache import SummaryCache
+from fairforensics.benchmarks.site.cache import SummaryCache, digest
 from fairforensics.benchmarks.submissions.admitted import AdmittedBundle
 from fairforensics.evaluation.calibration.run import calibration_rows
 from fairforensics.evaluation.leaderboard import (
@@ -45,6 +47,11 @@ class SiteSettings:
     def as_dict(self) -> dict[str, Any]:
         """The settings and the summary version, for cache keys and the site's header."""
         return {**asdict(self), "summary_version": SUMMARY_VERSION}
+
+    def cache(self, root: Path, test_sets: Sequence[str]) -> SummaryCache:
+        """The cache of summaries made with these settings for the benchmark's ``test_sets``
+        (a summary holds the bundle's rows of those sets only)."""
+        return SummaryCache(root, digest({**self.as_dict(), "test_sets": sorted(test_sets)}))
 
 
 def _entry_summary(
@@ -90,7 +97,7 @@ def _entry_summary(
 
 
 def summarize(
-    bundle: AdmittedBundle, settings: SiteSettings, cache: SummaryCache, test_sets: list[str]
+    bundle: AdmittedBundle, settings: SiteSettings, cache: SummaryCache, test_sets: Sequence[str]
 ) -> dict[str, Any]:
     """The bundle's summary from the cache, or computed (each predictions file read once) and
     cached."""
