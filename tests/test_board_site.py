@@ -229,8 +229,8 @@ def test_rebuild_is_byte_identical_and_reads_no_cached_bundle(
     shutil.rmtree(bundles[0].path)
     try:
         again = tmp_path / "site"
-        build(bundles, again, benchmark="demo", test_sets=SETS, settings=FAST,
-              refused=[("tampered.zip", "predictions/demo-a.csv: SHA-256 differs from the manifest")],
+        refused = [("tampered.zip", "predictions/demo-a.csv: SHA-256 differs from the manifest")]
+        build(bundles, again, benchmark="demo", test_sets=SETS, settings=FAST, refused=refused,
               cache_dir=site.parent / "cache")  # fmt: skip
         assert _snapshot(again) == _snapshot(site)
         assert read == []

@@ -181,8 +181,11 @@ def calibration_table(rows: Sequence[Row], test_sets: Sequence[str], level: str)
         if row.baseline:
             table.baseline_rows.add(i)
     for j in range(2, len(table.columns)):
-        values = [(r[j], i) for i, r in enumerate(table.rows)
-                  if i not in table.baseline_rows and isinstance(r[j], float) and np.isfinite(r[j])]  # fmt: skip
+        values = [
+            (r[j], i)
+            for i, r in enumerate(table.rows)
+            if i not in table.baseline_rows and isinstance(r[j], float) and np.isfinite(r[j])
+        ]
         if values:
             table.highlight.add((min(values)[1], j))
     return table
@@ -204,9 +207,11 @@ def _cost_record(row: Row) -> dict[str, Any] | None:
 def cost_table(rows: Sequence[Row]) -> Table | None:
     """Parameters, GMACs and CPU ms per frame of the bundles that carry costs (measured by the
     submitter, on the machine named in each row)."""
-    table = Table(["Type", "Detector", "Params", "GMACs/frame", "CPU ms/frame", "machine"],
-                  title="Cost at batch 1 as submitted (torch.utils.flop_counter; CPU time on "
-                  "the submitter's machine, named in each row: not comparable across machines)")  # fmt: skip
+    table = Table(
+        ["Type", "Detector", "Params", "GMACs/frame", "CPU ms/frame", "machine"],
+        title="Cost at batch 1 as submitted (torch.utils.flop_counter; CPU time on the "
+        "submitter's machine, named in each row: not comparable across machines)",
+    )
     for row in sorted(rows, key=lambda r: (r.baseline, r.name)):
         cost = _cost_record(row)
         if cost is None:
