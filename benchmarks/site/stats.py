@@ -195,11 +195,12 @@ def _cost_record(row: Row) -> dict[str, Any] | None:
     """The bundle's cost figures: its ``costs.json`` as :func:`benchmarks.costs.cost_table`
     writes it (the row of its detector, or its one row) or one such row."""
     costs = row.bundle.costs
-    if not costs:
+    if not isinstance(costs, dict) or not costs:
         return None
     records = costs.get("rows")
     if records is None:
         return costs
+    records = [r for r in records if isinstance(r, dict)] if isinstance(records, list) else []
     mine = [r for r in records if r.get("detector") == row.bundle.detector] or records[:1]
     return {"machine": costs.get("machine"), **mine[0]} if mine else None
 
