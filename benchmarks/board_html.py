@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ from fairforensics.evaluation.report import relative_to
 from fairforensics.evaluation.tables import BASELINE, BASELINE_NOTE, TIE_MARK, Table
 from fairforensics.preprocessing.files import atomic_write_text
 
-_STYLE = """
+#: The page's style (the board's site adds to it: :mod:`benchmarks.site.assets`).
+STYLE = """
 body{font-family:sans-serif;max-width:1400px;margin:2em auto;padding:0 1.5em;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:12px}
 th,td{border:1px solid #ccc;padding:3px 6px;text-align:right;white-space:nowrap}
@@ -37,7 +38,7 @@ td.tied{background:#eef6ee} td.best{font-weight:bold;color:#c00}
 img{max-width:520px} .meta{font-size:12px;color:#555}
 """
 # sorts a table by the clicked column: numbers by data-v, text otherwise; a second click reverses
-_SCRIPT = """
+SORT_SCRIPT = """
 function sortBy(th){
   const table=th.closest('table'), body=table.tBodies[0], col=th.cellIndex;
   const asc=th.dataset.asc!=='1'; th.dataset.asc=asc?'1':'0';
@@ -81,10 +82,12 @@ def sortable_table(
     columns: Sequence[str],
     records: Sequence[dict[str, Any]],
     best: set[tuple[int, str]] = frozenset(),
+    links: Mapping[str, str] | None = None,
 ) -> str:
     """A sortable ``<table>`` of JSON records as the tables write them (each column ``c``
     possibly with ``c low``, ``c high``, ``c sd`` and ``c tied`` beside it); baseline rows in a
-    second body under :data:`evaluation.tables.BASELINE_NOTE` (sorting sorts the first)."""
+    second body under :data:`evaluation.tables.BASELINE_NOTE` (sorting sorts the first).
+    ``links``: detector -> the address its ``Detector`` cell links to."""
     head = "".join(f"<th onclick='sortBy(this)'>{_esc(c)}</th>" for c in columns)
     body, apart = [], []
     for i, r in enumerate(records):
@@ -105,7 +108,10 @@ def sortable_table(
                 css.append("tied")
                 text += TIE_MARK
             klass = f" class='{' '.join(css)}'" if css else ""
-            cells.append(f"<td data-v='{_number(v)}'{klass}>{_esc(text)}</td>")
+            shown = _esc(text)
+            if c == "Detector" and links and v in links:
+                shown = f"<a href='{_esc(links[v])}'>{shown}</a>"
+            cells.append(f"<td data-v='{_number(v)}'{klass}>{shown}</td>")
         if r.get("Type") == BASELINE:
             apart.append(f"<tr class='baseline'>{''.join(cells)}</tr>")
         else:
@@ -119,10 +125,11 @@ def sortable_table(
     )
 
 
-def _table_html(table: Table) -> str:
+def table_html(table: Table, links: Mapping[str, str] | None = None) -> str:
+    """:func:`sortable_table` of a :class:`Table`, from its JSON (what ``to_json`` writes)."""
     data = json.loads(table.to_json())
     best = {(i, table.columns[j]) for i, j in table.highlight}
-    return sortable_table(data["title"], data["columns"], data["rows"], best)
+    return sortable_table(data["title"], data["columns"], data["rows"], best, links)
 
 
 def _leaderboards(out: Path) -> list[str]:
@@ -182,15 +189,15 @@ def write_page(
         "<h2 id='fairness'>Fairness</h2>",
     ]
     for table, figure in fairness:
-        parts.append(_table_html(table))
+        parts.append(table_html(table))
         parts.append(f"<p><img src='{_esc(relative_to(figure, out))}' alt='Pareto figure'></p>")
     if not fairness:
         parts.append("<p>No test set carries an attribute with two groups.</p>")
     if cost is not None:
-        parts += ["<h2 id='cost'>Cost</h2>", _table_html(cost)]
+        parts += ["<h2 id='cost'>Cost</h2>", table_html(cost)]
     page = (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{_esc(title)}</title><style>{_STYLE}</style><script>{_SCRIPT}</script>"
+        f"<title>{_esc(title)}</title><style>{STYLE}</style><script>{SORT_SCRIPT}</script>"
         f"</head><body>{''.join(parts)}</body></html>"
     )
     path = out / "index.html"

@@ -116,6 +116,27 @@ def _row(
     return values, details
 
 
+def fairness_row(
+    entry: Entry,
+    attribute: str,
+    *,
+    n_boot: int = 200,
+    confidence: float = 0.95,
+    seed: int = 0,
+    min_units: int = MIN_INTERVAL_UNITS,
+) -> tuple[Any, ...]:
+    """One entry's row of its test set's fairness table by ``attribute`` (its predictions read
+    once): ``(type, detector, threshold, chosen by, decisions, seeds, values, details)``; a
+    ValueError when it has none (e.g. one class, one group)."""
+    values, details = _row(
+        entry, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units
+    )
+    kind = BASELINE if entry.baseline else detector_type(entry.detector)
+    how = entry.threshold_text + (" (mean of the seeds')" if len(set(entry.thresholds)) > 1 else "")
+    split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"
+    return (kind, entry.detector, entry.threshold, how, split, len(entry.preds), values, details)
+
+
 def fairness_table(
     entries: Sequence[Entry],
     test_data: str,
@@ -127,13 +148,12 @@ def fairness_table(
     min_units: int = MIN_INTERVAL_UNITS,
 ) -> Table:
     """The fairness table of ``test_data`` and ``attribute`` (module docstring)."""
-    several = any(len(e.preds) > 1 for e in entries if e.test_data == test_data)
     rows = []
     for e in entries:
         if e.test_data != test_data:
             continue
         try:
-            values, details = _row(
+            row = fairness_row(
                 e, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units
             )
         except ValueError as exc:  # e.g. one class, one group
@@ -141,16 +161,23 @@ def fairness_table(
                 "fairness columns: %s on %s by %s: %s", e.detector, test_data, attribute, exc
             )
             continue
-        kind = BASELINE if e.baseline else detector_type(e.detector)
-        how = e.threshold_text + (" (mean of the seeds')" if len(set(e.thresholds)) > 1 else "")
-        split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"
-        rows.append((kind, e.detector, e.threshold, how, split, len(e.preds), values, details))
+        rows.append(row)
+    videos = test_videos([e for e in entries if e.test_data == test_data])[test_data]
+    return rows_table(rows, test_data, attribute, videos)
+
+
+def rows_table(
+    rows: Sequence[tuple[Any, ...]], test_data: str, attribute: str, videos: str
+) -> Table:
+    """The fairness table of rows of :func:`fairness_row` (``videos``: ``n = 128 videos``)."""
     if not rows:
         raise ValueError(f"no row of {test_data} has fairness figures by {attribute}")
+    several = any(r[5] > 1 for r in rows)
     # detectors by AUC, then the baselines by AUC (set apart, never ranked)
-    rows.sort(key=lambda r: (r[0] == BASELINE, -np.nan_to_num(r[6]["AUC"], nan=-1.0), r[1]))
+    rows = sorted(
+        rows, key=lambda r: (r[0] == BASELINE, -np.nan_to_num(r[6]["AUC"], nan=-1.0), r[1])
+    )
     figures = list(rows[0][6])
-    videos = test_videos([e for e in entries if e.test_data == test_data])[test_data]
     auc = "AUC of the seed-averaged scores" if several else "AUC"
     table = Table(
         ["Type", "Detector", "threshold", "chosen by", "decisions", "seeds", *figures],

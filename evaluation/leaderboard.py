@@ -178,11 +178,83 @@ def _result(
 
 
 @dataclass
-class _Cells:
+class Cells:
     """Per level: the results and, per (detector, test set, metric), what its cell carries."""
 
     results: list[Result] = field(default_factory=list)
     details: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+def entry_cells(
+    entry: Entry,
+    level: str,
+    *,
+    reduce: str,
+    threshold: float | None,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+) -> tuple[Result, dict[str, dict[str, Any]], Predictions]:
+    """One entry's cell at ``level``, its predictions read once: its result (mean over seeds),
+    per metric what the cell carries (interval clustered by video; of the mean over seeds:
+    :func:`evaluation.significance.seed_mean_ci`; spread across seeds; one class) and its
+    seed-averaged predictions (what the tie test compares)."""
+    seeds = list(entry.preds)
+    result, sd = _result(entry, level, reduce, threshold, preds=seeds)
+    averaged = seed_average(seeds)
+    thresholds = seed_thresholds(entry, threshold)
+    ci, over = {}, {}
+    if n_boot and len(seeds) == 1:
+        ci = evaluate_predictions(
+            averaged, level=level, reduce=reduce, threshold=thresholds[0],
+            n_boot=n_boot, confidence=confidence, seed=seed,
+        )["ci"]  # fmt: skip
+    elif n_boot:  # the interval of the mean over the seeds the cell shows
+        intervals = seed_mean_intervals(
+            seeds, level=level, reduce=reduce, threshold=float(np.mean(thresholds)),
+            n_boot=n_boot, confidence=confidence, seed=seed,
+        )  # fmt: skip
+        ci = {k: [iv.low, iv.high] for k, iv in intervals[GIVEN_MODELS].items()}
+        over = {k: [iv.low, iv.high] for k, iv in intervals[OVER_SEEDS].items()}
+        if len(set(thresholds)) > 1:  # one threshold per seed: no interval of one
+            ci = {k: v for k, v in ci.items() if k not in THRESHOLD_METRICS}
+            over = {k: v for k, v in over.items() if k not in THRESHOLD_METRICS}
+    split = any(one_class(p, level, reduce, t) for p, t in zip(seeds, thresholds, strict=True))
+    details: dict[str, dict[str, Any]] = {}
+    for metric in result.metrics:
+        info: dict[str, Any] = {}
+        if metric in ci:
+            info["low"], info["high"] = ci[metric]
+        if metric in over:
+            info["seeds low"], info["seeds high"] = over[metric]
+        if sd:
+            info["sd"], info["seeds"] = sd[metric], len(seeds)
+        if split and metric in THRESHOLD_METRICS:
+            info["one_class"] = True
+        details[metric] = info
+    return result, details, averaged
+
+
+def column_ties(
+    averaged: dict[str, Predictions],
+    shown: dict[str, float],
+    baselines: set[str],
+    *,
+    test_data: str,
+    level: str,
+    reduce: str,
+    alpha: float,
+) -> dict[str, dict[str, Any]]:
+    """Per detector of one column (its seed-averaged predictions), what its AUC cell says of
+    the comparison with the column's best: ``p``, ``tied`` and ``best`` (:func:`_compare`)."""
+    out = {}
+    compared = _compare(averaged, baselines, level=level, reduce=reduce, alpha=alpha,
+                        shown=shown)  # fmt: skip
+    for d, c in compared.items():
+        if c.note:
+            log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
+        out[d] = {"p": c.p_adjusted, "tied": c.tied, "best": c.best}
+    return out
 
 
 def _level_cells(
@@ -195,12 +267,11 @@ def _level_cells(
     confidence: float,
     seed: int,
     alpha: float,
-) -> _Cells:
-    """Results (means over seeds), their intervals (clustered by video; of the mean over seeds:
-    :func:`evaluation.significance.seed_mean_ci`), spread across seeds and, for AUC, the
-    comparison of each detector (its seed-averaged scores) with its column's best; baselines
-    are never the best nor its reference (:func:`_compare`)."""
-    cells = _Cells()
+) -> Cells:
+    """Results (means over seeds), what each cell carries (:func:`entry_cells`) and, for AUC,
+    the comparison of each detector (its seed-averaged scores) with its column's best
+    (:func:`column_ties`); baselines are never the best nor its reference."""
+    cells = Cells()
     baselines = {e.detector for e in entries if e.baseline}
     columns: dict[tuple[str, str], list[int]] = {}
     for i, e in enumerate(entries):
@@ -211,50 +282,18 @@ def _level_cells(
         shown: dict[str, float] = {}  # the AUC each cell prints
         for i in members:
             e = entries[i]
-            seeds = list(e.preds)  # read once for this column
-            result, sd = _result(e, level, reduce, threshold, preds=seeds)
+            result, details, averaged[e.detector] = entry_cells(
+                e, level, reduce=reduce, threshold=threshold, n_boot=n_boot,
+                confidence=confidence, seed=seed,
+            )  # fmt: skip
             results[i] = result
-            averaged[e.detector] = seed_average(seeds)
             shown[e.detector] = result.metrics["auc"]
-            thresholds = seed_thresholds(e, threshold)
-            ci, over = {}, {}
-            if n_boot and len(seeds) == 1:
-                ci = evaluate_predictions(
-                    averaged[e.detector], level=level, reduce=reduce, threshold=thresholds[0],
-                    n_boot=n_boot, confidence=confidence, seed=seed,
-                )["ci"]  # fmt: skip
-            elif n_boot:  # the interval of the mean over the seeds the cell shows
-                intervals = seed_mean_intervals(
-                    seeds, level=level, reduce=reduce, threshold=float(np.mean(thresholds)),
-                    n_boot=n_boot, confidence=confidence, seed=seed,
-                )  # fmt: skip
-                ci = {k: [iv.low, iv.high] for k, iv in intervals[GIVEN_MODELS].items()}
-                over = {k: [iv.low, iv.high] for k, iv in intervals[OVER_SEEDS].items()}
-                if len(set(thresholds)) > 1:  # one threshold per seed: no interval of one
-                    ci = {k: v for k, v in ci.items() if k not in THRESHOLD_METRICS}
-                    over = {k: v for k, v in over.items() if k not in THRESHOLD_METRICS}
-            split = any(
-                one_class(p, level, reduce, t) for p, t in zip(seeds, thresholds, strict=True)
-            )
-            del seeds
-            for metric in result.metrics:
-                info: dict[str, Any] = {}
-                if metric in ci:
-                    info["low"], info["high"] = ci[metric]
-                if metric in over:
-                    info["seeds low"], info["seeds high"] = over[metric]
-                if sd:
-                    info["sd"], info["seeds"] = sd[metric], len(e.preds)
-                if split and metric in THRESHOLD_METRICS:
-                    info["one_class"] = True
+            for metric, info in details.items():
                 cells.details[(e.detector, e.test_data, metric)] = info
-        compared = _compare(averaged, baselines, level=level, reduce=reduce, alpha=alpha,
-                            shown=shown)  # fmt: skip
-        for d, c in compared.items():
-            if c.note:
-                log.warning("leaderboard: %s on %s (%s level): %s", d, test_data, level, c.note)
-            info = cells.details[(d, test_data, "auc")]
-            info.update({"p": c.p_adjusted, "tied": c.tied, "best": c.best})
+        ties = column_ties(averaged, shown, baselines, test_data=test_data, level=level,
+                           reduce=reduce, alpha=alpha)  # fmt: skip
+        for d, info in ties.items():
+            cells.details[(d, test_data, "auc")].update(info)
         del averaged  # the next column is read after this one is released
     cells.results = [results[i] for i in range(len(entries))]
     return cells
@@ -444,10 +483,50 @@ def test_videos(entries: Sequence[Entry]) -> dict[str, str]:
         counts.setdefault(e.test_data, set()).update(
             len(factorize(p.video_key)[1]) for p in e.preds
         )
+    return videos_text(counts)
+
+
+def videos_text(counts: dict[str, set[int]]) -> dict[str, str]:
+    """Per test set, its rows' numbers of test videos in words (``n = 128 videos``, a range)."""
     return {
         t: f"n = {min(c)}" + (f"-{max(c)}" if len(c) > 1 else "") + " videos"
         for t, c in counts.items()
     }
+
+
+def leaderboard_tables(
+    cells: Cells,
+    entries: Sequence[Entry],
+    metrics: Sequence[str],
+    *,
+    videos: dict[str, str],
+    robust: dict[str, float],
+    within: Sequence[str] | None = None,
+    train_data: str | None = None,
+    threshold: float | None = None,
+    show_intervals: bool = False,
+) -> dict[str, Table]:
+    """One level's leaderboard per metric from its cells (:func:`_level_cells`, or cells put
+    together from cached ones): annotated (:func:`annotate`), the ``robust AUC`` column where
+    ``robust`` has values, the row columns (:func:`add_row_columns`) and ``videos`` (per test
+    set, :func:`test_videos`) under the columns and in the title."""
+    baselines = {e.detector for e in entries if e.baseline}
+    tables = {}
+    for metric in metrics:
+        table = leaderboard(
+            cells.results, metric, within=within, train_data=train_data, baselines=baselines
+        )
+        annotate(table, cells.details, metric)
+        table.show_intervals = show_intervals
+        if metric == "auc" and robust:
+            add_robust_column(table, robust)
+        add_row_columns(table, entries, threshold)
+        table.column_notes = videos
+        table.title += f"; {_what(metric, entries)}; test videos: " + ", ".join(
+            f"{t} {n.removeprefix('n = ')}" for t, n in videos.items()
+        )
+        tables[metric] = table
+    return tables
 
 
 def build_leaderboard(
@@ -497,7 +576,6 @@ def build_leaderboard(
     entries = collect_entries(eval_dirs)
     if not entries:
         raise ValueError("the evaluation folders hold no predictions")
-    baselines = {e.detector for e in entries if e.baseline}
     videos = test_videos(entries)
     by_level = {}
     sections = []
@@ -509,19 +587,11 @@ def build_leaderboard(
         results = by_level[level] = cells.results
         label = level_label(level, [r.unit for r in results])  # frame/clip: image + video
         robust = collect_robust_auc(eval_dirs, level)
-        for metric in metrics:
-            table = leaderboard(
-                results, metric, within=within, train_data=train_data, baselines=baselines
-            )
-            annotate(table, cells.details, metric)
-            table.show_intervals = show_intervals
-            if metric == "auc" and robust:
-                add_robust_column(table, robust)
-            add_row_columns(table, entries, threshold)
-            table.column_notes = videos
-            table.title += f"; {_what(metric, entries)}; test videos: " + ", ".join(
-                f"{t} {n.removeprefix('n = ')}" for t, n in videos.items()
-            )
+        tables = leaderboard_tables(
+            cells, entries, metrics, videos=videos, robust=robust, within=within,
+            train_data=train_data, threshold=threshold, show_intervals=show_intervals,
+        )  # fmt: skip
+        for metric, table in tables.items():
             table.write(out / f"leaderboard_{level}_{slug(metric)}", latex=latex)
             sections.append(Section(f"{metric.upper()} ({label} level)", [table]))
         if "acc" in metrics:  # what deciding at the row's threshold costs (issue 48, item 4)
