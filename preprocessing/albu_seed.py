@@ -60,6 +60,8 @@ class _Lazy:
         self._make, self._seed, self._made = make, seed, None
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in _Lazy.__slots__:  # e.g. unpickling: nothing yet
+            raise AttributeError(name)
         if self._made is None:
             self._made = self._make(self._seed.get())
         return getattr(self._made, name)
