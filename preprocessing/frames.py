@@ -111,11 +111,9 @@ def sample_seed(*parts: int) -> int:
 
 
 def read_rgb(path: str) -> np.ndarray | None:
-    """A frame as uint8 RGB, or ``None`` when it is missing or unreadable."""
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
-    if img is None:
-        return None
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    """A frame as uint8 RGB, or ``None`` when it is missing or unreadable (decoded to RGB by
+    OpenCV: the pixels of a BGR decode and a channel swap, without the swap's copy)."""
+    return cv2.imread(path, cv2.IMREAD_COLOR_RGB)
 
 
 def opencv_threads_for_loader(num_workers: int) -> None:
@@ -740,7 +738,7 @@ def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
         for image, planes in zip(images, arr, strict=True):
             views = list(planes)
             got = cv2.split(image, views)
-            if any(g.ctypes.data != v.ctypes.data for g, v in zip(got, views, strict=True)):
+            if any(g is not v for g, v in zip(got, views, strict=True)):
                 planes[...] = image.transpose(2, 0, 1)  # OpenCV wrote elsewhere: copy
     else:
         arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))

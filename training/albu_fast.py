@@ -7,14 +7,17 @@ albumentations 2.x does (the same ``should_apply``, ``OneOf`` choice, ``get_para
 and the frequent ones then call OpenCV directly: flip (``cv2.flip``), rotation (one
 ``cv2.warpAffine`` with albumentations' matrix), Gaussian blur (``cv2.sepFilter2D`` with its
 kernel) and JPEG (``cv2.imencode``/``cv2.imdecode``); a resize or pad that would not change the
-image is skipped. Every other transform is run through its own ``apply``. The pixels are those
-of the albumentations pipeline for every seed (``tests/test_albu_fast.py``). Landmarks, masks,
-clips, images of another shape or dtype, and pipelines with transforms of other kinds use the
-albumentations pipeline itself.
+image is skipped; hue-saturation-value applies its three channel maps as one lookup table. Every
+other transform runs through its own ``apply``. The pixels are those of the albumentations
+pipeline for every seed (``tests/test_albu_fast.py``), and a pipeline is checked on a few seeds
+when it is fused: if another albumentations version draws differently, the fused path is off.
+Landmarks, masks, clips, images of another shape or dtype, and pipelines with other transforms
+use the albumentations pipeline itself.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,15 +26,15 @@ import albumentations.augmentations.blur.functional as fblur
 import albumentations.augmentations.geometric.functional as fgeometric
 import cv2
 import numpy as np
+from albucore.functions import add_constant
 from albucore.utils import get_num_channels
 
 from fairforensics.preprocessing.albu_seed import seed_pipeline
 
-#: one transform of the pipeline: (its node, image) -> image, the draws made as albumentations
-Step = Callable[[np.ndarray], np.ndarray]
+log = logging.getLogger(__name__)
 
-_NO_SHIFT = {"x": 0, "y": 0}
-_NO_SCALE = {"x": 1, "y": 1}
+#: one transform of the pipeline, image -> image, its draws made as albumentations makes them
+Step = Callable[[np.ndarray], np.ndarray]
 
 
 class FusedAugment:
@@ -42,6 +45,13 @@ class FusedAugment:
     def __init__(self, pipeline: A.Compose) -> None:
         self.pipeline = pipeline
         self.size, self.steps = _plan(pipeline)
+        if self.steps is not None and not self._agrees():
+            log.warning(
+                "albumentations %s draws or computes differently from the fused augmentation; "
+                "using albumentations' own calls (slower)",
+                A.__version__,
+            )
+            self.steps = None
 
     def __getstate__(self) -> dict[str, Any]:
         """Only the pipeline (for spawned DataLoader workers); the steps are planned again."""
@@ -69,6 +79,24 @@ class FusedAugment:
         for step in self.steps or ():
             image = step(image)
         return image
+
+    def _agrees(self) -> bool:
+        """Whether the steps give the pipeline's pixels for :data:`CHECK_SEEDS` seeds on a
+        smooth random image (a guard against an albumentations version that draws or computes
+        differently from the one the steps follow)."""
+        rng = np.random.default_rng(0)
+        small = rng.integers(0, 256, (8, 8, 3), dtype=np.uint8)
+        image = cv2.resize(small, (self.size, self.size), interpolation=cv2.INTER_CUBIC)
+        for seed in range(CHECK_SEEDS):
+            seed_pipeline(self.pipeline, seed)
+            want = self.pipeline(image=image)["image"]
+            if not np.array_equal(self.augment_image(seed, image), want):
+                return False
+        return True
+
+
+#: seeds the fused steps are checked on against albumentations when they are planned
+CHECK_SEEDS = 32
 
 
 def _plan(pipeline: A.Compose) -> tuple[int, list[Step] | None]:
@@ -147,6 +175,8 @@ def _step_forced(node: Any) -> Step | None:
         return lambda image: _blur(node, image)
     if kind is A.ImageCompression:
         return lambda image: _compress(node, image)
+    if kind is A.HueSaturationValue:
+        return lambda image: _hsv(node, image)
     if isinstance(node, A.ImageOnlyTransform) and not isinstance(node, A.BaseCompose):
         return lambda image: _generic(node, image)
     return None
@@ -156,20 +186,38 @@ def _rotate(node: A.Rotate, image: np.ndarray) -> np.ndarray:
     """``Rotate``: the angle drawn, albumentations' matrix, one ``warpAffine``."""
     angle = node.py_random.uniform(*node.limit)
     height, width = image.shape[:2]
-    matrix = fgeometric.create_affine_transformation_matrix(
-        _NO_SHIFT, _NO_SHIFT, _NO_SCALE, angle, fgeometric.center((height, width))
-    )
-    if fgeometric.is_identity_matrix(matrix):
+    matrix = rotation_matrix(angle, fgeometric.center((height, width)))
+    if _is_identity(matrix):
         return image
-    value = fgeometric.extend_value(node.fill, get_num_channels(image))
     return cv2.warpAffine(
         image,
-        matrix[:2, :],
+        matrix[:2],
         (width, height),
         flags=node.interpolation,
         borderMode=node.border_mode,
-        borderValue=value,
+        borderValue=fgeometric.extend_value(node.fill, get_num_channels(image)),
     )
+
+
+def _is_identity(matrix: np.ndarray) -> bool:
+    """``fgeometric.is_identity_matrix`` (``np.allclose`` to the identity, whose last row the
+    matrix has) on Python floats, without numpy's per-call cost."""
+    eye = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+    got = matrix[:2].ravel().tolist()
+    return all(abs(a - b) <= 1e-8 + 1e-5 * abs(b) for a, b in zip(got, eye, strict=True))
+
+
+def rotation_matrix(angle: float, center: tuple[float, float]) -> np.ndarray:
+    """albumentations' ``create_affine_transformation_matrix`` for a rotation alone, bit for
+    bit: its products with the identity translation, shear and scale are exact, which leaves
+    (shift back to the centre @ rotation) and the one product with the shift to the corner."""
+    rad = np.deg2rad(angle % 360)
+    cos, sin = np.cos(rad), np.sin(rad)
+    cx, cy = center
+    rotated = np.array([[cos, sin, cx], [-sin, cos, cy], [0.0, 0.0, 1.0]])
+    matrix = rotated @ np.array([[1.0, 0.0, -cx], [0.0, 1.0, -cy], [0.0, 0.0, 1.0]])
+    matrix[2] = [0, 0, 1]
+    return matrix
 
 
 def _blur(node: A.GaussianBlur, image: np.ndarray) -> np.ndarray:
@@ -189,6 +237,29 @@ def _compress(node: A.ImageCompression, image: np.ndarray) -> np.ndarray:
         ext, flag = ".webp", cv2.IMWRITE_WEBP_QUALITY
     _, encoded = cv2.imencode(ext, image, (int(flag), quality))
     return cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED)
+
+
+def _hsv(node: A.HueSaturationValue, image: np.ndarray) -> np.ndarray:
+    """``HueSaturationValue``: the three shifts drawn, then albumentations' per-channel value
+    maps (hue mod 180; saturation kept at 0 where it is 0) as one lookup table between the two
+    colour conversions instead of a split, three maps, a mask and a merge."""
+    hue = node.py_random.uniform(*node.hue_shift_limit)
+    sat = node.py_random.uniform(*node.sat_shift_limit)
+    val = node.py_random.uniform(*node.val_shift_limit)
+    if hue == 0 and sat == 0 and val == 0:
+        return image
+    table = np.repeat(_RAMP[..., None], 3, axis=2)
+    if hue != 0:
+        table[0, :, 0] = np.mod(np.arange(256, dtype=np.int16) + hue, 180).astype(np.uint8)
+    if sat != 0:
+        table[0, 1:, 1] = add_constant(_RAMP, sat)[0, 1:]
+    if val != 0:
+        table[0, :, 2] = add_constant(_RAMP, val)[0]
+    hsv = cv2.LUT(cv2.cvtColor(image, cv2.COLOR_RGB2HSV), table)
+    return cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)
+
+
+_RAMP = np.arange(256, dtype=np.uint8).reshape(1, 256)
 
 
 def _generic(node: Any, image: np.ndarray) -> np.ndarray:
