@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import pickle
+import random
 from pathlib import Path
 
 import albumentations as A
@@ -19,6 +20,7 @@ import cv2
 import numpy as np
 import pytest
 
+from fairforensics.preprocessing.albu_seed import SampleSeeds
 from fairforensics.preprocessing.frames import FrameDataset, apply_augment, read_rgb
 from fairforensics.preprocessing.index import read_index
 from fairforensics.training import albu_fast
@@ -117,8 +119,17 @@ def test_hsv_table_equals_albumentations_channel_maps() -> None:
             image = images[k % len(images)]
             transform.set_random_seed(k)
             want = transform(image=image)["image"]
-            transform.set_random_seed(k)
-            assert np.array_equal(albu_fast._hsv(transform, image), want), (limits, k)
+            got = albu_fast._hsv(transform, image, random.Random(k))  # its py_random's seed
+            assert np.array_equal(got, want), (limits, k)
+
+
+def test_sample_seeds_are_numpys_spawned_seeds() -> None:
+    rng = random.Random(3)
+    for _ in range(3000):
+        seed = rng.getrandbits(rng.choice([8, 32, 40]))
+        key = tuple(rng.randrange(12) for _ in range(rng.choice([1, 2, 3])))
+        want = np.random.SeedSequence(seed & 0xFFFFFFFF, spawn_key=key).generate_state(1)[0]
+        assert SampleSeeds(seed).of(key) == int(want), (seed, key)
 
 
 def test_rotation_matrix_is_albumentations_matrix_bit_for_bit() -> None:
@@ -167,9 +178,11 @@ def test_a_step_that_differs_turns_the_fused_path_off(
     """The self-check when fusing: a blur that draws its kernel size before its sigma (as
     another albumentations version might) is caught, logged, and albumentations is used."""
 
-    def blur_drawn_the_other_way(node: A.GaussianBlur, image: np.ndarray) -> np.ndarray:
-        ksize = node.py_random.randint(*node.blur_limit)
-        sigma = node.py_random.uniform(*node.sigma_limit)
+    def blur_drawn_the_other_way(
+        node: A.GaussianBlur, image: np.ndarray, rng: random.Random
+    ) -> np.ndarray:
+        ksize = rng.randint(*node.blur_limit)
+        sigma = rng.uniform(*node.sigma_limit)
         kernel = albu_fast.fblur.create_gaussian_kernel_1d(sigma, ksize)
         return cv2.sepFilter2D(image, -1, kernel, kernel)
 

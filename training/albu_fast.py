@@ -1,10 +1,11 @@
 """The training augmentation of one image without albumentations' per-call machinery (issue 47).
 
 :class:`FusedAugment` runs a pipeline of :func:`training.augment.build_augment` on one uint8 RGB
-image: every transform decides and draws its parameters from its own generators exactly as
-albumentations 2.x does (the same ``should_apply``, ``OneOf`` choice, ``get_params`` and
-``get_params_dependent_on_data`` draws, seeded by :func:`preprocessing.albu_seed.seed_pipeline`),
-and the frequent ones then call OpenCV directly: flip (``cv2.flip``), rotation (one
+image: every transform decides and draws its parameters exactly as albumentations 2.x does (the
+same ``should_apply``, ``OneOf`` choice, ``get_params`` and ``get_params_dependent_on_data``
+draws), from the generators :func:`preprocessing.albu_seed.seed_pipeline` would give it (made
+from :class:`preprocessing.albu_seed.SampleSeeds` only when it draws), and the frequent ones
+then call OpenCV directly: flip (``cv2.flip``), rotation (one
 ``cv2.warpAffine`` with albumentations' matrix), Gaussian blur (``cv2.sepFilter2D`` with its
 kernel) and JPEG (``cv2.imencode``/``cv2.imdecode``); a resize or pad that would not change the
 image is skipped; hue-saturation-value applies its three channel maps as one lookup table. Every
@@ -18,6 +19,7 @@ use the albumentations pipeline itself.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -29,12 +31,14 @@ import numpy as np
 from albucore.functions import add_constant
 from albucore.utils import get_num_channels
 
-from fairforensics.preprocessing.albu_seed import seed_pipeline
+from fairforensics.preprocessing.albu_seed import SampleSeeds, seed_pipeline
 
 log = logging.getLogger(__name__)
 
-#: one transform of the pipeline, image -> image, its draws made as albumentations makes them
-Step = Callable[[np.ndarray], np.ndarray]
+#: one transform of the pipeline: (image, the sample's seeds) -> image, drawn as albumentations
+Step = Callable[[np.ndarray, SampleSeeds], np.ndarray]
+#: a transform applied: (image, its ``py_random``, its seed) -> image
+Forced = Callable[[np.ndarray, random.Random, int], np.ndarray]
 
 
 class FusedAugment:
@@ -73,11 +77,12 @@ class FusedAugment:
     def augment_image(self, seed: int, image: np.ndarray) -> np.ndarray:
         """The pipeline seeded with ``seed`` on ``image`` (see :meth:`accepts`); the pixels of
         ``seed_pipeline(pipeline, seed); pipeline(image=image)["image"]``."""
-        seed_pipeline(self.pipeline, seed)
         if not self.accepts(image):
+            seed_pipeline(self.pipeline, seed)
             return self.pipeline(image=image)["image"]
+        seeds = SampleSeeds(seed)
         for step in self.steps or ():
-            image = step(image)
+            image = step(image, seeds)
         return image
 
     def _agrees(self) -> bool:
@@ -104,7 +109,7 @@ def _plan(pipeline: A.Compose) -> tuple[int, list[Step] | None]:
     transform has no fused step or the resize and pad are not of ``build_augment``'s kind."""
     size = 0
     steps: list[Step] = []
-    for node in pipeline.transforms:
+    for j, node in enumerate(pipeline.transforms):
         if isinstance(node, A.OneOf) and all(
             isinstance(t, A.LongestMaxSize) for t in node.transforms
         ):
@@ -119,72 +124,78 @@ def _plan(pipeline: A.Compose) -> tuple[int, list[Step] | None]:
             if max(node.min_height, node.min_width) > size:
                 return 0, None
             continue  # an image at ``size`` already has the minimum size
-        step = _step(node)
+        step = _step(node, (j,))
         if step is None:
             return 0, None
         steps.append(step)
     return (size, steps) if size else (0, None)
 
 
-def _step(node: Any) -> Step | None:
-    """The fused step of one transform or ``OneOf``, ``None`` for any other kind."""
+def _step(node: Any, key: tuple[int, ...]) -> Step | None:
+    """The fused step of the transform or ``OneOf`` at ``key``, ``None`` for other kinds."""
     if isinstance(node, A.OneOf):
-        children = [_step_forced(t) for t in node.transforms]
+        children = [_forced(t) for t in node.transforms]
         if any(c is None for c in children):
             return None
-        return _one_of(node, children)  # type: ignore[arg-type]
-    forced = _step_forced(node)
-    return None if forced is None else _maybe(node, forced)
+        return _one_of(node, key, children)  # type: ignore[arg-type]
+    forced = _forced(node)
+    return None if forced is None else _maybe(node, key, forced)
 
 
-def _maybe(node: Any, forced: Step) -> Step:
+def _maybe(node: Any, key: tuple[int, ...], forced: Forced) -> Step:
     """``forced`` when the transform's ``should_apply`` draw says so (albumentations 2.x)."""
 
-    def step(image: np.ndarray) -> np.ndarray:
+    def step(image: np.ndarray, seeds: SampleSeeds) -> np.ndarray:
         if node.p <= 0.0:
             return image
-        if node.p >= 1.0 or node.py_random.random() < node.p:
-            return forced(image)
+        seed = seeds.of(key)
+        rng = random.Random(seed)
+        if node.p >= 1.0 or rng.random() < node.p:
+            return forced(image, rng, seed)
         return image
 
     return step
 
 
-def _one_of(node: A.OneOf, children: list[Step]) -> Step:
+def _one_of(node: A.OneOf, key: tuple[int, ...], children: list[Forced]) -> Step:
     """``OneOf.__call__``: its own draw against ``p``, then the child chosen by its numpy
     generator with the normalised probabilities, applied without its own draw."""
 
-    def step(image: np.ndarray) -> np.ndarray:
-        if node.transforms_ps and node.py_random.random() < node.p:
-            idx = int(node.random_generator.choice(len(children), p=node.transforms_ps))
+    def step(image: np.ndarray, seeds: SampleSeeds) -> np.ndarray:
+        seed = seeds.of(key)
+        if node.transforms_ps and random.Random(seed).random() < node.p:
+            rng = np.random.default_rng(seed)
+            idx = int(rng.choice(len(children), p=node.transforms_ps))
             if node.transforms[idx].p > 0.0:  # should_apply(force_apply=True)
-                return children[idx](image)
+                child = seeds.of((*key, idx))
+                return children[idx](image, random.Random(child), child)
         return image
 
     return step
 
 
-def _step_forced(node: Any) -> Step | None:
-    """The transform applied (its parameters drawn), OpenCV directly for the frequent ones."""
+def _forced(node: Any) -> Forced | None:
+    """The transform applied (its parameters drawn from ``rng``, its ``py_random``), OpenCV
+    directly for the frequent ones; ``None`` for a kind without a fused step."""
     kind = type(node)
     if kind is A.HorizontalFlip:
-        return lambda image: cv2.flip(image, 1)
+        return lambda image, rng, seed: cv2.flip(image, 1)
     if kind is A.Rotate and not node.crop_border:
-        return lambda image: _rotate(node, image)
+        return lambda image, rng, seed: _rotate(node, image, rng)
     if kind is A.GaussianBlur:
-        return lambda image: _blur(node, image)
+        return lambda image, rng, seed: _blur(node, image, rng)
     if kind is A.ImageCompression:
-        return lambda image: _compress(node, image)
+        return lambda image, rng, seed: _compress(node, image, rng)
     if kind is A.HueSaturationValue:
-        return lambda image: _hsv(node, image)
+        return lambda image, rng, seed: _hsv(node, image, rng)
     if isinstance(node, A.ImageOnlyTransform) and not isinstance(node, A.BaseCompose):
-        return lambda image: _generic(node, image)
+        return lambda image, rng, seed: _generic(node, image, rng, seed)
     return None
 
 
-def _rotate(node: A.Rotate, image: np.ndarray) -> np.ndarray:
+def _rotate(node: A.Rotate, image: np.ndarray, rng: random.Random) -> np.ndarray:
     """``Rotate``: the angle drawn, albumentations' matrix, one ``warpAffine``."""
-    angle = node.py_random.uniform(*node.limit)
+    angle = rng.uniform(*node.limit)
     height, width = image.shape[:2]
     matrix = rotation_matrix(angle, fgeometric.center((height, width)))
     if _is_identity(matrix):
@@ -220,17 +231,17 @@ def rotation_matrix(angle: float, center: tuple[float, float]) -> np.ndarray:
     return matrix
 
 
-def _blur(node: A.GaussianBlur, image: np.ndarray) -> np.ndarray:
+def _blur(node: A.GaussianBlur, image: np.ndarray, rng: random.Random) -> np.ndarray:
     """``GaussianBlur``: sigma and kernel size drawn, its separable kernel."""
-    sigma = node.py_random.uniform(*node.sigma_limit)
-    ksize = node.py_random.randint(*node.blur_limit)
+    sigma = rng.uniform(*node.sigma_limit)
+    ksize = rng.randint(*node.blur_limit)
     kernel = fblur.create_gaussian_kernel_1d(sigma, ksize)
     return cv2.sepFilter2D(image, -1, kernel, kernel)
 
 
-def _compress(node: A.ImageCompression, image: np.ndarray) -> np.ndarray:
+def _compress(node: A.ImageCompression, image: np.ndarray, rng: random.Random) -> np.ndarray:
     """``ImageCompression``: the quality drawn, an encode and a decode of the image."""
-    quality = node.py_random.randint(*node.quality_range)
+    quality = rng.randint(*node.quality_range)
     if node.compression_type == "jpeg":
         ext, flag = ".jpg", cv2.IMWRITE_JPEG_QUALITY
     else:
@@ -239,13 +250,13 @@ def _compress(node: A.ImageCompression, image: np.ndarray) -> np.ndarray:
     return cv2.imdecode(encoded, cv2.IMREAD_UNCHANGED)
 
 
-def _hsv(node: A.HueSaturationValue, image: np.ndarray) -> np.ndarray:
+def _hsv(node: A.HueSaturationValue, image: np.ndarray, rng: random.Random) -> np.ndarray:
     """``HueSaturationValue``: the three shifts drawn, then albumentations' per-channel value
     maps (hue mod 180; saturation kept at 0 where it is 0) as one lookup table between the two
     colour conversions instead of a split, three maps, a mask and a merge."""
-    hue = node.py_random.uniform(*node.hue_shift_limit)
-    sat = node.py_random.uniform(*node.sat_shift_limit)
-    val = node.py_random.uniform(*node.val_shift_limit)
+    hue = rng.uniform(*node.hue_shift_limit)
+    sat = rng.uniform(*node.sat_shift_limit)
+    val = rng.uniform(*node.val_shift_limit)
     if hue == 0 and sat == 0 and val == 0:
         return image
     table = np.repeat(_RAMP[..., None], 3, axis=2)
@@ -262,9 +273,10 @@ def _hsv(node: A.HueSaturationValue, image: np.ndarray) -> np.ndarray:
 _RAMP = np.arange(256, dtype=np.uint8).reshape(1, 256)
 
 
-def _generic(node: Any, image: np.ndarray) -> np.ndarray:
-    """Any image-only transform: its parameters as ``BasicTransform.__call__`` makes them,
-    then its own ``apply``."""
+def _generic(node: Any, image: np.ndarray, rng: random.Random, seed: int) -> np.ndarray:
+    """Any image-only transform: its generators (``py_random`` = ``rng``, numpy's of the same
+    seed) and parameters as albumentations makes them, then its own ``apply``."""
+    node.py_random, node.random_generator = rng, np.random.default_rng(seed)
     data = {"image": image}
     params = node.update_transform_params(params=node.get_params(), data=data)
     params.update(node.get_params_dependent_on_data(params=params, data=data))
