@@ -21,7 +21,12 @@ import numpy as np
 import pytest
 
 from fairforensics.preprocessing.albu_seed import SampleSeeds
-from fairforensics.preprocessing.frames import FrameDataset, apply_augment, read_rgb
+from fairforensics.preprocessing.frames import (
+    FrameDataset,
+    apply_augment,
+    apply_augment_clip,
+    read_rgb,
+)
 from fairforensics.preprocessing.index import read_index
 from fairforensics.training import albu_fast
 from fairforensics.training.albu_fast import FusedAugment, rotation_matrix
@@ -160,6 +165,16 @@ def test_other_inputs_use_albumentations() -> None:
         got_image, got_points, _ = apply_augment(fused, seed, face, points)
         want_image, want_points, _ = apply_augment(reference, seed, face, points)
         assert np.array_equal(got_image, want_image) and np.array_equal(got_points, want_points)
+
+
+def test_clips_use_albumentations_with_one_draw() -> None:
+    frames = [(face, None, None) for face in _faces(40)[:3]]
+    fused = FusedAugment(build_augment(AugmentConfig(), 40))
+    reference = build_augment(AugmentConfig(), 40)
+    for seed in range(8):
+        got = apply_augment_clip(fused, seed, frames)
+        want = apply_augment_clip(reference, seed, frames)
+        assert all(np.array_equal(g[0], w[0]) for g, w in zip(got, want, strict=True))
 
 
 def test_unknown_transforms_leave_the_fused_path_off() -> None:
