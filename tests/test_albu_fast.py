@@ -178,6 +178,9 @@ def test_clips_use_albumentations_with_one_draw() -> None:
 
 
 def test_unknown_transforms_leave_the_fused_path_off() -> None:
+    sometimes = build_augment(AugmentConfig(), 32)
+    sometimes.p = 0.5  # the whole pipeline only half the time
+    assert FusedAugment(sometimes).steps is None
     pipeline = A.Compose([A.HorizontalFlip(p=0.5), A.Affine(scale=(0.9, 1.1), p=0.5)], seed=0)
     fused = FusedAugment(pipeline)
     assert fused.steps is None

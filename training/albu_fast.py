@@ -4,14 +4,14 @@
 image: every transform decides and draws its parameters exactly as albumentations 2.x does (the
 same ``should_apply``, ``OneOf`` choice, ``get_params`` and ``get_params_dependent_on_data``
 draws), from the generators :func:`preprocessing.albu_seed.seed_pipeline` would give it (made
-from :class:`preprocessing.albu_seed.SampleSeeds` only when it draws), and the frequent ones
-then call OpenCV directly: flip (``cv2.flip``), rotation (one
-``cv2.warpAffine`` with albumentations' matrix), Gaussian blur (``cv2.sepFilter2D`` with its
-kernel) and JPEG (``cv2.imencode``/``cv2.imdecode``); a resize or pad that would not change the
-image is skipped; hue-saturation-value applies its three channel maps as one lookup table. Every
-other transform runs through its own ``apply``. The pixels are those of the albumentations
-pipeline for every seed (``tests/test_albu_fast.py``), and a pipeline is checked on a few seeds
-when it is fused: if another albumentations version draws differently, the fused path is off.
+from :class:`preprocessing.albu_seed.SampleSeeds` only when it draws). The frequent ones then
+call OpenCV directly: flip (``cv2.flip``), rotation (one ``cv2.warpAffine`` with
+albumentations' matrix), Gaussian blur (``cv2.sepFilter2D`` with its kernel) and JPEG
+(``cv2.imencode``/``cv2.imdecode``); a resize or pad that would not change the image is
+skipped; hue-saturation-value applies its three channel maps as one lookup table; every other
+transform runs through its own ``apply``. The pixels are those of the albumentations pipeline
+for every seed (``tests/test_albu_fast.py``), and a pipeline is checked on a few seeds when it
+is fused: if another albumentations version draws differently, the fused path is off.
 Landmarks, masks, clips, images of another shape or dtype, and pipelines with other transforms
 use the albumentations pipeline itself.
 """
@@ -106,7 +106,10 @@ CHECK_SEEDS = 32
 
 def _plan(pipeline: A.Compose) -> tuple[int, list[Step] | None]:
     """(the image side the pipeline resizes and pads to, its steps); steps ``None`` when a
-    transform has no fused step or the resize and pad are not of ``build_augment``'s kind."""
+    transform has no fused step, the resize and pad are not of ``build_augment``'s kind, or the
+    ``Compose`` itself runs only sometimes."""
+    if pipeline.p < 1.0:
+        return 0, None
     size = 0
     steps: list[Step] = []
     for j, node in enumerate(pipeline.transforms):
