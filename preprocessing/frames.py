@@ -111,11 +111,9 @@ def sample_seed(*parts: int) -> int:
 
 
 def read_rgb(path: str) -> np.ndarray | None:
-    """A frame as uint8 RGB, or ``None`` when it is missing or unreadable."""
-    img = cv2.imread(path, cv2.IMREAD_COLOR)
-    if img is None:
-        return None
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    """A frame as uint8 RGB, or ``None`` when it is missing or unreadable (decoded to RGB by
+    OpenCV: the pixels of a BGR decode and a channel swap, without the swap's copy)."""
+    return cv2.imread(path, cv2.IMREAD_COLOR_RGB)
 
 
 def opencv_threads_for_loader(num_workers: int) -> None:
@@ -166,8 +164,9 @@ class _Items(Sequence):
 class FrameDataset(Dataset):
     """Frames of the videos of ``split`` in ``indexes``, with the keys a detector ``requires``.
 
-    ``augment`` is an albumentations pipeline from :func:`training.augment.build_augment`
-    (``None`` for evaluation); call :meth:`set_epoch` before each epoch so that augmentations
+    ``augment`` is an albumentations pipeline from :func:`training.augment.build_augment`,
+    or one with a fast path for lone images (``training.albu_fast.FusedAugment``; ``None`` for
+    evaluation); call :meth:`set_epoch` before each epoch so that augmentations
     differ between epochs yet repeat exactly on resume. ``clip_size`` (video detectors): samples
     are clips (module docstring); videos too short for one are left out and listed in
     :attr:`short_videos`.
@@ -668,9 +667,16 @@ def apply_augment(
     landmarks: np.ndarray | None = None,
     mask: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
-    """Augment one frame with a fixed ``seed``; returns (image, landmarks, mask)."""
+    """Augment one frame with a fixed ``seed``; returns (image, landmarks, mask).
+
+    A pipeline with a fast path for a lone image (``accepts``/``augment_image``, e.g.
+    ``training.albu_fast.FusedAugment``) takes it when there are no landmarks and no mask."""
     if pipeline is None:
         return image, landmarks, mask
+    if hasattr(pipeline, "augment_image"):
+        if landmarks is None and mask is None and pipeline.accepts(image):
+            return pipeline.augment_image(seed, image), None, None
+        pipeline = pipeline.pipeline
     seed_pipeline(pipeline, seed)
     kwargs: dict[str, Any] = {"image": image}
     if landmarks is not None:
@@ -697,6 +703,7 @@ def apply_augment_clip(
     frame, so the clip's motion is kept. Returns the frames in the same layout."""
     if pipeline is None:
         return frames
+    pipeline = getattr(pipeline, "pipeline", pipeline)  # a fused one's albumentations pipeline
     seed_pipeline(pipeline, seed)
     images = np.stack([f[0] for f in frames])
     kwargs: dict[str, Any] = {"images": images}
@@ -731,7 +738,7 @@ def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
         for image, planes in zip(images, arr, strict=True):
             views = list(planes)
             got = cv2.split(image, views)
-            if any(g.ctypes.data != v.ctypes.data for g, v in zip(got, views, strict=True)):
+            if any(g is not v for g, v in zip(got, views, strict=True)):
                 planes[...] = image.transpose(2, 0, 1)  # OpenCV wrote elsewhere: copy
     else:
         arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))

@@ -11,8 +11,9 @@ the index is touched) and then run a full garbage collection, the bytes a frame 
 ``loader`` (``--images N``): N 256 px PNG face crops; CPU milliseconds per frame (process time of
 the main process and its persistent workers together, after a warm-up pass, so the numbers hold
 on a shared machine) of a raw ``cv2.imread`` loop, of the DataLoader with 2 workers and no
-augmentation, and with the default augmentation, and each one's rate as a share of the raw
-decode rate.
+augmentation, with the default augmentation as training runs it
+(``training.albu_fast.FusedAugment``) and with the same pipeline through albumentations' own
+calls, and each one's rate as a share of the raw decode rate.
 
 Examples::
 
@@ -199,6 +200,7 @@ def bench_loader(
 
     from fairforensics.preprocessing.frames import FrameDataset
     from fairforensics.preprocessing.index import read_index
+    from fairforensics.training.albu_fast import FusedAugment
     from fairforensics.training.augment import build_augment
     from fairforensics.training.config import AugmentConfig
 
@@ -207,36 +209,38 @@ def bench_loader(
         path = _write_faces(root, n_images)
         index = read_index(path)
         files = [str(index.resolve(f)) for v in index.videos for f in v.frames]
-        plain = FrameDataset([index], "train", frame_num=8, resolution=256, train=True)
-        augmented = FrameDataset(
-            [index],
-            "train",
-            frame_num=8,
-            resolution=256,
-            train=True,
-            augment=build_augment(AugmentConfig(), 256),
-        )
-        raw, no_aug, aug = [], [], []
+        pipeline = build_augment(AugmentConfig(), 256)
+        sets = {
+            "no_aug": None,
+            "default_aug": FusedAugment(pipeline),  # as training runs it
+            "albumentations_aug": pipeline,  # the same pipeline through albumentations' calls
+        }
+        datasets = {
+            name: FrameDataset(
+                [index], "train", frame_num=8, resolution=256, train=True, augment=augment
+            )
+            for name, augment in sets.items()
+        }
+        raw: list[float] = []
+        loader: dict[str, list[float]] = {name: [] for name in sets}
         for _ in range(rounds):
             t0 = time.process_time()
             for f in files:
                 cv2.imread(f, cv2.IMREAD_COLOR)
             raw.append((time.process_time() - t0) / len(files))
-            cpu, n = _loader_cpu(plain, workers, batch, passes)
-            no_aug.append(cpu / n)
-            cpu, n = _loader_cpu(augmented, workers, batch, passes)
-            aug.append(cpu / n)
-    raw_ms, plain_ms, aug_ms = (1e3 * float(np.median(x)) for x in (raw, no_aug, aug))
+            for name, ds in datasets.items():
+                cpu, n = _loader_cpu(ds, workers, batch, passes)
+                loader[name].append(cpu / n)
+    raw_ms = 1e3 * float(np.median(raw))
+    ms = {name: 1e3 * float(np.median(x)) for name, x in loader.items()}
     return {
         "images": len(files),
         "workers": workers,
         "rounds": rounds,
         "timed_passes_per_round": passes,
         "raw_imread_cpu_ms_per_frame": round(raw_ms, 3),
-        "loader_no_aug_cpu_ms_per_frame": round(plain_ms, 3),
-        "loader_default_aug_cpu_ms_per_frame": round(aug_ms, 3),
-        "loader_no_aug_share_of_raw_rate": round(raw_ms / plain_ms, 3),
-        "loader_default_aug_share_of_raw_rate": round(raw_ms / aug_ms, 3),
+        **{f"loader_{name}_cpu_ms_per_frame": round(v, 3) for name, v in ms.items()},
+        **{f"loader_{name}_share_of_raw_rate": round(raw_ms / v, 3) for name, v in ms.items()},
     }
 
 

@@ -274,10 +274,11 @@ def _loader(folder: Path, *, augmented: bool) -> dict[str, float]:
 
     from fairforensics.preprocessing.frames import FrameDataset, collate
     from fairforensics.preprocessing.index import read_index
+    from fairforensics.training.albu_fast import FusedAugment
     from fairforensics.training.augment import build_augment
     from fairforensics.training.config import AugmentConfig
 
-    augment = build_augment(AugmentConfig(), 256) if augmented else None
+    augment = FusedAugment(build_augment(AugmentConfig(), 256)) if augmented else None
     index = read_index(folder / "png.json")
     cpu = []
     for videos in (index.videos[:3], index.videos):

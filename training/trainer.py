@@ -63,6 +63,7 @@ from fairforensics.preprocessing.index import DatasetIndex
 from fairforensics.preprocessing.resolve import resolve_datasets
 from fairforensics.preprocessing.rundir import RunDir, new_run_dir, run_meta
 from fairforensics.training import distributed as D
+from fairforensics.training.albu_fast import FusedAugment
 from fairforensics.training.augment import build_augment
 from fairforensics.training.cache import PackedCache
 from fairforensics.training.config import (
@@ -271,6 +272,7 @@ class Trainer:
         clip = self.detector.cfg.clip_size if self.detector.input_kind == "clip" else None
         needs_points = "landmarks" in requires or any(k.startswith("blend:") for k in requires)
         augment = build_augment(t.augment, self.resolution, keypoints=needs_points)
+        augment = FusedAugment(augment) if augment is not None else None
         self.train_set = FrameDataset(
             train_idx,
             "train",
