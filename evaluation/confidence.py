@@ -192,14 +192,14 @@ class UnitWeightedCurve:
         self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
         # buffers reused by every replicate (a fresh array per pass costs more than the pass)
         n, d = len(self.codes), len(self.last)
-        self._rows = [np.empty(n, dtype=np.int64) for _ in range(2)]
-        self._points = [np.empty(d, dtype=np.int64) for _ in range(3)]
+        self._rows = [np.empty(n, dtype=np.int64) for _ in range(3)]
+        self._points = [np.empty(d, dtype=np.int64) for _ in range(5)]
         self._real = [np.empty(d, dtype=np.float64) for _ in range(2)]
 
     def _cumulative(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cumulative weighted positives and rows along the sorted rows (buffers)."""
-        wp, cum = self._rows
-        w = counts.take(self.codes)  # faster than np.take(..., out=)
+        wp, cum, w = self._rows
+        np.take(counts, self.codes, out=w, mode="clip")  # unbuffered: the codes are in range
         np.multiply(w, self.pos, out=wp)
         np.cumsum(wp, out=wp)
         np.cumsum(w, out=cum)
@@ -216,8 +216,9 @@ class UnitWeightedCurve:
         threshold, those the replicate does not draw adding exact zeros)."""
         out = _count_summary(counts @ self.confusion)
         cum_tp, cum = self._cumulative(counts)
-        fps, step, pair = self._points[:3]
-        tps, tot = cum_tp.take(self.last), cum.take(self.last)
+        fps, step, pair, tps, tot = self._points
+        np.take(cum_tp, self.last, out=tps, mode="clip")
+        np.take(cum, self.last, out=tot, mode="clip")
         np.subtract(tot, tps, out=fps)
         n_tp, n_fp = int(tps[-1]), int(fps[-1])
         if n_tp <= 0 or n_fp <= 0:
@@ -764,5 +765,14 @@ def proportion_interval(
     if events.size == 0:
         return float("nan"), float("nan")
     codes, uniq = factorize(units)
-    per_unit = np.bincount(codes, weights=events, minlength=len(uniq))
-    return clustered_wilson(per_unit, np.bincount(codes, minlength=len(uniq)), confidence)
+    return coded_proportion_interval(events, codes, len(uniq), confidence)
+
+
+def coded_proportion_interval(
+    events: np.ndarray, codes: np.ndarray, n_units: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """:func:`proportion_interval` with the units as integer codes ``0..n_units-1`` (codes
+    without events are left out, so any subset of rows gives the units it holds, in code
+    order)."""
+    per_unit = np.bincount(codes, weights=events, minlength=n_units)
+    return clustered_wilson(per_unit, np.bincount(codes, minlength=n_units), confidence)
