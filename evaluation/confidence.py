@@ -353,29 +353,6 @@ def _eer_point(point: Callable[[int], tuple[float, float]], n: int) -> tuple[flo
     return f0 + w * (f1 - f0), w, lo
 
 
-def _trapezoid_auc(tps: np.ndarray, fps: np.ndarray) -> float:
-    """AUC of integer cumulative counts at the thresholds by the trapezoid rule, summed in
-    integers and divided once (within 1e-15 of the float sum of :func:`summarize`)."""
-    d_fp = np.diff(fps, prepend=0)
-    both = tps + np.r_[0, tps[:-1]]
-    return float(int(np.dot(d_fp, both)) / (2 * int(tps[-1]) * int(fps[-1])))
-
-
-def sorted_subset_auc_eer(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """AUC and EER of rows given in descending score order (``positive``: 1 for fakes, int),
-    equal to :func:`weighted_ranking_metrics` with weight 1 on these rows and 0 on the others
-    (the EER exactly, the AUC within 1e-15)."""
-    if not len(scores):
-        return float("nan"), float("nan")
-    last = np.flatnonzero(np.r_[scores[1:] != scores[:-1], True])
-    cum = np.cumsum(positive)
-    tps = cum[last]
-    fps = last + 1 - tps
-    if tps[-1] <= 0 or fps[-1] <= 0:
-        return float("nan"), float("nan")
-    return _trapezoid_auc(tps, fps), eer_of_counts(cum, None, last)
-
-
 _CLASS = ("real", "fake")
 #: Why a proportion's interval is undefined when nothing is counted.
 _NO_TRIALS = {"acc": "no rows", "precision": "no fake decisions", "recall": "no fakes"}
