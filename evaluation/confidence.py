@@ -181,90 +181,128 @@ def unit_codes(units: Sequence) -> tuple[np.ndarray, np.ndarray]:
 
 class UnitWeightedCurve:
     """The confusion counts and ROC curve of the rows weighted by their unit's multiplicity,
-    from one sort: exactly those of :func:`evaluation.metrics._summarize` with the weights
-    ``counts[codes]`` (integer sums, so exact), in a few passes over sorted integer arrays."""
+    from one sort: those of :func:`evaluation.metrics._summarize` with the weights
+    ``counts[codes]``, in a few passes over sorted integer arrays (reused buffers).
+
+    The sorted rows are split once into the fakes and the reals, each in score order, and every
+    threshold (a block of equal scores) knows how many of each lie at or above it; a replicate
+    then needs the cumulative weights of the two streams only (integer sums, so exact). The AUC
+    is the trapezoid sum in integers, ``sum over reals of w (TP above + TP through its block)``;
+    the EER, its threshold and TPR@FPR come from bisection on the thresholds' counts."""
 
     def __init__(self, ranked: _Ranked, codes: np.ndarray, n_units: int) -> None:
         self.thr, self.last = ranked.thr, ranked.last
-        self.codes = codes[ranked.order]
-        self.pos = ranked.pos.astype(np.int64)
+        sorted_codes = codes[ranked.order]
+        fake = ranked.pos > 0
+        n = len(fake)
         by_unit = np.bincount(codes * 4 + ranked.cm_index, minlength=4 * n_units)
         self.confusion = by_unit.reshape(n_units, 4).astype(np.float64)
-        # buffers reused by every replicate (a fresh array per pass costs more than the pass)
-        n, d = len(self.codes), len(self.last)
-        self._rows = [np.empty(n, dtype=np.int64) for _ in range(2)]
-        self._points = [np.empty(d, dtype=np.int64) for _ in range(3)]
-        self._real = [np.empty(d, dtype=np.float64) for _ in range(2)]
+        self.codes_fake, self.codes_real = sorted_codes[fake], sorted_codes[~fake]
+        fakes_through = np.cumsum(fake)  # fakes at or above each sorted row
+        # per threshold: the numbers of fakes and reals at or above it
+        self.kp = fakes_through[self.last] if n else np.zeros(0, dtype=np.int64)
+        self.kn = self.last + 1 - self.kp
+        block = np.zeros(n, dtype=np.int64)
+        block[self.last[:-1] + 1] = 1
+        block = np.cumsum(block)  # each sorted row's threshold
+        above = np.r_[0, self.kp][block]  # fakes strictly above the row's block
+        # reals: fakes above (a) and through (b) their block; fakes: reals through theirs
+        self.real_above = above[~fake]
+        tied = np.flatnonzero(self.kp[block[~fake]] != self.real_above)
+        self.tied_reals, self.tied_through = tied, self.kp[block[~fake]][tied]
+        self.fake_through = self.kp[block[fake]]
+        self.fake_reals = self.kn[block[fake]]
+        # a fake's own rank among the fakes + 1 is its TP count when it ties with no fake
+        self._own = bool(np.array_equal(self.fake_through, np.arange(1, len(self.codes_fake) + 1)))
+        n1, n0 = len(self.codes_fake), len(self.codes_real)
+        self._tp, self._fp = np.zeros(n1 + 1, dtype=np.int64), np.zeros(n0 + 1, dtype=np.int64)
+        self._w1, self._w0 = np.empty(n1, dtype=np.int64), np.empty(n0, dtype=np.int64)
+        self._g0, self._g1 = np.empty(n0, dtype=np.int64), np.empty(n1, dtype=np.int64)
+        self._f = [np.empty(n1, dtype=np.float64) for _ in range(2)]
 
     def _cumulative(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Cumulative weighted positives and rows along the sorted rows (buffers)."""
-        wp, cum = self._rows
-        w = counts.take(self.codes)  # faster than np.take(..., out=)
-        np.multiply(w, self.pos, out=wp)
-        np.cumsum(wp, out=wp)
-        np.cumsum(w, out=cum)
-        return wp, cum
+        """Cumulative weights of the fakes and of the reals in score order, from 0 (buffers):
+        at threshold k, TP = ``tp[kp[k]]`` and FP = ``fp[kn[k]]``."""
+        np.take(counts, self.codes_fake, out=self._w1, mode="clip")  # codes are in range
+        np.take(counts, self.codes_real, out=self._w0, mode="clip")
+        np.cumsum(self._w1, out=self._tp[1:])
+        np.cumsum(self._w0, out=self._fp[1:])
+        return self._tp, self._fp
 
-    def eer(self, counts: np.ndarray) -> float:
-        """EER of one replicate (:func:`eer_of_counts`: bit for bit that of
-        :func:`weighted_ranking_metrics`), without the curve's arrays."""
-        return eer_of_counts(*self._cumulative(counts), self.last)
-
-    def summary(self, counts: np.ndarray, fpr_targets: Sequence[float]) -> dict[str, float]:
-        """:func:`evaluation.metrics.summarize` of one replicate: the proportions, EER, its
-        threshold and TPR@FPR bit for bit, AUC and AP within 1e-15 (summed over every
-        threshold, those the replicate does not draw adding exact zeros)."""
-        out = _count_summary(counts @ self.confusion)
-        cum_tp, cum = self._cumulative(counts)
-        fps, step, pair = self._points[:3]
-        tps, tot = cum_tp.take(self.last), cum.take(self.last)
-        np.subtract(tot, tps, out=fps)
-        n_tp, n_fp = int(tps[-1]), int(fps[-1])
-        if n_tp <= 0 or n_fp <= 0:
-            return out | dict.fromkeys(_ranking_keys(fpr_targets), float("nan"))
-        # AUC: trapezoids summed in integers, divided once
-        step[0], pair[0] = fps[0], tps[0]
-        np.subtract(fps[1:], fps[:-1], out=step[1:])
-        np.add(tps[1:], tps[:-1], out=pair[1:])
-        out["auc"] = float(int(np.dot(step, pair)) / (2 * n_tp * n_fp))
-        # AP: sum of recall steps times precision (no rows yet: no step)
-        step[0] = tps[0]
-        np.subtract(tps[1:], tps[:-1], out=step[1:])
-        rows, prec = self._real
-        np.maximum(tot, 1, out=pair)
-        np.copyto(rows, pair)
-        np.copyto(prec, tps)
-        np.divide(prec, rows, out=prec)  # as tps / pair, in floats (faster)
-        np.copyto(rows, step)
-        out["ap"] = float(np.dot(rows, prec)) / n_tp
+    def _point(self, tp: np.ndarray, fp: np.ndarray) -> Callable[[int], tuple[float, float]]:
+        """FPR and (1 - TPR) - FPR of point ``j`` (0 the origin), as :func:`eer_of_counts`."""
+        n_tp, n_fp, kp, kn = float(tp[-1]), float(fp[-1]), self.kp, self.kn
 
         def point(j: int) -> tuple[float, float]:
             if j == 0:
                 return 0.0, 1.0
-            fpr = float(fps[j - 1]) / n_fp
-            return fpr, (1.0 - float(tps[j - 1]) / n_tp) - fpr
+            fpr = float(fp[kn[j - 1]]) / n_fp
+            return fpr, (1.0 - float(tp[kp[j - 1]]) / n_tp) - fpr
 
-        out["eer"], weight, j = _eer_point(point, len(tps))
+        return point
+
+    def eer(self, counts: np.ndarray) -> float:
+        """EER of one replicate: bit for bit that of :func:`weighted_ranking_metrics`."""
+        tp, fp = self._cumulative(counts)
+        if not len(self.kp) or tp[-1] <= 0 or fp[-1] <= 0:
+            return float("nan")
+        return _eer_point(self._point(tp, fp), len(self.kp))[0]
+
+    def _total(self, tp: np.ndarray, fp: np.ndarray, k: int) -> int:
+        """Weighted rows at or above threshold ``k``."""
+        return int(tp[self.kp[k]]) + int(fp[self.kn[k]])
+
+    def _first(self, ok: Callable[[int], bool]) -> int:
+        """The first threshold for which the monotone ``ok`` holds (their number if none)."""
+        lo, hi = 0, len(self.kp)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def summary(self, counts: np.ndarray, fpr_targets: Sequence[float]) -> dict[str, float]:
+        """:func:`evaluation.metrics.summarize` of one replicate: the proportions, AUC, EER, its
+        threshold and TPR@FPR bit for bit, AP within 1e-15 (summed over the fakes rather than
+        the thresholds)."""
+        out = _count_summary(counts @ self.confusion)
+        tp, fp = self._cumulative(counts)
+        n_tp, n_fp = int(tp[-1]), int(fp[-1])
+        if not len(self.kp) or n_tp <= 0 or n_fp <= 0:
+            return out | dict.fromkeys(_ranking_keys(fpr_targets), float("nan"))
+        # AUC: trapezoids summed in integers, divided once
+        np.take(tp, self.real_above, out=self._g0, mode="clip")
+        area = 2 * int(np.dot(self._w0, self._g0))
+        if len(self.tied_reals):
+            gain = tp[self.tied_through] - self._g0[self.tied_reals]
+            area += int(np.dot(self._w0[self.tied_reals], gain))
+        out["auc"] = float(area / (2 * n_tp * n_fp))
+        # AP: each fake's weight times the precision at its threshold
+        through = tp[1:] if self._own else tp.take(self.fake_through)
+        np.take(fp, self.fake_reals, out=self._g1, mode="clip")
+        np.add(self._g1, through, out=self._g1)
+        np.maximum(self._g1, 1, out=self._g1)
+        prec, weight = self._f
+        np.divide(through, self._g1, out=prec)
+        np.copyto(weight, self._w1)
+        out["ap"] = float(np.dot(weight, prec)) / n_tp
+        point = self._point(tp, fp)
+        out["eer"], weight_eer, j = _eer_point(point, len(self.kp))
         # on the curve of drawn thresholds (_curve): point j is one of them (its predecessor
         # has a positive difference), its predecessor there the first with point j-1's counts
-        top = float(self.thr[np.searchsorted(tot, 0, side="right")])
-        if np.isnan(weight):
+        top = float(self.thr[self._first(lambda k: self._total(tp, fp, k) > 0)])
+        if np.isnan(weight_eer):
             out["eer_threshold"] = min(float(self.thr[j - 1]), top)
         else:
-            before = (
-                np.inf if j < 2 or tot[j - 2] == 0 else self.thr[np.searchsorted(tot, tot[j - 2])]
-            )
-            t0 = min(float(before), top)
-            out["eer_threshold"] = t0 + weight * (float(self.thr[j - 1]) - t0)
+            rows = self._total(tp, fp, j - 2) if j >= 2 else 0
+            first = self._first(lambda k: self._total(tp, fp, k) >= rows)
+            t0 = min(float(np.inf if j < 2 or rows == 0 else self.thr[first]), top)
+            out["eer_threshold"] = t0 + weight_eer * (float(self.thr[j - 1]) - t0)
         for x in fpr_targets:  # the last point with FPR <= x (FPR never decreases)
-            lo, hi = 0, len(fps)
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if float(fps[mid]) / n_fp <= x + 1e-12:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[f"tpr@fpr={x:g}"] = float(tps[lo - 1]) / n_tp if lo else 0.0
+            lo = self._first(lambda k, x=x: float(fp[self.kn[k]]) / n_fp > x + 1e-12)
+            out[f"tpr@fpr={x:g}"] = float(tp[self.kp[lo - 1]]) / n_tp if lo else 0.0
         return out
 
 
@@ -313,29 +351,6 @@ def _eer_point(point: Callable[[int], tuple[float, float]], n: int) -> tuple[flo
     f0, d0 = point(lo - 1)
     w = d0 / (d0 - d1)
     return f0 + w * (f1 - f0), w, lo
-
-
-def _trapezoid_auc(tps: np.ndarray, fps: np.ndarray) -> float:
-    """AUC of integer cumulative counts at the thresholds by the trapezoid rule, summed in
-    integers and divided once (within 1e-15 of the float sum of :func:`summarize`)."""
-    d_fp = np.diff(fps, prepend=0)
-    both = tps + np.r_[0, tps[:-1]]
-    return float(int(np.dot(d_fp, both)) / (2 * int(tps[-1]) * int(fps[-1])))
-
-
-def sorted_subset_auc_eer(scores: np.ndarray, positive: np.ndarray) -> tuple[float, float]:
-    """AUC and EER of rows given in descending score order (``positive``: 1 for fakes, int),
-    equal to :func:`weighted_ranking_metrics` with weight 1 on these rows and 0 on the others
-    (the EER exactly, the AUC within 1e-15)."""
-    if not len(scores):
-        return float("nan"), float("nan")
-    last = np.flatnonzero(np.r_[scores[1:] != scores[:-1], True])
-    cum = np.cumsum(positive)
-    tps = cum[last]
-    fps = last + 1 - tps
-    if tps[-1] <= 0 or fps[-1] <= 0:
-        return float("nan"), float("nan")
-    return _trapezoid_auc(tps, fps), eer_of_counts(cum, None, last)
 
 
 _CLASS = ("real", "fake")
@@ -764,5 +779,14 @@ def proportion_interval(
     if events.size == 0:
         return float("nan"), float("nan")
     codes, uniq = factorize(units)
-    per_unit = np.bincount(codes, weights=events, minlength=len(uniq))
-    return clustered_wilson(per_unit, np.bincount(codes, minlength=len(uniq)), confidence)
+    return coded_proportion_interval(events, codes, len(uniq), confidence)
+
+
+def coded_proportion_interval(
+    events: np.ndarray, codes: np.ndarray, n_units: int, confidence: float = 0.95
+) -> tuple[float, float]:
+    """:func:`proportion_interval` with the units as integer codes ``0..n_units-1`` (codes
+    without events are left out, so any subset of rows gives the units it holds, in code
+    order)."""
+    per_unit = np.bincount(codes, weights=events, minlength=n_units)
+    return clustered_wilson(per_unit, np.bincount(codes, minlength=n_units), confidence)

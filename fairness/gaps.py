@@ -71,13 +71,13 @@ from fairforensics.evaluation.confidence import (
     few_units_note,
     mover_interval,
     percentile_interval,
-    sorted_subset_auc_eer,
     stratified_multiplicities,
     too_few_units,
     weighted_ranking_metrics,
     wilson_interval,
 )
 from fairforensics.evaluation.metrics import _rank, factorize
+from fairforensics.evaluation.sorted_subsets import SortedSubsets
 from fairforensics.fairness.abf import (
     POOLED,
     FairnessCurves,
@@ -319,8 +319,10 @@ def _permuted_values(
     pos = np.full(len(c.group), -1)
     pos[pool] = np.arange(len(pool))
     row_pos = pos[c.row_cell[rows]]
-    sorted_s, sorted_y = y_score[rows], y_true[rows]
     want_rank = [m for m in metrics if m in _RANKING_METRICS]
+    subsets = SortedSubsets(y_score[rows], y_true[rows]) if want_rank else None
+    small = np.min_scalar_type(max(ranked))  # each row's group in one byte: a cheap gather
+    row_group = np.empty(len(rows), dtype=small)
     out: dict[str, list[np.ndarray]] = {m: [] for m in metrics}
     per_block = max(1, _PERM_BLOCK_CELLS // len(pool))
     done = 0
@@ -338,10 +340,9 @@ def _permuted_values(
         if want_rank:  # each permutation's groups: subsets of the rows sorted once
             ranking = np.empty((2, reps, len(ranked)))
             for p, labels_p in enumerate(perm):
-                row_group = labels_p[row_pos]
+                np.take(labels_p.astype(small), row_pos, out=row_group, mode="clip")
                 for j, g in enumerate(ranked):
-                    sub = np.flatnonzero(row_group == g)
-                    ranking[:, p, j] = sorted_subset_auc_eer(sorted_s[sub], sorted_y[sub])
+                    ranking[:, p, j] = subsets.auc_eer(row_group, g)
             for k, m in enumerate(_RANKING_METRICS):
                 if m in want_rank:
                     cols[m] = list(ranking[k].T)

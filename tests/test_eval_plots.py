@@ -143,3 +143,21 @@ def test_report_date_is_source_date_epoch_when_set(tmp_path, monkeypatch) -> Non
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(ConfigError, match="SOURCE_DATE_EPOCH='yesterday' is not a whole number"):
         write_report(tmp_path / "r.html", "T", [Section("S", [], text="x")])
+
+
+def test_a_long_curve_is_drawn_thinned_with_its_ends_and_its_ap(tmp_path, monkeypatch):
+    x, y = np.linspace(0, 1, 12_001), np.linspace(1, 0, 12_001) ** 2
+    thin_x, thin_y = plots._drawn(x, y, points=100)
+    assert len(thin_x) == 100 and (thin_x[0], thin_x[-1], thin_y[-1]) == (0.0, 1.0, 0.0)
+    assert np.array_equal(np.interp(thin_x, x, y), thin_y)  # points of the curve itself
+    short = x[:50]
+    assert plots._drawn(short, y[:50], points=100)[0] is short
+    rng = np.random.default_rng(1)
+    labels = rng.integers(0, 2, 3000)
+    scores = np.round(np.clip(rng.normal(0.4 + 0.2 * labels, 0.2), 0, 1), 3)
+    monkeypatch.setattr(plots, "DRAWN_POINTS", 200)
+    lines = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, stem: lines.extend(fig.axes[1].lines))
+    plots.roc_pr_figure({"a": (labels, scores)}, tmp_path / "rp")
+    ap = plots.skm.average_precision_score(labels, scores)
+    assert lines[0].get_label() == f"a (AP {ap:.3f})" and len(lines[0].get_xdata()) <= 200

@@ -11,22 +11,30 @@ import numpy as np
 
 from fairforensics.evaluation.calibration.fitting import Calibration, fit_calibration
 from fairforensics.evaluation.calibration.metrics import brier, calibration_summary, ece, nll
-from fairforensics.evaluation.metrics import video_scores
+from fairforensics.evaluation.metrics import reduce_by_code
 from fairforensics.evaluation.predictions import Predictions, read_predictions
 from fairforensics.evaluation.provenance import file_sha256, provenance_path
 
 LEVELS = ("frame", "video")
 
 
-def level_scores(preds: Predictions, level: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Labels, P(fake) and video ids at ``level``: every row, or one row a video (the mean of
-    its rows, as ``test`` reduces a video)."""
+def level_codes(preds: Predictions, level: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Labels, P(fake) and video codes at ``level``: every row, or one row a video (the mean of
+    its rows, as ``test`` reduces a video); a code is the video's rank among the sorted video
+    keys (:meth:`Predictions.video_codes`), so codes order videos as their keys do."""
     if level not in LEVELS:
         raise ValueError(f"level={level!r}: expected one of {', '.join(LEVELS)}")
-    keys = preds.video_key
+    codes, keys = preds.video_codes()
     if level == "frame":
-        return preds.label, preds.score, keys
-    return video_scores(preds.label, preds.score, keys, reduce="mean")
+        return preds.label, preds.score, codes
+    labels, scores = reduce_by_code(preds.label, preds.score, codes)
+    return labels, scores, np.arange(len(keys))
+
+
+def level_scores(preds: Predictions, level: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`level_codes` with the video keys (``dataset/method/id``) in place of the codes."""
+    y, s, codes = level_codes(preds, level)
+    return y, s, preds.video_codes()[1][codes]
 
 
 def producer_of(predictions_file: str | Path) -> dict[str, Any]:
@@ -76,7 +84,7 @@ def calibration_rows(
     MCE, Brier, NLL, the number of bins and of videos per class."""
     rows = []
     for level in LEVELS:
-        y, s, videos = level_scores(preds, level)
+        y, s, videos = level_codes(preds, level)
         summary = calibration_summary(y, s, videos, n_bins=n_bins, n_boot=n_boot, seed=seed)
         rows.append({"test_data": test_data, "level": level, **summary})
     return rows

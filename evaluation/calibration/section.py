@@ -21,8 +21,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from fairforensics.evaluation.calibration.metrics import reliability_bins
-from fairforensics.evaluation.calibration.run import LEVELS, calibration_rows, level_scores
-from fairforensics.evaluation.confidence import proportion_interval
+from fairforensics.evaluation.calibration.run import LEVELS, calibration_rows, level_codes
+from fairforensics.evaluation.confidence import coded_proportion_interval
 from fairforensics.evaluation.metrics import eer
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.predictions import Predictions
@@ -59,7 +59,7 @@ def reliability_figure(pred: Predictions, stem: str | Path, title: str) -> list[
     bin, the diagonal, and each bin's count written above it."""
     fig = Figure(figsize=(9, 4))
     for ax, level in zip(fig.subplots(1, 2), LEVELS, strict=True):
-        y, s, _ = level_scores(pred, level)
+        y, s, _ = level_codes(pred, level)
         bins = reliability_bins(y, s)
         centres = (bins.edges[:-1] + bins.edges[1:]) / 2
         filled = bins.counts > 0
@@ -79,7 +79,9 @@ def reliability_figure(pred: Predictions, stem: str | Path, title: str) -> list[
 
 
 def _rates(y: np.ndarray, s: np.ndarray, units: np.ndarray, threshold: float) -> dict[str, Any]:
-    """FPR, FNR, ACC at ``threshold`` (fake when score >= threshold), with intervals by video."""
+    """FPR, FNR, ACC at ``threshold`` (fake when score >= threshold), with intervals by video
+    (``units``: video codes, :func:`level_codes`)."""
+    n_units = int(units.max()) + 1 if len(units) else 0
     fake = s >= threshold
     out: dict[str, Any] = {}
     for name, events, rows in (
@@ -89,7 +91,9 @@ def _rates(y: np.ndarray, s: np.ndarray, units: np.ndarray, threshold: float) ->
     ):
         if rows.any():
             out[name] = float(events[rows].mean())
-            out[f"{name}_low"], out[f"{name}_high"] = proportion_interval(events[rows], units[rows])
+            out[f"{name}_low"], out[f"{name}_high"] = coded_proportion_interval(
+                events[rows], units[rows], n_units
+            )
         else:
             out[name] = out[f"{name}_low"] = out[f"{name}_high"] = float("nan")
     return out
@@ -99,8 +103,7 @@ def threshold_transfer_rows(
     pred: Predictions, name: str, threshold: float, chosen_by: str, level: str = "frame"
 ) -> dict[str, Any]:
     """One test set's rates at the given (validation) threshold and at its own EER threshold."""
-    y, s, units = level_scores(pred, level)
-    units = np.asarray(units)
+    y, s, units = level_codes(pred, level)
     oracle = eer(y, s)[1] if len(np.unique(y)) == 2 else float("nan")
     given = _rates(y, s, units, threshold)
     row: dict[str, Any] = {"test_data": name, "level": level, "threshold": threshold,
@@ -111,8 +114,8 @@ def threshold_transfer_rows(
         own = _rates(y, s, units, oracle)
         row |= {f"{k} (own EER)": v for k, v in own.items()}
         row["acc lost"] = own["acc"] - given["acc"]
-    row["n_real_videos"] = int(len(np.unique(units[y == 0])))
-    row["n_fake_videos"] = int(len(np.unique(units[y == 1])))
+    row["n_real_videos"] = int(np.count_nonzero(np.bincount(units[y == 0])))
+    row["n_fake_videos"] = int(np.count_nonzero(np.bincount(units[y == 1])))
     return row
 
 
