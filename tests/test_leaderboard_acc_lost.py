@@ -202,8 +202,8 @@ def test_interval_is_that_of_the_full_computation(monkeypatch: pytest.MonkeyPatc
 
 
 def test_window_at_every_position_is_exact_or_declines():
-    """Windows of 1 and 3 rows each side centred on every row: each replicate's ACC at its
-    EER threshold is the full computation's, or the window declines (None)."""
+    """Windows of 1 and 3 rows each side centred on every row: each replicate's EER threshold
+    and ACC there are the full computation's, or the window declines (None)."""
     pred = simulate(np.random.default_rng(9), 30, 3)
     y, s, key = transfer._level_rows(pred, "frame", "mean")
     codes, uniq = factorize(key)
@@ -212,13 +212,14 @@ def test_window_at_every_position_is_exact_or_declines():
     rows = transfer._Sorted(y, s, codes, len(uniq))
     block = next(stratified_multiplicities(np.random.default_rng(10), label, 30))
     totals = block @ rows.counts_above(len(y))
-    expected = [rows.acc(w, [rows.curve.summary(w, ())["eer_threshold"]])[0] for w in block]
+    owns = [rows.curve.summary(w, ())["eer_threshold"] for w in block]
+    expected = [(own, rows.acc(w, [own])[0]) for w, own in zip(block, owns, strict=True)]
     told = 0
     for center in range(len(y)):
         for half in (1, 3):
             window = transfer._Window(rows, center, half)
             for w, (n, n_fake), value in zip(block, totals, expected, strict=True):
-                got = window.acc_at_eer(w, int(n), int(n_fake))
+                got = window.eer_acc(w, int(n), int(n_fake))
                 assert got is None or got == pytest.approx(value, abs=1e-12)
                 told += got is not None
     assert told >= 100  # of 5400: the windows that hold the crossing

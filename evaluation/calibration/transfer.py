@@ -99,13 +99,13 @@ class _Sorted:
         given = (tp + (n - n_fake) - (calls - tp)) / n
         out = np.empty(len(block))
         for r, weights in enumerate(block):
-            own = self.window.acc_at_eer(weights, int(n[r]), int(n_fake[r]))
-            if own is None:
+            found = self.window.eer_acc(weights, int(n[r]), int(n_fake[r]))
+            if found is None:
                 out[r] = self.acc_lost(weights, threshold)[0]
                 if self.window.widen():
                     self.window = _Window(self, self.window.center, 2 * self.window.half)
             else:
-                out[r] = own - float(given[r])
+                out[r] = found[1] - float(given[r])
         return out
 
     def _row(self, threshold: float) -> int:
@@ -138,9 +138,9 @@ class _Window:
         whole = self.a == 1 and self.b == len(self.rows.last)
         return not whole and self.misses * 20 > max(self.tried, 20)
 
-    def acc_at_eer(self, weights: np.ndarray, n: int, n_fake: int) -> float | None:
-        """ACC at the replicate's EER threshold (``UnitWeightedCurve.summary``'s, bit for bit)
-        given its total and fake rows, or None when the window cannot tell."""
+    def eer_acc(self, weights: np.ndarray, n: int, n_fake: int) -> tuple[float, float] | None:
+        """The replicate's EER threshold (``UnitWeightedCurve.summary``'s, bit for bit) and the
+        ACC there, given its total and fake rows; None when the window cannot tell."""
         self.tried += 1
         n_real = n - n_fake
         base_all, base_fake = (int(x) for x in weights @ self.above)
@@ -149,11 +149,10 @@ class _Window:
         w = weights.take(self.videos)
         called, hits = np.cumsum(w), np.cumsum(w * self.pos)
         tot, tps = base_all + called[self.ends], base_fake + hits[self.ends]
-        # (1 - TPR) - FPR of the points a+1..b (_eer_point), and of point a (above the window)
+        # (1 - TPR) - FPR of the points a+1..b (_eer_point); it never increases, so a crossing
+        # at the first of them may lie above the window
         d = (1.0 - tps / n_fake) - (tot - tps) / n_real
-        if (1.0 - base_fake / n_fake) - (base_all - base_fake) / n_real <= 0:
-            return None
-        i = int(np.argmax(d <= 0))  # the first crossing (d never increases)
+        i = int(np.argmax(d <= 0))
         if d[i] > 0 or i == 0:
             return None
         thr = self.rows.thr[self.a :]
@@ -172,7 +171,7 @@ class _Window:
             return None
         tp = base_fake + (int(hits[k - 1]) if k else 0)
         calls = base_all + (int(called[k - 1]) if k else 0)
-        return float((tp + n_real - (calls - tp)) / n)
+        return own, float((tp + n_real - (calls - tp)) / n)
 
 
 def _level_rows(
