@@ -8,9 +8,13 @@ threshold is an oracle chosen on the test labels, so its own sampling noise belo
 interval: each bootstrap replicate draws the videos with replacement within class (``n - 1`` of
 ``n``, :func:`evaluation.confidence.stratified_multiplicities`), re-chooses the EER threshold on
 the replicate (:class:`evaluation.confidence.UnitWeightedCurve`, exactly
-:func:`evaluation.metrics.eer` on the repeated rows) and takes both ACCs from cumulative sums of
-the rows sorted once (multiplicity weights, no rows copied). With several seeds (the same test
-videos) a replicate draws the videos once for all seeds and takes the mean of their ACC lost:
+:func:`evaluation.metrics.eer` on the repeated rows) and takes both ACCs at it and at the given
+threshold (multiplicity weights, no rows copied): exactly the values of all the rows sorted once,
+but not O(rows) a replicate (issue 47). Each ACC comes from per-video counts of the rows above
+its threshold, the EER crossing from the rows of a window around the full sample's
+(:class:`_Window`) plus per-video counts above it; a replicate whose crossing is not inside
+takes the full computation. With several seeds (the same test videos) a replicate draws the
+videos once for all seeds and takes the mean of their ACC lost:
 the interval of the mean the cell shows, with the trained models held fixed. Percentile
 interval; withheld under the small-group rule (fewer than 5 videos of a class).
 """
