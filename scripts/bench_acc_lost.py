@@ -38,7 +38,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--frames", type=int, nargs="*", default=[100_000, 1_000_000])
     parser.add_argument("--frames-per-video", type=int, default=32)
-    parser.add_argument("--n-boot", type=int, default=100, help="replicates of the timing")
+    parser.add_argument("--n-boot", type=int, default=1000, help="replicates of the timing")
     parser.add_argument("--coverage", type=int, default=0, help="simulated sets per case")
     parser.add_argument("--coverage-boot", type=int, default=500)
     parser.add_argument("--seed", type=int, default=0)

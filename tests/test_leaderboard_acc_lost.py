@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 
 from fairforensics.benchmarks.acc_lost_coverage import coverage, simulate, true_acc_lost
+from fairforensics.evaluation.calibration import transfer
 from fairforensics.evaluation.calibration.section import threshold_transfer_rows
 from fairforensics.evaluation.calibration.transfer import acc_lost
+from fairforensics.evaluation.confidence import stratified_multiplicities
 from fairforensics.evaluation.leaderboard import build_leaderboard
-from fairforensics.evaluation.metrics import acc, eer
-from fairforensics.evaluation.predictions import write_predictions
+from fairforensics.evaluation.metrics import acc, eer, factorize
+from fairforensics.evaluation.predictions import Predictions, write_predictions
 from fairforensics.evaluation.results import evaluate_prediction_files
 from fairforensics.evaluation.settings import load_test_config
 
@@ -113,3 +115,111 @@ def test_acc_table_says_validation_threshold_when_every_row_chose_one(tmp_path: 
     lost = json.loads((out / "leaderboard_frame_acc_lost.json").read_text())
     assert {r["Chosen by"] for r in lost["rows"]} == {"run's validation threshold"}
     assert "FF low" not in lost["rows"][0]  # n_boot 0: no interval
+
+
+def _tied(rng: np.random.Generator, n_videos: int) -> Predictions:
+    """Videos of 1-6 frames, scores on a grid of 0.02 (many ties, some across classes)."""
+    frames = rng.integers(1, 7, n_videos)
+    video = np.repeat(np.arange(n_videos), frames)
+    y = (rng.random(n_videos) < 0.4).astype(int)[video]
+    z = (2 * y - 1) * 0.6 + rng.normal(0, 0.7, n_videos)[video] + rng.normal(0, 0.4, len(y))
+    return Predictions(
+        dataset=["FF"] * len(y), video_id=[f"v{v}" for v in video], frame=np.zeros(len(y)),
+        label=y, score=np.round(1 / (1 + np.exp(-z)) / 0.02) * 0.02, method=["m"] * len(y),
+    )  # fmt: skip
+
+
+def _replicates(pred: Predictions, threshold: float, seed: int, level: str = "frame"):
+    """The fast replicates of one seed, the full O(rows) computation's and the bootstrap."""
+    y, s, key = transfer._level_rows(pred, level, "mean")
+    codes, uniq = factorize(key)
+    label = np.zeros(len(uniq), dtype=np.int64)
+    label[codes] = y
+    rows = transfer._Sorted(y, s, codes, len(uniq))
+    block = next(stratified_multiplicities(np.random.default_rng(seed), label, 60))
+    fast = rows.replicates(block, threshold)
+    return rows, block, fast, np.array([rows.acc_lost(w, threshold)[0] for w in block])
+
+
+def _repeated(pred: Predictions, weights: np.ndarray, threshold: float) -> float:
+    """ACC lost of the rows repeated by their video's weight (metrics.eer and metrics.acc)."""
+    codes = factorize(np.asarray(pred.video_key, dtype=object))[0]
+    y, s = np.repeat(pred.label, weights[codes]), np.repeat(pred.score, weights[codes])
+    return acc(y, s, threshold=eer(y, s)[1]) - acc(y, s, threshold=threshold)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_window_replicates_equal_the_full_computation(seed: int):
+    """Issue 47 x 48: the per-video counts and the window around the EER crossing give the
+    replicates of the full computation (and of the repeated rows), with ties and the video
+    level; most replicates from the window."""
+    rng = np.random.default_rng(seed)
+    cases = [(simulate(rng, 60, 8), 0.75, "frame"), (simulate(rng, 200, 4), 0.5, "video"),
+             (_tied(rng, 150), 0.56, "frame"), (_tied(rng, 150), 0.4, "video")]  # fmt: skip
+    for pred, threshold, level in cases:
+        rows, block, fast, slow = _replicates(pred, threshold, seed, level)
+        np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-12)
+        assert rows.window.misses < rows.window.tried / 2, (rows.window.misses, level)
+        if level == "frame":
+            for w, value in zip(block[:5], fast[:5], strict=True):
+                assert value == pytest.approx(_repeated(pred, w, threshold), abs=1e-12)
+
+
+def test_window_falls_back_and_widens_and_stays_exact():
+    """A window of one row each side: nearly every replicate falls back to the full
+    computation (same answers), and the window doubles until it holds them."""
+    pred = simulate(np.random.default_rng(5), 100, 3)
+    y, s, key = transfer._level_rows(pred, "frame", "mean")
+    codes, uniq = factorize(key)
+    label = np.zeros(len(uniq), dtype=np.int64)
+    label[codes] = y
+    rows = transfer._Sorted(y, s, codes, len(uniq))
+    own = rows.curve.summary(np.ones(len(uniq), dtype=np.int64), ())["eer_threshold"]
+    rows.window = transfer._Window(rows, rows._row(own), 1)
+    first = rows.window
+    block = next(stratified_multiplicities(np.random.default_rng(6), label, 200))
+    fast = rows.replicates(block, 0.3)
+    slow = [rows.acc_lost(w, 0.3)[0] for w in block]
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-12)
+    assert first.misses >= 2 and rows.window.half > 1
+    assert rows.window.misses < rows.window.tried
+
+
+def test_interval_is_that_of_the_full_computation(monkeypatch: pytest.MonkeyPatch):
+    """The leaderboard cell (two seeds) with the window path and with the full one."""
+    preds = [_tied(np.random.default_rng(8), 120) for _ in range(2)]
+    preds[1].score = np.clip(preds[1].score + 0.04, 0, 1)  # the same videos, other scores
+    fast = acc_lost(preds, [0.6, 0.5], n_boot=200, seed=3)
+
+    def full(self, block: np.ndarray, threshold: float) -> np.ndarray:
+        return np.array([self.acc_lost(w, threshold)[0] for w in block])
+
+    monkeypatch.setattr(transfer._Sorted, "replicates", full)
+    slow = acc_lost(preds, [0.6, 0.5], n_boot=200, seed=3)
+    assert fast.low == pytest.approx(slow.low, abs=1e-12)
+    assert fast.high == pytest.approx(slow.high, abs=1e-12)
+    assert fast.low < fast.high
+
+
+def test_window_at_every_position_is_exact_or_declines():
+    """Windows of 1 and 3 rows each side centred on every row: each replicate's EER threshold
+    and ACC there are the full computation's, or the window declines (None)."""
+    pred = simulate(np.random.default_rng(9), 30, 3)
+    y, s, key = transfer._level_rows(pred, "frame", "mean")
+    codes, uniq = factorize(key)
+    label = np.zeros(len(uniq), dtype=np.int64)
+    label[codes] = y
+    rows = transfer._Sorted(y, s, codes, len(uniq))
+    block = next(stratified_multiplicities(np.random.default_rng(10), label, 30))
+    totals = block @ rows.counts_above(len(y))
+    owns = [rows.curve.summary(w, ())["eer_threshold"] for w in block]
+    expected = [(own, rows.acc(w, [own])[0]) for w, own in zip(block, owns, strict=True)]
+    told = 0
+    for center in range(len(y)):
+        for half in (1, 3):
+            window = transfer._Window(rows, center, half)
+            for w, (n, n_fake), value in zip(block, totals, expected, strict=True):
+                got = window.eer_acc(w, int(n), int(n_fake))
+                assert got is None or got == pytest.approx(value, abs=1e-12)
+                told += got is not None
+    assert told >= 100  # of 5400: the windows that hold the crossing
