@@ -48,6 +48,8 @@ from fairforensics.fairness.metrics import lin_metrics
 #: Lin et al.'s threshold gaps shown in a leaderboard.
 LIN_KEYS = ("F_FPR", "F_OAE", "F_DP", "F_MEO")
 _CLASS = ("real", "fake")
+#: Cells (items x replicates) of one block of :meth:`_Side.below` (about 1 MiB of int32).
+_BELOW_CELLS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -157,13 +159,26 @@ class _Side:
     def below(self, w_other: np.ndarray) -> np.ndarray:
         """``[reps, units]``: per unit, the other class's weight scored below its items (ties
         one half), summed over its items, the other class's units weighted by ``w_other``
-        (multiplicities: while twice the weighted item count is below 2^24, float32 sums them
-        exactly, and faster)."""
-        exact = np.float32 if (w_other @ self.other_sizes).max() * 2 < 2**24 else np.float64
-        cum = np.zeros((len(w_other), len(self.other_units) + 1), dtype=exact)
-        np.cumsum(w_other.astype(exact)[:, self.other_units], axis=1, out=cum[:, 1:])
-        at = cum[:, self.lo] if self.no_ties else (cum[:, self.lo] + cum[:, self.hi]) * 0.5
-        return np.add.reduceat(at, self.starts, axis=1, dtype=np.float64)
+        (whole-number multiplicities). Integer sums, so exact in any order: the cumsum runs
+        down ``[items, reps]`` blocks of a few replicates (:data:`_BELOW_CELLS`, contiguous
+        rows that stay in cache) in int32 while twice the weighted item count fits."""
+        wide = (w_other @ self.other_sizes).max() * 2 >= 2**31
+        exact = np.int64 if wide else np.int32
+        n_other = len(self.other_units)
+        step = max(1, _BELOW_CELLS // (n_other + 1))
+        out = np.empty((len(w_other), len(self.starts)))
+        for first in range(0, len(w_other), step):
+            weights = np.ascontiguousarray(w_other[first : first + step].T, dtype=exact)
+            cum = np.empty((n_other + 1, weights.shape[1]), dtype=exact)
+            cum[0] = 0
+            np.take(weights, self.other_units, axis=0, out=cum[1:])
+            np.cumsum(cum[1:], axis=0, out=cum[1:])
+            at = np.take(cum, self.lo, axis=0)
+            if not self.no_ties:
+                at += np.take(cum, self.hi, axis=0)
+            sums = np.add.reduceat(at, self.starts, axis=0, dtype=np.int64)
+            out[first : first + step] = sums.T if self.no_ties else sums.T * 0.5
+        return out
 
 
 def _weighted_auc(
