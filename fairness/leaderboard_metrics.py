@@ -48,7 +48,7 @@ from fairforensics.fairness.metrics import lin_metrics
 #: Lin et al.'s threshold gaps shown in a leaderboard.
 LIN_KEYS = ("F_FPR", "F_OAE", "F_DP", "F_MEO")
 _CLASS = ("real", "fake")
-#: Cells (items x replicates) of one block of :meth:`_Side.below` (about 1 MiB of int32).
+#: Cells (replicates x items) of one block of :meth:`_Side.below` (1 MiB of int32: in cache).
 _BELOW_CELLS = 1 << 18
 
 
@@ -140,7 +140,7 @@ class _Side:
 
     @classmethod
     def of(cls, s: np.ndarray, units: np.ndarray, s_other: np.ndarray, u_other: np.ndarray):
-        order = np.argsort(units, kind="stable")
+        order = np.lexsort((s, units))  # by unit, each in score order (cache-friendly gathers)
         sorted_units = units[order]
         other = np.argsort(s_other, kind="stable")
         s_sorted = s_other[other]
@@ -159,25 +159,24 @@ class _Side:
     def below(self, w_other: np.ndarray) -> np.ndarray:
         """``[reps, units]``: per unit, the other class's weight scored below its items (ties
         one half), summed over its items, the other class's units weighted by ``w_other``
-        (whole-number multiplicities). Integer sums, so exact in any order: the cumsum runs
-        down ``[items, reps]`` blocks of a few replicates (:data:`_BELOW_CELLS`, contiguous
-        rows that stay in cache) in int32 while twice the weighted item count fits."""
-        wide = (w_other @ self.other_sizes).max() * 2 >= 2**31
-        exact = np.int64 if wide else np.int32
+        (whole-number multiplicities). Integer sums, so exact in any order, and an integer
+        cumsum pipelines where a float one waits on each addition: int32 while twice the
+        weighted item count fits, over blocks of replicates of :data:`_BELOW_CELLS`."""
+        exact = np.int64 if (w_other @ self.other_sizes).max() * 2 >= 2**31 else np.int32
         n_other = len(self.other_units)
         step = max(1, _BELOW_CELLS // (n_other + 1))
         out = np.empty((len(w_other), len(self.starts)))
         for first in range(0, len(w_other), step):
-            weights = np.ascontiguousarray(w_other[first : first + step].T, dtype=exact)
-            cum = np.empty((n_other + 1, weights.shape[1]), dtype=exact)
-            cum[0] = 0
-            np.take(weights, self.other_units, axis=0, out=cum[1:])
-            np.cumsum(cum[1:], axis=0, out=cum[1:])
-            at = np.take(cum, self.lo, axis=0)
+            weights = w_other[first : first + step].astype(exact)
+            cum = np.empty((len(weights), n_other + 1), dtype=exact)
+            cum[:, 0] = 0
+            np.take(weights, self.other_units, axis=1, out=cum[:, 1:])
+            np.cumsum(cum[:, 1:], axis=1, dtype=exact, out=cum[:, 1:])
+            at = np.take(cum, self.lo, axis=1)
             if not self.no_ties:
-                at += np.take(cum, self.hi, axis=0)
-            sums = np.add.reduceat(at, self.starts, axis=0, dtype=np.int64)
-            out[first : first + step] = sums.T if self.no_ties else sums.T * 0.5
+                at += np.take(cum, self.hi, axis=1)
+            sums = np.add.reduceat(at, self.starts, axis=1, dtype=np.int64)
+            out[first : first + step] = sums if self.no_ties else sums * 0.5
         return out
 
 
