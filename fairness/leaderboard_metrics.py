@@ -42,7 +42,7 @@ from fairforensics.evaluation.confidence import (
     stratified_multiplicities,
 )
 from fairforensics.evaluation.metrics import factorize
-from fairforensics.fairness.abf import clean_groups, is_missing
+from fairforensics.fairness.abf import group_codes
 from fairforensics.fairness.metrics import lin_metrics
 
 #: Lin et al.'s threshold gaps shown in a leaderboard.
@@ -64,13 +64,14 @@ class Estimate:
 
 def _clean(
     y_true: Sequence, y_score: Sequence, groups: Sequence, units: Sequence
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """Rows with a known group: ``(y, score, group code, group names, units)`` (codes index
+    the sorted names, as :func:`fairness.abf.group_codes`)."""
     units = np.asarray(units, dtype=object)
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    if len(units) != len(known):
+    if len(units) != len(groups):
         raise ValueError("units must have one entry per sample")
-    y, s, g = clean_groups(y_true, y_score, groups)
-    return y, s, g, units[known]
+    known, y, s, group, names = group_codes(y_true, y_score, groups)
+    return y, s, group, names, units[known]
 
 
 def cross_group_aucs(
@@ -88,15 +89,14 @@ def cross_group_aucs(
     own AUC): fakes of ``a`` against reals of ``b`` with a bootstrap-t interval of ``n_boot``
     replicates (module docstring; ``n_boot`` 0: none). A pair without fakes of ``a`` or reals
     of ``b`` is NaN. Seeded."""
-    y, s, g, u = _clean(y_true, y_score, groups, units)
+    y, s, g, names, u = _clean(y_true, y_score, groups, units)
     codes, _ = factorize(u)
-    names = sorted(set(g.tolist()))
     out: dict[tuple[str, str], Estimate] = {}
     rng = np.random.default_rng(seed)
-    for a in names:
-        fakes = (g == a) & (y == 1)
-        for b in names:
-            reals = (g == b) & (y == 0)
+    for i, a in enumerate(names):
+        fakes = (g == i) & (y == 1)
+        for j, b in enumerate(names):
+            reals = (g == j) & (y == 0)
             if not fakes.any() or not reals.any():
                 out[(a, b)] = Estimate(float("nan"), note=f"no fakes of {a} or no reals of {b}")
                 continue
@@ -281,10 +281,8 @@ def lin_intervals(
 ) -> dict[str, Estimate]:
     """Lin et al.'s :data:`LIN_KEYS` at ``threshold`` with stratified bootstrap intervals
     (module docstring); ``n_boot`` 0: no intervals. Seeded."""
-    y, s, g, u = _clean(y_true, y_score, groups, units)
-    point = lin_metrics(y, s, g, threshold)
-    group, uniq_groups = factorize(g)
-    names = list(uniq_groups)
+    y, s, group, names, u = _clean(y_true, y_score, groups, units)
+    point = lin_metrics(y, s, np.array(names, dtype=object)[group], threshold)
     # cells (unit, group, class) on integer codes, in the order of their names as strings
     keys = (factorize(u)[0] * len(names) + group) * 2 + y
     uniq, codes = np.unique(keys, return_inverse=True)
