@@ -42,6 +42,7 @@ from matplotlib.figure import Figure
 
 from fairforensics.evaluation.confidence import MIN_INTERVAL_UNITS
 from fairforensics.evaluation.leaderboard import Entry, one_class, test_videos
+from fairforensics.evaluation.metrics import factorize
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.significance import seed_average
@@ -64,8 +65,14 @@ def attributes_of(entries: Sequence[Entry], test_data: str) -> list[str]:
     return sorted(
         name
         for name, values in pred.attributes.items()
-        if len({str(v) for v in values if not is_missing(v)}) >= 2
+        if len({str(v) for v in factorize(values)[1] if not is_missing(v)}) >= 2
     )
+
+
+def known_rows(values: Any) -> np.ndarray:
+    """Rows whose group value is known (each distinct value tested once, not each row)."""
+    codes, uniq = factorize(values)
+    return ~np.array([is_missing(v) for v in uniq], dtype=bool)[codes]
 
 
 def _row(
@@ -76,7 +83,7 @@ def _row(
     y, s, g, units = pred.label, pred.score, pred.attributes[attribute], pred.video_key
     values: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
-    known = np.array([not is_missing(v) for v in g], dtype=bool)
+    known = known_rows(g)
     gaps = group_gaps(
         y[known], s[known], g[known], units[known], metrics=GAPS, threshold=entry.threshold,
         n_boot=n_boot, n_perm=0, confidence=confidence, seed=seed, min_units=min_units,

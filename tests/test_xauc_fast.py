@@ -85,3 +85,24 @@ def test_cross_group_aucs_same_as_reference(monkeypatch: pytest.MonkeyPatch) -> 
         )
         finite += bool(np.isfinite(est.low))
     assert finite >= 6  # most pairs have an interval: the bootstrap path is compared
+
+
+def test_known_rows_tests_each_row_as_is_missing() -> None:
+    """The fairness rows' known-group mask, from each distinct value, is the per-row test."""
+    from fairforensics.benchmarks.fairness_board import known_rows
+    from fairforensics.fairness.abf import is_missing
+
+    values = np.array(["a", None, "", " ", float("nan"), "b", "a", None, 3], dtype=object)
+    expected = [not is_missing(v) for v in values]
+    np.testing.assert_array_equal(known_rows(values), expected)
+    assert known_rows(values).tolist() == [
+        True,
+        False,
+        False,
+        False,
+        False,
+        True,
+        True,
+        False,
+        True,
+    ]
