@@ -76,9 +76,18 @@ def known_rows(values: Any) -> np.ndarray:
 
 
 def _row(
-    entry: Entry, attribute: str, *, n_boot: int, confidence: float, seed: int, min_units: int
+    entry: Entry,
+    attribute: str,
+    *,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    min_units: int,
+    pooled_memo: dict | None = None,
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """Values and details (interval, note) of one row."""
+    """Values and details (interval, note) of one row; ``pooled_memo`` (one dict per entry
+    and settings) keeps the pooled AUC of each known-rows mask for the entry's other
+    attributes."""
     pred = seed_average(entry.preds)
     y, s, g, units = pred.label, pred.score, pred.attributes[attribute], pred.video_key
     values: dict[str, float] = {}
@@ -88,10 +97,15 @@ def _row(
         y[known], s[known], g[known], units[known], metrics=GAPS, threshold=entry.threshold,
         n_boot=n_boot, n_perm=0, confidence=confidence, seed=seed, min_units=min_units,
     )  # fmt: skip
-    pooled = cross_group_aucs(
-        y[known], s[known], np.full(known.sum(), "all"), units[known],
-        confidence=confidence, min_units=min_units,
-    )[("all", "all")]  # fmt: skip
+    key = (len(known), np.packbits(known).tobytes())
+    pooled = (pooled_memo or {}).get(key)
+    if pooled is None:
+        pooled = cross_group_aucs(
+            y[known], s[known], np.full(known.sum(), "all"), units[known],
+            confidence=confidence, min_units=min_units,
+        )[("all", "all")]  # fmt: skip
+        if pooled_memo is not None:
+            pooled_memo[key] = pooled
     values["AUC"] = pooled.value
     details["AUC"] = {"low": pooled.low, "high": pooled.high}
     for m in GAPS:
@@ -131,13 +145,16 @@ def fairness_row(
     confidence: float = 0.95,
     seed: int = 0,
     min_units: int = MIN_INTERVAL_UNITS,
+    pooled_memo: dict | None = None,
 ) -> tuple[Any, ...]:
     """One entry's row of its test set's fairness table by ``attribute`` (its predictions read
     once): ``(type, detector, threshold, chosen by, decisions, seeds, values, details)``; a
-    ValueError when it has none (e.g. one class, one group)."""
+    ValueError when it has none (e.g. one class, one group). ``pooled_memo``: one dict for
+    all attributes of the entry (same settings), so that its pooled AUC is computed once."""
     values, details = _row(
-        entry, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units
-    )
+        entry, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units,
+        pooled_memo=pooled_memo,
+    )  # fmt: skip
     kind = BASELINE if entry.baseline else detector_type(entry.detector)
     how = entry.threshold_text + (" (mean of the seeds')" if len(set(entry.thresholds)) > 1 else "")
     split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"

@@ -106,3 +106,33 @@ def test_known_rows_tests_each_row_as_is_missing() -> None:
         False,
         True,
     ]
+
+
+def test_pooled_auc_computed_once_per_known_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one memo for an entry's attributes, a second attribute with the same known rows
+    reuses the pooled AUC (one call fewer) and its row is the row computed without the memo;
+    an attribute with other known rows computes its own."""
+    from fairforensics.benchmarks import fairness_board as fb
+    from fairforensics.evaluation.leaderboard import Entry
+    from fairforensics.evaluation.predictions import Predictions
+
+    y, s, g, video = tied_data(4, n_videos=40)
+    other = np.where(video % 7 == 0, None, np.where(video % 2 == 0, "x", "y")).astype(object)
+    pred = Predictions(
+        dataset=["syn"] * len(y), video_id=[f"{v:03d}" for v in video], frame=np.zeros(len(y)),
+        label=y, score=s, method=np.where(y == 1, "DF", "real"),
+        attributes={"g": g.astype(object), "h": g.astype(object), "o": other},
+    )  # fmt: skip
+    entry = Entry("det", "syn", "syn", [pred], thresholds=[0.5], chosen_by=["default"])
+    calls = []
+    real = fb.cross_group_aucs
+    monkeypatch.setattr(fb, "cross_group_aucs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    settings = {"n_boot": 30, "confidence": 0.95, "seed": 1, "min_units": 2}
+    alone = {a: fb.fairness_row(entry, a, **settings) for a in ("g", "h", "o")}
+    assert len(calls) == 6  # pooled and per group, each attribute
+    memo: dict = {}
+    shared = {a: fb.fairness_row(entry, a, **settings, pooled_memo=memo) for a in ("g", "h", "o")}
+    assert len(calls) == 6 + 5 and len(memo) == 2  # h reuses g's pooled AUC; o has its own
+    for a in alone:
+        assert str(shared[a]) == str(alone[a])  # NaN-safe: every value, interval and note
+    assert shared["o"][6]["AUC"] != shared["g"][6]["AUC"]
