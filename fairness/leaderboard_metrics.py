@@ -126,9 +126,9 @@ def _dense(codes: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class _Side:
     """One class of a pair, prepared for weighted placement sums against the other: its items
-    ordered by unit (``starts`` of each unit), where each falls among the other class's sorted
-    scores (``lo``/``hi``: before the equal ones, after them) and the other's units in that
-    order."""
+    ordered by unit (``starts`` of each unit) and within a unit by score, where each falls
+    among the other class's sorted scores (``lo``/``hi``: before the equal ones, after them)
+    and the other's units in that order."""
 
     starts: np.ndarray
     lo: np.ndarray
