@@ -42,6 +42,7 @@ from matplotlib.figure import Figure
 
 from fairforensics.evaluation.confidence import MIN_INTERVAL_UNITS
 from fairforensics.evaluation.leaderboard import Entry, one_class, test_videos
+from fairforensics.evaluation.metrics import factorize
 from fairforensics.evaluation.plots import save_figure
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.significance import seed_average
@@ -64,27 +65,47 @@ def attributes_of(entries: Sequence[Entry], test_data: str) -> list[str]:
     return sorted(
         name
         for name, values in pred.attributes.items()
-        if len({str(v) for v in values if not is_missing(v)}) >= 2
+        if len({str(v) for v in factorize(values)[1] if not is_missing(v)}) >= 2
     )
 
 
+def known_rows(values: Any) -> np.ndarray:
+    """Rows whose group value is known (each distinct value tested once, not each row)."""
+    codes, uniq = factorize(values)
+    return ~np.array([is_missing(v) for v in uniq], dtype=bool)[codes]
+
+
 def _row(
-    entry: Entry, attribute: str, *, n_boot: int, confidence: float, seed: int, min_units: int
+    entry: Entry,
+    attribute: str,
+    *,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    min_units: int,
+    pooled_memo: dict | None = None,
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
-    """Values and details (interval, note) of one row."""
+    """Values and details (interval, note) of one row; ``pooled_memo`` (one dict per entry
+    and settings) keeps the pooled AUC of each known-rows mask for the entry's other
+    attributes."""
     pred = seed_average(entry.preds)
     y, s, g, units = pred.label, pred.score, pred.attributes[attribute], pred.video_key
     values: dict[str, float] = {}
     details: dict[str, dict[str, Any]] = {}
-    known = np.array([not is_missing(v) for v in g], dtype=bool)
+    known = known_rows(g)
     gaps = group_gaps(
         y[known], s[known], g[known], units[known], metrics=GAPS, threshold=entry.threshold,
         n_boot=n_boot, n_perm=0, confidence=confidence, seed=seed, min_units=min_units,
     )  # fmt: skip
-    pooled = cross_group_aucs(
-        y[known], s[known], np.full(known.sum(), "all"), units[known],
-        confidence=confidence, min_units=min_units,
-    )[("all", "all")]  # fmt: skip
+    key = (len(known), np.packbits(known).tobytes())
+    pooled = (pooled_memo or {}).get(key)
+    if pooled is None:
+        pooled = cross_group_aucs(
+            y[known], s[known], np.full(known.sum(), "all"), units[known],
+            confidence=confidence, min_units=min_units,
+        )[("all", "all")]  # fmt: skip
+        if pooled_memo is not None:
+            pooled_memo[key] = pooled
     values["AUC"] = pooled.value
     details["AUC"] = {"low": pooled.low, "high": pooled.high}
     for m in GAPS:
@@ -124,13 +145,16 @@ def fairness_row(
     confidence: float = 0.95,
     seed: int = 0,
     min_units: int = MIN_INTERVAL_UNITS,
+    pooled_memo: dict | None = None,
 ) -> tuple[Any, ...]:
     """One entry's row of its test set's fairness table by ``attribute`` (its predictions read
     once): ``(type, detector, threshold, chosen by, decisions, seeds, values, details)``; a
-    ValueError when it has none (e.g. one class, one group)."""
+    ValueError when it has none (e.g. one class, one group). ``pooled_memo``: one dict for
+    all attributes of the entry (same settings), so that its pooled AUC is computed once."""
     values, details = _row(
-        entry, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units
-    )
+        entry, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units,
+        pooled_memo=pooled_memo,
+    )  # fmt: skip
     kind = BASELINE if entry.baseline else detector_type(entry.detector)
     how = entry.threshold_text + (" (mean of the seeds')" if len(set(entry.thresholds)) > 1 else "")
     split = ONE_CLASS if values[AT_THRESHOLD[0]] == ONE_CLASS else "both classes"

@@ -42,12 +42,14 @@ from fairforensics.evaluation.confidence import (
     stratified_multiplicities,
 )
 from fairforensics.evaluation.metrics import factorize
-from fairforensics.fairness.abf import clean_groups, is_missing
+from fairforensics.fairness.abf import group_codes
 from fairforensics.fairness.metrics import lin_metrics
 
 #: Lin et al.'s threshold gaps shown in a leaderboard.
 LIN_KEYS = ("F_FPR", "F_OAE", "F_DP", "F_MEO")
 _CLASS = ("real", "fake")
+#: Cells (replicates x items) of one block of :meth:`_Side.below` (1 MiB of int32: in cache).
+_BELOW_CELLS = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,14 @@ class Estimate:
 
 def _clean(
     y_true: Sequence, y_score: Sequence, groups: Sequence, units: Sequence
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """Rows with a known group: ``(y, score, group code, group names, units)`` (codes index
+    the sorted names, as :func:`fairness.abf.group_codes`)."""
     units = np.asarray(units, dtype=object)
-    known = np.array([not is_missing(g) for g in np.asarray(groups, dtype=object)], dtype=bool)
-    if len(units) != len(known):
+    if len(units) != len(groups):
         raise ValueError("units must have one entry per sample")
-    y, s, g = clean_groups(y_true, y_score, groups)
-    return y, s, g, units[known]
+    known, y, s, group, names = group_codes(y_true, y_score, groups)
+    return y, s, group, names, units[known]
 
 
 def cross_group_aucs(
@@ -86,15 +89,14 @@ def cross_group_aucs(
     own AUC): fakes of ``a`` against reals of ``b`` with a bootstrap-t interval of ``n_boot``
     replicates (module docstring; ``n_boot`` 0: none). A pair without fakes of ``a`` or reals
     of ``b`` is NaN. Seeded."""
-    y, s, g, u = _clean(y_true, y_score, groups, units)
+    y, s, g, names, u = _clean(y_true, y_score, groups, units)
     codes, _ = factorize(u)
-    names = sorted(set(g.tolist()))
     out: dict[tuple[str, str], Estimate] = {}
     rng = np.random.default_rng(seed)
-    for a in names:
-        fakes = (g == a) & (y == 1)
-        for b in names:
-            reals = (g == b) & (y == 0)
+    for i, a in enumerate(names):
+        fakes = (g == i) & (y == 1)
+        for j, b in enumerate(names):
+            reals = (g == j) & (y == 0)
             if not fakes.any() or not reals.any():
                 out[(a, b)] = Estimate(float("nan"), note=f"no fakes of {a} or no reals of {b}")
                 continue
@@ -124,9 +126,9 @@ def _dense(codes: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class _Side:
     """One class of a pair, prepared for weighted placement sums against the other: its items
-    ordered by unit (``starts`` of each unit), where each falls among the other class's sorted
-    scores (``lo``/``hi``: before the equal ones, after them) and the other's units in that
-    order."""
+    ordered by unit (``starts`` of each unit) and within a unit by score, where each falls
+    among the other class's sorted scores (``lo``/``hi``: before the equal ones, after them)
+    and the other's units in that order."""
 
     starts: np.ndarray
     lo: np.ndarray
@@ -138,7 +140,7 @@ class _Side:
 
     @classmethod
     def of(cls, s: np.ndarray, units: np.ndarray, s_other: np.ndarray, u_other: np.ndarray):
-        order = np.argsort(units, kind="stable")
+        order = np.lexsort((s, units))  # by unit, each in score order (cache-friendly gathers)
         sorted_units = units[order]
         other = np.argsort(s_other, kind="stable")
         s_sorted = s_other[other]
@@ -157,13 +159,25 @@ class _Side:
     def below(self, w_other: np.ndarray) -> np.ndarray:
         """``[reps, units]``: per unit, the other class's weight scored below its items (ties
         one half), summed over its items, the other class's units weighted by ``w_other``
-        (multiplicities: while twice the weighted item count is below 2^24, float32 sums them
-        exactly, and faster)."""
-        exact = np.float32 if (w_other @ self.other_sizes).max() * 2 < 2**24 else np.float64
-        cum = np.zeros((len(w_other), len(self.other_units) + 1), dtype=exact)
-        np.cumsum(w_other.astype(exact)[:, self.other_units], axis=1, out=cum[:, 1:])
-        at = cum[:, self.lo] if self.no_ties else (cum[:, self.lo] + cum[:, self.hi]) * 0.5
-        return np.add.reduceat(at, self.starts, axis=1, dtype=np.float64)
+        (whole-number multiplicities). Integer sums, so exact in any order, and an integer
+        cumsum pipelines where a float one waits on each addition: int32 while twice the
+        weighted item count fits, over blocks of replicates of :data:`_BELOW_CELLS`."""
+        exact = np.int64 if (w_other @ self.other_sizes).max() * 2 >= 2**31 else np.int32
+        n_other = len(self.other_units)
+        step = max(1, _BELOW_CELLS // (n_other + 1))
+        out = np.empty((len(w_other), len(self.starts)))
+        for first in range(0, len(w_other), step):
+            weights = w_other[first : first + step].astype(exact)
+            cum = np.empty((len(weights), n_other + 1), dtype=exact)
+            cum[:, 0] = 0
+            np.take(weights, self.other_units, axis=1, out=cum[:, 1:])
+            np.cumsum(cum[:, 1:], axis=1, dtype=exact, out=cum[:, 1:])
+            at = np.take(cum, self.lo, axis=1)
+            if not self.no_ties:
+                at += np.take(cum, self.hi, axis=1)
+            sums = np.add.reduceat(at, self.starts, axis=1, dtype=np.int64)
+            out[first : first + step] = sums if self.no_ties else sums * 0.5
+        return out
 
 
 def _weighted_auc(
@@ -267,10 +281,8 @@ def lin_intervals(
 ) -> dict[str, Estimate]:
     """Lin et al.'s :data:`LIN_KEYS` at ``threshold`` with stratified bootstrap intervals
     (module docstring); ``n_boot`` 0: no intervals. Seeded."""
-    y, s, g, u = _clean(y_true, y_score, groups, units)
-    point = lin_metrics(y, s, g, threshold)
-    group, uniq_groups = factorize(g)
-    names = list(uniq_groups)
+    y, s, group, names, u = _clean(y_true, y_score, groups, units)
+    point = lin_metrics(y, s, np.array(names, dtype=object)[group], threshold)
     # cells (unit, group, class) on integer codes, in the order of their names as strings
     keys = (factorize(u)[0] * len(names) + group) * 2 + y
     uniq, codes = np.unique(keys, return_inverse=True)

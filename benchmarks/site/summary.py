@@ -80,11 +80,12 @@ def _entry_summary(
     averaged = seed_average(seeds)
     cache.store_averaged(bundle.sha256, entry.test_data, averaged)
     out["fairness"] = {}
+    pooled: dict = {}  # the pooled AUC, shared by attributes with the same known rows
     for attribute in attributes_of([held], entry.test_data):
         try:
             row = fairness_row(
                 held, attribute, n_boot=settings.fairness_boot, confidence=settings.confidence,
-                seed=settings.seed,
+                seed=settings.seed, pooled_memo=pooled,
             )  # fmt: skip
         except ValueError as exc:
             log.warning("site: %s on %s by %s: %s", entry.detector, entry.test_data, attribute, exc)

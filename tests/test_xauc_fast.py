@@ -1,0 +1,138 @@
+"""The cross-group AUC's fast placement sums (issue 49, item 5) give the answers of the float
+cumsum they replaced, kept here as the reference: the same ``below`` for every block size,
+with ties, and in int64 when the weights are large; the same estimates and intervals for a
+seed on data with ties and groups of unequal size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fairforensics.fairness import leaderboard_metrics as lm
+
+
+def reference_below(side: lm._Side, w_other: np.ndarray) -> np.ndarray:
+    """The placement sums as computed before: a float64 cumsum over the other class's sorted
+    items per replicate, at each item's ``lo``/``hi``, summed per unit."""
+    cum = np.zeros((len(w_other), len(side.other_units) + 1))
+    np.cumsum(w_other.astype(np.float64)[:, side.other_units], axis=1, out=cum[:, 1:])
+    at = cum[:, side.lo] if side.no_ties else (cum[:, side.lo] + cum[:, side.hi]) * 0.5
+    return np.add.reduceat(at, side.starts, axis=1, dtype=np.float64)
+
+
+def tied_data(seed: int, n_videos: int = 60) -> tuple[np.ndarray, ...]:
+    """Labels, scores rounded to 0.05 (ties within and across classes), three groups of
+    unequal size and video ids; 3-20 frames a video."""
+    rng = np.random.default_rng(seed)
+    frames = rng.integers(3, 21, n_videos)
+    video = np.repeat(np.arange(n_videos), frames)
+    label = (rng.random(n_videos) < 0.55).astype(int)[video]
+    group = np.array(["a", "b", "c"])[rng.choice(3, n_videos, p=[0.6, 0.3, 0.1])][video]
+    logit = label + rng.normal(0, 1, n_videos)[video] + rng.normal(0, 1, len(video))
+    score = 1 / (1 + np.exp(-logit))
+    return label, np.round(score * 20) / 20, group, video
+
+
+def sides(seed: int) -> tuple[lm._Side, lm._Side]:
+    y, s, _, video = tied_data(seed)
+    fake_u = np.unique(video[y == 1], return_inverse=True)[1]
+    real_u = np.unique(video[y == 0], return_inverse=True)[1]
+    return lm._Side.of(s[y == 1], fake_u, s[y == 0], real_u), lm._Side.of(
+        s[y == 0], real_u, s[y == 1], fake_u
+    )
+
+
+@pytest.mark.parametrize("cells", [1, 97, 1 << 18])
+def test_below_equals_the_float_cumsum(monkeypatch: pytest.MonkeyPatch, cells: int) -> None:
+    """Bootstrap multiplicities, one replicate a block up to all in one: exactly equal, ties
+    counting one half (there are ties: ``hi`` differs from ``lo``)."""
+    monkeypatch.setattr(lm, "_BELOW_CELLS", cells)
+    fake, real = sides(1)
+    assert not fake.no_ties and not real.no_ties
+    rng = np.random.default_rng(5)
+    for side in (fake, real):
+        n_other = len(side.other_sizes)
+        w = rng.multinomial(n_other, np.full(n_other, 1 / n_other), size=23)
+        np.testing.assert_array_equal(side.below(w), reference_below(side, w))
+        ones = np.ones((1, n_other))
+        np.testing.assert_array_equal(side.below(ones), reference_below(side, ones))
+
+
+def test_below_goes_wide_when_int32_would_overflow() -> None:
+    """Weights whose weighted item count passes 2^30 are summed in int64, still exactly."""
+    fake, _ = sides(2)
+    w = np.full((3, len(fake.other_sizes)), 2**27, dtype=np.int64)
+    w[1, ::2] = 1
+    assert (w @ fake.other_sizes).max() * 2 >= 2**31
+    np.testing.assert_array_equal(fake.below(w), reference_below(fake, w))
+
+
+def test_cross_group_aucs_same_as_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every ordered pair's estimate, interval and note for a seed are those of the reference
+    placement sums (identical floats), here over several small blocks of replicates."""
+    y, s, g, video = tied_data(3, n_videos=90)
+    monkeypatch.setattr(lm, "_BELOW_CELLS", 301)
+    fast = lm.cross_group_aucs(y, s, g, video, n_boot=120, seed=7, min_units=2)
+    monkeypatch.setattr(lm._Side, "below", reference_below)
+    slow = lm.cross_group_aucs(y, s, g, video, n_boot=120, seed=7, min_units=2)
+    assert set(fast) == set(slow) and len(fast) == 9
+    finite = 0
+    for pair, est in fast.items():
+        ref = slow[pair]
+        assert est.note == ref.note
+        np.testing.assert_array_equal(
+            [est.value, est.low, est.high], [ref.value, ref.low, ref.high]
+        )
+        finite += bool(np.isfinite(est.low))
+    assert finite >= 6  # most pairs have an interval: the bootstrap path is compared
+
+
+def test_known_rows_tests_each_row_as_is_missing() -> None:
+    """The fairness rows' known-group mask, from each distinct value, is the per-row test."""
+    from fairforensics.benchmarks.fairness_board import known_rows
+    from fairforensics.fairness.abf import is_missing
+
+    values = np.array(["a", None, "", " ", float("nan"), "b", "a", None, 3], dtype=object)
+    expected = [not is_missing(v) for v in values]
+    np.testing.assert_array_equal(known_rows(values), expected)
+    assert known_rows(values).tolist() == [
+        True,
+        False,
+        False,
+        False,
+        False,
+        True,
+        True,
+        False,
+        True,
+    ]
+
+
+def test_pooled_auc_computed_once_per_known_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With one memo for an entry's attributes, a second attribute with the same known rows
+    reuses the pooled AUC (one call fewer) and its row is the row computed without the memo;
+    an attribute with other known rows computes its own."""
+    from fairforensics.benchmarks import fairness_board as fb
+    from fairforensics.evaluation.leaderboard import Entry
+    from fairforensics.evaluation.predictions import Predictions
+
+    y, s, g, video = tied_data(4, n_videos=40)
+    other = np.where(video % 7 == 0, None, np.where(video % 2 == 0, "x", "y")).astype(object)
+    pred = Predictions(
+        dataset=["syn"] * len(y), video_id=[f"{v:03d}" for v in video], frame=np.zeros(len(y)),
+        label=y, score=s, method=np.where(y == 1, "DF", "real"),
+        attributes={"g": g.astype(object), "h": g.astype(object), "o": other},
+    )  # fmt: skip
+    entry = Entry("det", "syn", "syn", [pred], thresholds=[0.5], chosen_by=["default"])
+    calls = []
+    real = fb.cross_group_aucs
+    monkeypatch.setattr(fb, "cross_group_aucs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    settings = {"n_boot": 30, "confidence": 0.95, "seed": 1, "min_units": 2}
+    alone = {a: fb.fairness_row(entry, a, **settings) for a in ("g", "h", "o")}
+    assert len(calls) == 6  # pooled and per group, each attribute
+    memo: dict = {}
+    shared = {a: fb.fairness_row(entry, a, **settings, pooled_memo=memo) for a in ("g", "h", "o")}
+    assert len(calls) == 6 + 5 and len(memo) == 2  # h reuses g's pooled AUC; o has its own
+    for a in alone:
+        assert str(shared[a]) == str(alone[a])  # NaN-safe: every value, interval and note
+    assert shared["o"][6]["AUC"] != shared["g"][6]["AUC"]
