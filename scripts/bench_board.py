@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import resource
 import subprocess
@@ -50,7 +51,16 @@ def _bundles(folder: Path, detectors: int) -> list[Any]:
 def prepare(folder: Path, frames: int, detectors: int) -> None:
     """``detectors`` evaluation folders of ``frames`` rows and one more (for ``add``), written
     ten at a time by ``scripts/bench_scale.py``."""
-    from scripts.bench_scale import DETECTORS, _videos, write_predictions_files
+    spec = importlib.util.spec_from_file_location(
+        "bench_scale", Path(__file__).with_name("bench_scale.py")
+    )
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)  # a sibling script, not a package: loaded by its path
+    DETECTORS, _videos, write_predictions_files = (
+        scale.DETECTORS,
+        scale._videos,
+        scale.write_predictions_files,
+    )
 
     videos = _videos(frames, seed=0)
     done = 0

@@ -5,7 +5,6 @@ listed in ``tables/index.json``)."""
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ from fairforensics.benchmarks.board_html import table_html
 from fairforensics.benchmarks.site.assets import CSS, JS
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.tables import Table
-from fairforensics.preprocessing.files import atomic_write_text
+from fairforensics.preprocessing.files import atomic_write_text, write_json
 
 
 def esc(value: Any) -> str:
@@ -79,4 +78,4 @@ class SiteWriter:
     def index_of_tables(self) -> None:
         """``tables/index.json``: every table's file and title."""
         listing = [{"file": f"{n}.json", "title": t} for n, t in sorted(self.tables.items())]
-        atomic_write_text(self.out / "tables" / "index.json", json.dumps(listing, indent=1) + "\n")
+        write_json(self.out / "tables" / "index.json", listing)
