@@ -278,3 +278,48 @@ def test_make_demo_writes_every_output(workspace: Path) -> None:
 def test_command_runs_on_the_demo_data(block: Block, workspace: Path) -> None:
     for command in block.commands:
         run_command(command, workspace, str(block))
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_board_of_the_demo_and_stand_ins(workspace: Path, tmp_path: Path) -> None:
+    """Issue 49's "done when": one site from the demo's bundle (``submit demo_data/eval``) and
+    stand-in detectors scored on a protocol's test items (ffpp-c23's FF-DF), on a definition of
+    both test sets; a bundle scored on a subset and a tampered one are refused with their lines;
+    the site opens in headless Chromium."""
+    from tests.test_board_end_to_end import SET, _evaluation, check_site_in_chromium
+
+    subs, py = tmp_path / "submissions", sys.executable
+    run_command(f"{py} scripts/submit.py demo_data/eval --out {subs}/meso4-demo", workspace, "demo")
+    demo = tmp_path / "demo.json"
+    run_command(
+        f"{py} scripts/board.py define --test-data demo --data-root demo_data/processed "
+        f"--out {demo}", workspace, "define",
+    )  # fmt: skip
+    both = json.loads(demo.read_text(encoding="utf-8"))
+    shipped = REPO / "configs" / "benchmarks" / "ffpp-c23.json"
+    both["test_sets"] += [
+        s for s in json.loads(shipped.read_text())["test_sets"] if s["name"] == SET
+    ]
+    definition = tmp_path / "demo-and-ff.json"
+    definition.write_text(json.dumps(both), encoding="utf-8")
+    for name, skill, drop in (("xception", 0.5, None), ("f3net", 0.4, None), ("capsule", 0.4, 3)):
+        ev = _evaluation(tmp_path / "evals" / name, name, skill, drop=drop)
+        run_command(f"{py} scripts/submit.py {ev} --out {subs}/{name}", workspace, name)
+    csv = next((subs / "f3net").rglob(f"{SET}.csv"))
+    csv.write_bytes(csv.read_bytes().replace(b"0.", b"1.", 1))  # changed after packing
+    site = tmp_path / "site"
+    argv = [py, "scripts/board.py", "build", str(subs), "--benchmark", str(definition)]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([*argv, "--out", str(site)], cwd=workspace, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)  # fmt: skip
+    refused = [line for line in done.stderr.splitlines() if line.startswith("refused")]
+    assert done.returncode == 1 and len(refused) == 2, done.stderr[-3000:]
+    assert any("capsule" in line and "subset" in line for line in refused), refused
+    assert any("f3net" in line and "manifest" in line for line in refused), refused
+    shutil.rmtree(site)
+    run_command(" ".join([*argv, "--out", str(site), "--allow-refused"]), workspace, "build")
+    auc = json.loads((site / "tables" / "leaderboard_frame_auc.json").read_text(encoding="utf-8"))
+    assert sorted(row["Detector"] for row in auc["rows"]) == ["meso4", "xception"], auc["rows"]
+    assert {"demo", SET} <= set(auc["columns"]), auc["columns"]
+    check_site_in_chromium(site)
