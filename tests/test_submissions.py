@@ -376,3 +376,12 @@ def test_bundle_json_cannot_point_outside_the_bundle(board, tmp_path: Path) -> N
     assert refusal(folder, definition) == (
         "bundle.json names '../outside', which is not inside the bundle"
     )
+
+
+def test_a_manifest_that_is_not_an_object_is_refused_with_its_line(board) -> None:
+    """A manifest.json holding a list (or another format) is a refusal, not a traceback (break
+    checked: without the object check the list raised AttributeError out of ``admit``)."""
+    _, definition, bundle = board
+    folder = bundle("listed")
+    (folder / "manifest.json").write_text("[]", encoding="utf-8")
+    assert "manifest.json: not a fairforensics-manifest/1 file" in refusal(folder, definition)

@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from fairforensics.benchmarks.submissions.manifest import write_manifest
+from fairforensics.benchmarks.submissions.manifest import read_bundle_json, write_manifest
 from fairforensics.evaluation.model_package.hub import PREFIX, parse_hub_ref
 from fairforensics.evaluation.model_package.schema import CARD_FILE, CONFIG_FILE
 from fairforensics.evaluation.predictions import predictions_file, slug
@@ -217,13 +217,4 @@ def _write_archive(folder: Path, out: Path, mtime: int) -> None:
 
 def read_bundle(folder: str | Path) -> dict[str, Any]:
     """A bundle's ``bundle.json``; a missing or foreign one is a ``ValueError`` naming it."""
-    path = Path(folder) / BUNDLE_FILE
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: missing (not a bundle of `fairforensics submit`)") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: unreadable ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != BUNDLE_FORMAT:
-        raise ValueError(f"{path}: not a {BUNDLE_FORMAT} file")
-    return meta
+    return read_bundle_json(Path(folder) / BUNDLE_FILE, "bundle.json", BUNDLE_FORMAT)

@@ -24,17 +24,26 @@ def write_manifest(folder: str | Path) -> str:
     return sha256_file(root / MANIFEST)
 
 
+def read_bundle_json(path: Path, what: str, fmt: str) -> dict:
+    """The JSON object at ``path`` (a bundle's ``what``: manifest, bundle.json) whose
+    ``format`` is ``fmt``; missing, unreadable or foreign: a ``ValueError`` naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no {what} (not a bundle of `fairforensics submit`)") from None
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: unreadable {what} ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise ValueError(f"{path}: not a {fmt} file")
+    return data
+
+
 def read_manifest(folder: str | Path) -> dict[str, str]:
     """``{relative path: SHA-256}`` of ``folder/manifest.json``; a missing or malformed manifest
     is a ``ValueError`` naming it."""
     path = Path(folder) / MANIFEST
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no manifest (not a bundle of `fairforensics submit`)") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: unreadable manifest ({exc})") from None
-    files = data.get("files") if isinstance(data, dict) else None
+    data = read_bundle_json(path, "manifest", FORMAT)
+    files = data.get("files")
     if data.get("algorithm") != "sha256" or not isinstance(files, dict):
         raise ValueError(f"{path}: not a SHA-256 manifest of {FORMAT}")
     return {str(k): str(v) for k, v in files.items()}
