@@ -167,7 +167,11 @@ def test_refusals(tmp_path):
         fit_calibration([1, 1, 1], [0.2, 0.5, 0.9], "temperature")
     with pytest.raises(CalibrationError, match="unknown calibration method 'beta'"):
         fit_calibration([0, 1], [0.2, 0.9], "beta")
+    for scores in ([0.1, 0.4, 0.6, 0.9], [0.5, 0.4, 0.5, 0.9], [0.5] * 4):  # no finite MLE
+        with pytest.raises(CalibrationError, match="separate reals from fakes at 0.5"):
+            fit_calibration([0, 0, 1, 1], scores, "temperature")
     cal = fit_calibration([0, 0, 1, 1, 0, 1], [0.1, 0.6, 0.4, 0.9, 0.3, 0.8], "temperature")
+    assert np.isfinite([cal.params["temperature_low"], cal.params["temperature"]]).all()
     cal.producer = {"detector": "xception", "weights_sha256": "aa"}
     cal.check_producer({"detector": "xception", "weights_sha256": "aa"}, "x.csv")
     with pytest.raises(CalibrationError, match="fitted for weights_sha256 'aa'"):

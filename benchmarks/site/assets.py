@@ -1,15 +1,15 @@
-"""The site's two local files: its style and the sorting script (the sweep's leaderboard page's,
-:mod:`benchmarks.board_html`), so the pages load nothing from a network."""
+"""The site's style sheet (the sweep's leaderboard page's, :mod:`benchmarks.board_html`, with the
+site's additions), a local file, so the pages load nothing from a network; the sorting script is
+inlined in every page (:mod:`benchmarks.site.writer`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from fairforensics.benchmarks.board_html import SORT_SCRIPT, STYLE
+from fairforensics.benchmarks.board_html import STYLE
 from fairforensics.preprocessing.files import atomic_write_text
 
 CSS = "assets/site.css"
-JS = "assets/sort.js"
 
 #: A wide table scrolls inside itself; long words (hashes, paths) wrap: no page is wider than
 #: its window.
@@ -24,6 +24,5 @@ p,li,dd{overflow-wrap:anywhere} dt{font-weight:bold;font-size:13px} dd{margin:0 
 
 
 def write_assets(out: Path) -> None:
-    """``assets/site.css`` and ``assets/sort.js`` under the site folder ``out``."""
+    """``assets/site.css`` under the site folder ``out``."""
     atomic_write_text(out / CSS, STYLE.lstrip() + _SITE_STYLE.lstrip())
-    atomic_write_text(out / JS, SORT_SCRIPT.lstrip())

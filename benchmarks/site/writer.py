@@ -1,5 +1,5 @@
-"""Writes the site's pages (one frame: title, navigation, the local style and script, relative
-links only) and the JSON of every table a page shows (``tables/<name>.json``, linked under it,
+"""Writes the site's pages (one frame: title, navigation, the local style sheet, the inlined
+sorting script, relative links only) and the JSON of every table a page shows (``tables/<name>.json``, linked under it,
 listed in ``tables/index.json``)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from fairforensics.benchmarks.board_html import table_html
-from fairforensics.benchmarks.site.assets import CSS, JS
+from fairforensics.benchmarks.board_html import SORT_SCRIPT, table_html
+from fairforensics.benchmarks.site.assets import CSS
 from fairforensics.evaluation.results import slug
 from fairforensics.evaluation.tables import Table
 from fairforensics.preprocessing.files import atomic_write_text, write_json
@@ -67,7 +67,7 @@ class SiteWriter:
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>{esc(title)} - {esc(self.benchmark)}</title>"
-            f"<link rel='stylesheet' href='{up}{CSS}'><script src='{up}{JS}'></script></head>"
+            f"<link rel='stylesheet' href='{up}{CSS}'><script>{SORT_SCRIPT}</script></head>"
             f"<body><h1>{esc(title)}</h1><p class='meta'>{self.header.replace('{up}', up)}</p>{nav}"
             f"{''.join(parts)}</body></html>\n"
         )

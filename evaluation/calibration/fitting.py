@@ -95,6 +95,14 @@ def _fit_temperature(
     """``1 / T`` by maximum likelihood (Newton on the convex NLL), with a cluster-robust
     interval: ``Var = H^-1 (sum_v g_v^2) H^-1``, g_v the score of video v, H the information."""
 
+    informative = z != 0
+    if not informative.any() or np.all((z[informative] > 0) == (y[informative] == 1)):
+        raise CalibrationError(
+            "the validation scores separate reals from fakes at 0.5 (or are all 0.5): the "
+            "likelihood grows without bound as T -> 0, so no temperature is fitted; use more "
+            "validation videos or --method platt|isotonic"
+        )
+
     def nll(beta: float) -> float:
         return float(np.sum(np.logaddexp(0.0, beta * z) - y * beta * z))
 
