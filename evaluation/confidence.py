@@ -68,6 +68,18 @@ class Interval:
 MIN_INTERVAL_UNITS = 5
 
 
+def check_interval_settings(n_boot: int, confidence: float, min_units: int) -> None:
+    """A clear error for settings of the fairness intervals that none can use: negative
+    replicates, a confidence outside (0, 1), or ``min_units`` below 2 (an interval needs
+    variation)."""
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be >= 0, got {n_boot}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if min_units < 2:
+        raise ValueError(f"min_units must be >= 2 (an interval needs variation), got {min_units}")
+
+
 def too_few_units(n_units: int, min_units: int = MIN_INTERVAL_UNITS) -> bool:
     """The small-group rule: no interval is shown for a quantity on fewer than ``min_units``
     units (videos) of what it counts."""

@@ -65,6 +65,7 @@ from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
     UnitWeightedCurve,
     bootstrap_interval,
+    check_interval_settings,
     cluster_icc,
     clustered_auc_variance,
     effective_size,
@@ -398,10 +399,9 @@ def _check_gap_arguments(
     unknown = sorted(set(metrics) - set(GAP_METRICS))
     if unknown:
         raise ValueError(f"unknown gap metrics {unknown}; allowed: {list(GAP_METRICS)}")
-    if n_boot < 0 or n_perm < 0 or not 0 < confidence < 1:
-        raise ValueError("n_boot and n_perm must be >= 0 and confidence in (0, 1)")
-    if min_units < 2:
-        raise ValueError(f"min_units must be >= 2 (an interval needs variation), got {min_units}")
+    if n_perm < 0:
+        raise ValueError(f"n_perm must be >= 0, got {n_perm}")
+    check_interval_settings(n_boot, confidence, min_units)
 
 
 def _gap_data(

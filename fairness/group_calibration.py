@@ -41,6 +41,7 @@ from fairforensics.evaluation.calibration.metrics import (
 )
 from fairforensics.evaluation.confidence import (
     MIN_INTERVAL_UNITS,
+    check_interval_settings,
     few_units_note,
     stratified_multiplicities,
 )
@@ -116,10 +117,9 @@ def _cell_sums(
 
 
 def _check(n_bins: int, n_boot: int, confidence: float, min_units: int) -> None:
-    if n_bins < 1 or n_boot < 0 or not 0 < confidence < 1:
-        raise ValueError("n_bins must be >= 1, n_boot >= 0 and confidence in (0, 1)")
-    if min_units < 2:
-        raise ValueError(f"min_units must be >= 2 (an interval needs variation), got {min_units}")
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    check_interval_settings(n_boot, confidence, min_units)
 
 
 def group_calibration(

@@ -151,8 +151,12 @@ def test_seeded_and_bad_input():
         group_gaps(y, s, g, metrics=("bogus",))
     with pytest.raises(ValueError, match="units must have one entry per sample"):
         group_gaps(y, s, g, units=np.arange(59))
-    with pytest.raises(ValueError, match="n_boot"):
-        group_gaps(y, s, g, n_boot=-1)
+    for bad, says in [({"n_boot": -1}, "n_boot must be >= 0, got -1"),
+                      ({"n_perm": -1}, "n_perm must be >= 0, got -1"),
+                      ({"confidence": 0.0}, r"confidence must be in \(0, 1\), got 0.0"),
+                      ({"min_units": 1}, "min_units must be >= 2")]:  # fmt: skip
+        with pytest.raises(ValueError, match=says):
+            group_gaps(y, s, g, **bad)
 
 
 def test_weighted_ranking_metrics_equal_the_repeated_samples():

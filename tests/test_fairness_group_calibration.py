@@ -104,8 +104,12 @@ def test_small_group_rule():
     assert res.gap.note == "b: fewer than 5 real videos (3)"
     with pytest.raises(ValueError, match="two groups of >= 50 rows"):
         group_calibration(y, s, g, vid, min_group_size=50)
-    with pytest.raises(ValueError, match="n_bins must be >= 1"):
-        group_calibration(y, s, g, vid, n_bins=0)
+    for bad, says in [({"n_bins": 0}, "n_bins must be >= 1, got 0"),
+                      ({"n_boot": -1}, "n_boot must be >= 0, got -1"),
+                      ({"confidence": 1.0}, r"confidence must be in \(0, 1\), got 1.0"),
+                      ({"min_units": 1}, "min_units must be >= 2")]:  # fmt: skip
+        with pytest.raises(ValueError, match=says):
+            group_calibration(y, s, g, vid, **bad)
 
 
 def _predictions(seed=0):
