@@ -10,7 +10,6 @@ A user's detector registers itself when its module is imported: by the user's co
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib
 import logging
@@ -28,12 +27,12 @@ from fairforensics.configs import (
     resolve_config,
 )
 from fairforensics.configs.crop import expected_crop
+from fairforensics.configs.detector_source import ENTRY_POINT_GROUP, builtin_detectors
 from fairforensics.configs.loader import deep_merge
 from fairforensics.detectors.base import Detector, DetectorConfig
 
 log = logging.getLogger(__name__)
 
-ENTRY_POINT_GROUP = "fairforensics.detectors"
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _REGISTRY: dict[str, type[Detector]] = {}
 #: Entry-point name -> the import failure of that detector plugin (filled by load_entry_points).
@@ -60,61 +59,15 @@ def register_detector(name: str, *, family: str | None = None) -> Callable[[D], 
     return wrap
 
 
-def _class_input_kind(node: ast.ClassDef) -> str | None:
-    """The constant a class body assigns to ``input_kind`` (None when it assigns none)."""
-    for stmt in node.body:
-        if isinstance(stmt, ast.Assign):
-            targets, value = stmt.targets, stmt.value
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            targets, value = [stmt.target], stmt.value
-        else:
-            continue
-        if any(getattr(t, "id", None) == "input_kind" for t in targets):
-            if isinstance(value, ast.Constant):
-                return str(value.value)
-    return None
-
-
 @cache
 def _builtin_decorators() -> dict[str, tuple[str, str | None, str]]:
     """Detector name -> (module path, family, input kind), read from the package's source: the
-    decorators, and ``input_kind`` of the class or of the package's class it derives from."""
-    found: dict[str, tuple[str, str | None, str]] = {}
-    classes: dict[str, tuple[list[str], str | None]] = {}  # class name -> (bases, input_kind)
-    registered: list[tuple[str, str, str | None, str]] = []  # (name, module, family, class)
-    for path in sorted(_PACKAGE_DIR.rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        module = ".".join((__package__, *path.relative_to(_PACKAGE_DIR).with_suffix("").parts))
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            bases = [getattr(b, "id", getattr(b, "attr", "")) for b in node.bases]
-            classes[node.name] = (bases, _class_input_kind(node))
-            for deco in node.decorator_list:
-                if (
-                    isinstance(deco, ast.Call)
-                    and getattr(deco.func, "id", getattr(deco.func, "attr", None))
-                    == "register_detector"
-                    and deco.args
-                    and isinstance(deco.args[0], ast.Constant)
-                ):
-                    family = next(
-                        (
-                            kw.value.value
-                            for kw in deco.keywords
-                            if kw.arg == "family" and isinstance(kw.value, ast.Constant)
-                        ),
-                        None,
-                    )
-                    registered.append((str(deco.args[0].value), module, family, node.name))
-    for name, module, family, cls in registered:
-        kind, seen = None, set()
-        while kind is None and cls in classes and cls not in seen:
-            seen.add(cls)
-            bases, kind = classes[cls]
-            cls = bases[0] if bases else ""
-        found[name] = (module, family, kind or Detector.input_kind)
-    return found
+    decorators, and ``input_kind`` of the class or of the package's class it derives from
+    (:func:`configs.detector_source.builtin_detectors`; ``Detector``'s when none assigns one)."""
+    return {
+        name: (module, family, kind or Detector.input_kind)
+        for name, (module, family, kind) in builtin_detectors(_PACKAGE_DIR).items()
+    }
 
 
 def _builtin_modules() -> dict[str, str]:

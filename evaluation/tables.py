@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from fairforensics.detectors.registry import detector_family, get_detector_class
+from fairforensics.configs.detector_source import family_without_import
 from fairforensics.evaluation.table_writer import (
     csv_text,
     format_number,
@@ -283,6 +283,11 @@ def detector_type(name: str, types: Mapping[str, str] | None = None) -> str:
     registered without one is ``Video``)."""
     if types is not None:
         return types.get(name, "Other")
+    family = family_without_import(name)  # the registry imports torch: test --predictions needs
+    if family is not None:  # none, a built-in's family is in its source
+        return family
+    from fairforensics.detectors.registry import detector_family, get_detector_class
+
     family = detector_family(name)
     if family != "Other":
         return family

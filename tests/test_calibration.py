@@ -283,3 +283,62 @@ def test_a_runs_validation_record_carries_its_temperature(tmp_path):
         score=1 - preds.score, method=preds.method,
     )  # fmt: skip
     assert "calibration" not in validation_record([inverted], "frame", step=10, epoch=1)
+
+
+def _ece_bootstrap_before(y, s, clusters, n_bins=15, n_boot=1000, confidence=0.95, seed=0):
+    """The ECE interval as computed before its draws were shared (issue 47): one set, its own
+    generator."""
+    from fairforensics.evaluation.calibration.metrics import (
+        basic_interval,
+        bin_edges,
+        bin_of,
+        video_bin_sums,
+    )
+    from fairforensics.evaluation.confidence import stratified_multiplicities
+
+    y, s = np.asarray(y), np.asarray(s, dtype=float)
+    _, videos = np.unique(np.asarray(clusters), return_inverse=True)
+    diff, rows = video_bin_sums(y, s, videos, bin_of(s, bin_edges(s, n_bins, "uniform")), n_bins)
+    point = float(np.abs(diff.sum(0)).sum() / rows.sum())
+    video_label = np.zeros(len(diff), dtype=np.int64)
+    video_label[videos] = y
+    rng = np.random.default_rng(seed)
+    replicates = [
+        np.abs(counts @ diff).sum(1) / (counts @ rows).sum(1)
+        for counts in stratified_multiplicities(rng, video_label, n_boot, minus_one=False)
+    ]
+    low, high = basic_interval(point, np.concatenate(replicates), confidence)
+    return point, max(0.0, low), max(0.0, high)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_frame_and_video_ece_intervals_share_their_draws_and_numbers(seed, monkeypatch):
+    """``calibration_rows`` draws the video weights once for both levels (the same videos with
+    the same labels), and every interval is that of a bootstrap of its own, bit for bit."""
+    from fairforensics.evaluation import confidence
+    from fairforensics.evaluation.calibration import metrics
+    from fairforensics.evaluation.calibration.run import LEVELS, calibration_rows, level_codes
+
+    rng = np.random.default_rng(seed)
+    y, s, videos, _ = over_confident(rng, 80, 6, k=2.0, tau=0.7)
+    pred = Predictions(
+        dataset=np.full(len(y), "syn"), video_id=np.char.add("v", videos.astype(str)),
+        frame=np.tile(np.arange(6), 80), label=y, score=s, method=np.where(y == 1, "FS", "real"),
+    )  # fmt: skip
+    calls = []
+    draws = confidence.stratified_multiplicities
+    monkeypatch.setattr(
+        metrics, "stratified_multiplicities", lambda *a, **k: calls.append(1) or draws(*a, **k)
+    )
+    rows = calibration_rows(pred, "syn", n_boot=300, seed=seed)
+    assert len(calls) == 1, "the frame and video levels drew their weights apart"
+    for row, level in zip(rows, LEVELS, strict=True):
+        want = _ece_bootstrap_before(*level_codes(pred, level), n_boot=300, seed=seed)
+        assert (row["ece"], row["ece_low"], row["ece_high"]) == want, level
+    # sets whose videos' labels differ draw apart, each as alone
+    other = (y[::-1], s, videos)
+    got = metrics.ece_bootstraps([(y, s, videos), other], n_boot=300, seed=seed)
+    assert got == [
+        _ece_bootstrap_before(*t, n_boot=300, seed=seed) for t in ((y, s, videos), other)
+    ]
+    assert len(calls) == 3

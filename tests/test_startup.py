@@ -195,3 +195,39 @@ def test_an_unwritable_output_fails_before_any_work(verb: str, tmp_path: Path) -
     code, err, torch_loaded = _run_verb(verb, argv, tmp_path)
     assert code == 2 and str(blocker) in err and "not writable" in err, err[-2000:]
     assert not torch_loaded, f"{verb}: torch imported before the output folder was checked"
+
+
+def test_test_predictions_imports_no_torch(tmp_path: Path) -> None:
+    """``test --predictions`` (issue 47) scores no model: its whole run, tables and report
+    included, loads no torch, and a detector's type in its tables (a built-in's family read
+    from the source, an unknown name's ``Other``) is the registry's."""
+    rows = "".join(
+        f"SYN,v{k // 4},{k % 4},{k // 4 % 2},{(k // 4 % 2 + k % 7 / 10) / 2},"
+        f"{'real' if k // 4 % 2 == 0 else 'FS'}\n"
+        for k in range(96)
+    )
+    csv = tmp_path / "SYN.csv"
+    csv.write_text("dataset,video_id,frame,label,score,method\n" + rows)
+    code = (
+        "import json, sys\n"
+        "from fairforensics.cli.test import main\n"
+        "from fairforensics.configs.detector_source import builtin_detectors\n"
+        "from fairforensics.evaluation.tables import detector_type\n"
+        f"code = main(['--predictions', 'SYN={csv}', '--name', 'xception', '--out', "
+        f"{str(tmp_path / 'out')!r}, '--set', 'n_boot=20'])\n"
+        "names = [*builtin_detectors(), 'det00']\n"
+        "types = {name: detector_type(name) for name in names}\n"
+        "print(json.dumps([code, 'torch' in sys.modules, types]), file=sys.__stderr__)\n"
+    )
+    done = _python(code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    code, torch_loaded, types = json.loads(done.stderr.strip().splitlines()[-1])
+    assert code == 0 and (tmp_path / "out" / "report.html").is_file()
+    assert not torch_loaded, "test --predictions imported torch"
+    from fairforensics.detectors.registry import detector_family
+    from fairforensics.evaluation.tables import detector_type
+
+    assert detector_type("det00") == "Other"  # the registry's answers (it is loaded here)
+    assert len(types) > 20 and types == {name: detector_type(name) for name in types}
+    table = json.loads((tmp_path / "out" / "tables" / "frame_auc.json").read_text())
+    assert [row["Type"] for row in table["rows"]] == [detector_family("xception")]

@@ -154,20 +154,55 @@ def ece_bootstrap(
     samples to first order (a percentile interval of a positively biased statistic misses a
     small true ECE); it is clipped at 0.
     """
-    y, s = check_scores(y_true, y_score)
-    _, videos = np.unique(np.asarray(clusters), return_inverse=True)
-    edges = bin_edges(s, n_bins, strategy)
-    diff, rows = video_bin_sums(y, s, videos, bin_of(s, edges), n_bins)
-    point = float(np.abs(diff.sum(0)).sum() / rows.sum())
-    video_label = np.zeros(len(diff), dtype=np.int64)
-    video_label[videos] = y
-    rng = np.random.default_rng(seed)
-    replicates = [
-        np.abs(counts @ diff).sum(1) / (counts @ rows).sum(1)
-        for counts in stratified_multiplicities(rng, video_label, n_boot, minus_one=False)
-    ]
-    low, high = basic_interval(point, np.concatenate(replicates), confidence)
-    return point, max(0.0, low), max(0.0, high)
+    (result,) = ece_bootstraps(
+        [(y_true, y_score, clusters)], n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+        confidence=confidence, seed=seed,
+    )  # fmt: skip
+    return result
+
+
+def ece_bootstraps(
+    sets: Sequence[tuple[Sequence, Sequence, Sequence]],
+    *,
+    n_bins: int = 15,
+    strategy: Strategy = "uniform",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[tuple[float, float, float]]:
+    """:func:`ece_bootstrap` of each ``(y_true, y_score, clusters)`` of ``sets``, each with the
+    same ``seed``: sets whose videos have the same labels in the same order (a test set's frames
+    and its videos, one row a video) draw the same video weights, so they are drawn once and
+    used for all of them; the results are those of one :func:`ece_bootstrap` per set."""
+    parts = []
+    for y_true, y_score, clusters in sets:
+        y, s = check_scores(y_true, y_score)
+        _, videos = np.unique(np.asarray(clusters), return_inverse=True)
+        edges = bin_edges(s, n_bins, strategy)
+        diff, rows = video_bin_sums(y, s, videos, bin_of(s, edges), n_bins)
+        point = float(np.abs(diff.sum(0)).sum() / rows.sum())
+        video_label = np.zeros(len(diff), dtype=np.int64)
+        video_label[videos] = y
+        parts.append((point, diff, rows, video_label))
+    groups: list[list[int]] = []  # sets with equal video labels: the same draws
+    for i, (*_, video_label) in enumerate(parts):
+        same = next((g for g in groups if np.array_equal(parts[g[0]][3], video_label)), None)
+        if same is None:
+            groups.append([i])
+        else:
+            same.append(i)
+    replicates: list[list[np.ndarray]] = [[] for _ in parts]
+    for group in groups:
+        rng = np.random.default_rng(seed)
+        for counts in stratified_multiplicities(rng, parts[group[0]][3], n_boot, minus_one=False):
+            for i in group:
+                _, diff, rows, _ = parts[i]
+                replicates[i].append(np.abs(counts @ diff).sum(1) / (counts @ rows).sum(1))
+    out = []
+    for (point, *_), reps in zip(parts, replicates, strict=True):
+        low, high = basic_interval(point, np.concatenate(reps), confidence)
+        out.append((point, max(0.0, low), max(0.0, high)))
+    return out
 
 
 def basic_interval(
@@ -194,34 +229,77 @@ def calibration_summary(
     """ECE with its interval clustered by video, MCE, Brier and NLL of one set of scores; the
     interval is withheld (with a note) under the small-group rule (fewer than 5 videos of a
     class)."""
-    y, s = check_scores(y_true, y_score)
-    clusters = np.asarray(clusters)
-    counts = {c: len(np.unique(clusters[y == c])) for c in (0, 1)}
-    note = "; ".join(
-        filter(
-            None, (few_units_note(counts[c], f"{w} videos") for c, w in ((0, "real"), (1, "fake")))
+    (summary,) = calibration_summaries(
+        [(y_true, y_score, clusters)], n_bins=n_bins, strategy=strategy, n_boot=n_boot,
+        confidence=confidence, seed=seed,
+    )  # fmt: skip
+    return summary
+
+
+def calibration_summaries(
+    sets: Sequence[tuple[Sequence, Sequence, Sequence]],
+    *,
+    n_bins: int = 15,
+    strategy: Strategy = "uniform",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> list[dict[str, float | int | str | None]]:
+    """:func:`calibration_summary` of each ``(y_true, y_score, clusters)`` of ``sets`` (e.g. a
+    test set at frame and at video level); the ECE intervals through :func:`ece_bootstraps`,
+    which draws the video weights once for sets with the same videos."""
+    checked, notes, counts = [], [], []
+    for y_true, y_score, clusters in sets:
+        y, s = check_scores(y_true, y_score)
+        clusters = np.asarray(clusters)
+        count = {c: len(np.unique(clusters[y == c])) for c in (0, 1)}
+        note = "; ".join(
+            filter(
+                None,
+                (few_units_note(count[c], f"{w} videos") for c, w in ((0, "real"), (1, "fake"))),
+            )
+        )
+        if not note and n_boot <= 0:
+            note = "no interval (n_boot = 0)"
+        checked.append((y, s, clusters))
+        notes.append(note)
+        counts.append(count)
+    with_interval = [i for i, note in enumerate(notes) if not note]
+    intervals = dict(
+        zip(
+            with_interval,
+            ece_bootstraps(
+                [checked[i] for i in with_interval],
+                n_bins=n_bins,
+                strategy=strategy,
+                n_boot=n_boot,
+                confidence=confidence,
+                seed=seed,
+            ),
+            strict=True,
         )
     )
-    if not note and n_boot <= 0:
-        note = "no interval (n_boot = 0)"
-    if note:
-        value, low, high = ece(y, s, n_bins=n_bins, strategy=strategy), None, None
-    else:
-        value, low, high = ece_bootstrap(
-            y, s, clusters, n_bins=n_bins, strategy=strategy, n_boot=n_boot,
-            confidence=confidence, seed=seed,
-        )  # fmt: skip
-    return {
-        "ece": value,
-        "ece_low": low,
-        "ece_high": high,
-        "mce": mce(y, s, n_bins=n_bins, strategy=strategy),
-        "brier": brier(y, s),
-        "nll": nll(y, s),
-        "n_bins": n_bins,
-        "strategy": strategy,
-        "n_real_videos": counts[0],
-        "n_fake_videos": counts[1],
-        "note": note or (f"interval: {confidence:.0%} basic bootstrap over videos ({n_boot})"),
-        "min_videos": MIN_INTERVAL_UNITS,
-    }
+    out = []
+    for i, ((y, s, _), note, count) in enumerate(zip(checked, notes, counts, strict=True)):
+        if i in intervals:
+            value, low, high = intervals[i]
+        else:
+            value, low, high = ece(y, s, n_bins=n_bins, strategy=strategy), None, None
+        out.append(
+            {
+                "ece": value,
+                "ece_low": low,
+                "ece_high": high,
+                "mce": mce(y, s, n_bins=n_bins, strategy=strategy),
+                "brier": brier(y, s),
+                "nll": nll(y, s),
+                "n_bins": n_bins,
+                "strategy": strategy,
+                "n_real_videos": count[0],
+                "n_fake_videos": count[1],
+                "note": note
+                or (f"interval: {confidence:.0%} basic bootstrap over videos ({n_boot})"),
+                "min_videos": MIN_INTERVAL_UNITS,
+            }
+        )
+    return out

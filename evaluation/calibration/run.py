@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from fairforensics.evaluation.calibration.fitting import Calibration, fit_calibration
-from fairforensics.evaluation.calibration.metrics import brier, calibration_summary, ece, nll
+from fairforensics.evaluation.calibration.metrics import brier, calibration_summaries, ece, nll
 from fairforensics.evaluation.metrics import reduce_by_code
 from fairforensics.evaluation.predictions import Predictions, read_predictions
 from fairforensics.evaluation.provenance import file_sha256, provenance_path
@@ -82,9 +82,10 @@ def calibration_rows(
 ) -> list[dict[str, Any]]:
     """One row per level of ``tables/calibration``: ECE with its interval clustered by video,
     MCE, Brier, NLL, the number of bins and of videos per class."""
-    rows = []
-    for level in LEVELS:
-        y, s, videos = level_codes(preds, level)
-        summary = calibration_summary(y, s, videos, n_bins=n_bins, n_boot=n_boot, seed=seed)
-        rows.append({"test_data": test_data, "level": level, **summary})
-    return rows
+    summaries = calibration_summaries(  # the levels' videos are the same: one draw of weights
+        [level_codes(preds, level) for level in LEVELS], n_bins=n_bins, n_boot=n_boot, seed=seed
+    )
+    return [
+        {"test_data": test_data, "level": level, **summary}
+        for level, summary in zip(LEVELS, summaries, strict=True)
+    ]

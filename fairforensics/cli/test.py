@@ -40,6 +40,7 @@ from fairforensics.preprocessing.index import SPLIT_CHOICES  # no torch: --help 
 
 if TYPE_CHECKING:
     from fairforensics.evaluation.calibration.source import ChosenCalibration
+    from fairforensics.evaluation.testing import TestSetsSkipped
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -235,9 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     check_files_exist(args.compare or [], "predictions file")
     calibration = check_calibration(args)  # not a calibration, or not of these scores
     # after the arguments are read, so that --help and argument errors import no torch
-    from fairforensics.evaluation import leaderboard, results, settings, testing
-    from fairforensics.evaluation.model_package.load import load_model
-    from fairforensics.preprocessing.resolve import check_datasets_complete
+    from fairforensics.evaluation import settings
 
     import_modules(args.imports)
     configure_logging(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -249,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.split:
         overrides.append(f"split={args.split}")
     cfg = settings.load_test_config(*args.config, overrides=overrides)
-    skipped: testing.TestSetsSkipped | None = None
+    skipped: TestSetsSkipped | None = None
     extra = _sections(args.section)
     if args.compare:
         from dataclasses import asdict
@@ -262,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result, indent=2))
         return 0
     if args.leaderboard:
+        from fairforensics.evaluation import leaderboard
+
         out = args.out or Path("leaderboard")
         leaderboard.build_leaderboard(
             args.leaderboard,
@@ -277,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             confidence=cfg.confidence,
             seed=cfg.seed,
         )
-    elif args.predictions:
+    elif args.predictions:  # scored already: no model, no torch
+        from fairforensics.evaluation import results
+
         files = dict(item.partition("=")[::2] for item in args.predictions)
         out = args.out
         results.evaluate_prediction_files(
@@ -285,6 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             fmt=args.format, calibration=calibration,
         )  # fmt: skip
     else:
+        from fairforensics.evaluation import testing
+        from fairforensics.evaluation.model_package.load import load_model
+        from fairforensics.preprocessing.resolve import check_datasets_complete
+
         check_datasets_complete(
             [*cfg.test_data, *(args.val_data or [])],
             cfg.data_root or "datasets",
