@@ -126,10 +126,12 @@ def _dense(codes: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class _Class:
     """One class of one group (its items ``s``, ``units``: codes 0..k-1), sorted once for
-    every pair it takes part in: by unit and within a unit by score (``by_unit``, ``starts``
-    of each unit), and by score (``by_score``, stable)."""
+    every pair it takes part in: by score (stable: ``s_sorted``, ``units_by_score``) and by
+    unit, within a unit by score (``starts`` of each unit; ``at``: where each item of that
+    order lies in the score order, so that a search of the sorted scores, whose sorted needles
+    it runs through once, is put in unit order by one gather)."""
 
-    s_by_unit: np.ndarray
+    at: np.ndarray
     starts: np.ndarray
     sizes: np.ndarray
     s_sorted: np.ndarray
@@ -155,16 +157,22 @@ class _Class:
 
     @classmethod
     def _sorted(cls, s: np.ndarray, units: np.ndarray) -> _Class:
-        order = np.lexsort((s, units))  # by unit, each in score order (cache-friendly gathers)
-        sorted_units = units[order]
         by_score = np.argsort(s, kind="stable")
+        units_by_score = units[by_score]
+        # by unit, each in score order (cache-friendly gathers): ``np.lexsort((s, units))``,
+        # as a stable sort of the units of the (stable) score order
+        at = np.argsort(units_by_score, kind="stable")
         return cls(
-            s_by_unit=s[order],
-            starts=np.r_[0, np.flatnonzero(np.diff(sorted_units)) + 1],
+            at=at,
+            starts=np.r_[0, np.flatnonzero(np.diff(units_by_score[at])) + 1],
             sizes=np.bincount(units),
             s_sorted=s[by_score],
-            units_by_score=units[by_score],
+            units_by_score=units_by_score,
         )
+
+    def search(self, other: _Class, side: str) -> np.ndarray:
+        """``np.searchsorted(other.s_sorted, self's scores in unit order, side)``."""
+        return np.searchsorted(other.s_sorted, self.s_sorted, side)[self.at]
 
 
 @dataclass(frozen=True)
@@ -189,8 +197,7 @@ class _Side:
     @classmethod
     def pair(cls, mine: _Class, other: _Class) -> _Side:
         """The side of ``mine`` against ``other`` (each sorted once: :class:`_Class`)."""
-        lo = np.searchsorted(other.s_sorted, mine.s_by_unit, "left")
-        hi = np.searchsorted(other.s_sorted, mine.s_by_unit, "right")
+        lo, hi = mine.search(other, "left"), mine.search(other, "right")
         return cls(
             starts=mine.starts,
             lo=lo,
