@@ -1,7 +1,8 @@
 """The cross-group AUC's fast placement sums (issue 49, item 5) give the answers of the float
 cumsum they replaced, kept here as the reference: the same ``below`` for every block size,
 with ties, and in int64 when the weights are large; the same estimates and intervals for a
-seed on data with ties and groups of unequal size."""
+seed on data with ties and groups of unequal size; and each group's classes sorted once for
+all their pairs give the sides and intervals of the pair-by-pair loop they replaced."""
 
 from __future__ import annotations
 
