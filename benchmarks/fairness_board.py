@@ -55,6 +55,9 @@ from fairforensics.fairness.leaderboard_metrics import LIN_KEYS, cross_group_auc
 log = logging.getLogger(__name__)
 
 GAPS = ("auc", "fpr", "fnr")
+#: Replicates of the AUC and xAUC columns' bootstrap-t intervals in ``fairforensics fairness``
+#: and ``test --leaderboard`` (the board's site passes its own ``fairness_boot``).
+AUC_BOOT = 1000
 #: The columns of decisions at the row's threshold (``one class`` when they are all the same).
 AT_THRESHOLD = ("FPR gap", "FNR gap", *LIN_KEYS)
 
@@ -84,10 +87,11 @@ def _row(
     seed: int,
     min_units: int,
     pooled_memo: dict | None = None,
+    auc_boot: int = AUC_BOOT,
 ) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
     """Values and details (interval, note) of one row; ``pooled_memo`` (one dict per entry
     and settings) keeps the pooled AUC of each known-rows mask for the entry's other
-    attributes."""
+    attributes; ``auc_boot``: the replicates of the AUC and xAUC columns' bootstrap-t."""
     pred = seed_average(entry.preds)
     y, s, g, units = pred.label, pred.score, pred.attributes[attribute], pred.video_key
     values: dict[str, float] = {}
@@ -97,12 +101,12 @@ def _row(
         y[known], s[known], g[known], units[known], metrics=GAPS, threshold=entry.threshold,
         n_boot=n_boot, n_perm=0, confidence=confidence, seed=seed, min_units=min_units,
     )  # fmt: skip
-    key = (len(known), np.packbits(known).tobytes())
+    key = (len(known), np.packbits(known).tobytes(), auc_boot)
     pooled = (pooled_memo or {}).get(key)
     if pooled is None:
         pooled = cross_group_aucs(
             y[known], s[known], np.full(known.sum(), "all"), units[known],
-            confidence=confidence, min_units=min_units,
+            confidence=confidence, min_units=min_units, n_boot=auc_boot,
         )[("all", "all")]  # fmt: skip
         if pooled_memo is not None:
             pooled_memo[key] = pooled
@@ -130,7 +134,7 @@ def _row(
         for k in AT_THRESHOLD:
             values[k], details[k] = ONE_CLASS, {}
     for (a, b), est in cross_group_aucs(
-        y, s, g, units, confidence=confidence, min_units=min_units
+        y, s, g, units, confidence=confidence, min_units=min_units, n_boot=auc_boot
     ).items():
         values[f"xAUC {a}>{b}"] = est.value
         details[f"xAUC {a}>{b}"] = {"low": est.low, "high": est.high}
@@ -146,14 +150,18 @@ def fairness_row(
     seed: int = 0,
     min_units: int = MIN_INTERVAL_UNITS,
     pooled_memo: dict | None = None,
+    auc_boot: int = AUC_BOOT,
 ) -> tuple[Any, ...]:
     """One entry's row of its test set's fairness table by ``attribute`` (its predictions read
     once): ``(type, detector, threshold, chosen by, decisions, seeds, values, details)``; a
     ValueError when it has none (e.g. one class, one group). ``pooled_memo``: one dict for
-    all attributes of the entry (same settings), so that its pooled AUC is computed once."""
+    all attributes of the entry (same settings), so that its pooled AUC is computed once.
+    ``n_boot``: the replicates of the gaps' and Lin et al.'s intervals; ``auc_boot``: of the
+    AUC and xAUC columns' bootstrap-t (:data:`AUC_BOOT` unless a caller, the board's site,
+    asks for its own count)."""
     values, details = _row(
         entry, attribute, n_boot=n_boot, confidence=confidence, seed=seed, min_units=min_units,
-        pooled_memo=pooled_memo,
+        pooled_memo=pooled_memo, auc_boot=auc_boot,
     )  # fmt: skip
     kind = BASELINE if entry.baseline else detector_type(entry.detector)
     how = entry.threshold_text + (" (mean of the seeds')" if len(set(entry.thresholds)) > 1 else "")

@@ -93,26 +93,26 @@ def cross_group_aucs(
     codes, _ = factorize(u)
     out: dict[tuple[str, str], Estimate] = {}
     rng = np.random.default_rng(seed)
+    # each group's fakes and reals sorted once, for every pair they take part in
+    fakes = [_Class.of(s, codes, (g == i) & (y == 1)) for i in range(len(names))]
+    reals = [_Class.of(s, codes, (g == j) & (y == 0)) for j in range(len(names))]
     for i, a in enumerate(names):
-        fakes = (g == i) & (y == 1)
         for j, b in enumerate(names):
-            reals = (g == j) & (y == 0)
-            if not fakes.any() or not reals.any():
+            if fakes[i] is None or reals[j] is None:
                 out[(a, b)] = Estimate(float("nan"), note=f"no fakes of {a} or no reals of {b}")
                 continue
-            fake_units, real_units = _dense(codes[fakes]), _dense(codes[reals])
             note = "; ".join(
                 filter(
                     None,
                     (
-                        few_units_note(fake_units.max() + 1, f"fake videos of {a}", min_units),
-                        few_units_note(real_units.max() + 1, f"real videos of {b}", min_units),
+                        few_units_note(fakes[i].n_units, f"fake videos of {a}", min_units),
+                        few_units_note(reals[j].n_units, f"real videos of {b}", min_units),
                     ),
                 )
             )
-            value, low, high, why = xauc_interval(
-                s[fakes], fake_units, s[reals], real_units,
-                n_boot=0 if note else n_boot, confidence=confidence, rng=rng,
+            value, low, high, why = _pair_interval(
+                fakes[i], reals[j], n_boot=0 if note else n_boot, confidence=confidence,
+                rng=rng, max_cells=1 << 21,
             )  # fmt: skip
             out[(a, b)] = Estimate(value, low, high, note or why)
     return out
@@ -121,6 +121,58 @@ def cross_group_aucs(
 def _dense(codes: np.ndarray) -> np.ndarray:
     """``codes`` renumbered 0..k-1."""
     return np.unique(codes, return_inverse=True)[1].reshape(-1)
+
+
+@dataclass(frozen=True)
+class _Class:
+    """One class of one group (its items ``s``, ``units``: codes 0..k-1), sorted once for
+    every pair it takes part in: by score (stable: ``s_sorted``, ``units_by_score``) and by
+    unit, within a unit by score (``starts`` of each unit; ``at``: where each item of that
+    order lies in the score order, so that a search of the sorted scores, whose sorted needles
+    it runs through once, is put in unit order by one gather)."""
+
+    at: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    s_sorted: np.ndarray
+    units_by_score: np.ndarray
+
+    @property
+    def n_units(self) -> int:
+        return len(self.sizes)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.s_sorted)
+
+    @classmethod
+    def of(cls, s: np.ndarray, codes: np.ndarray, rows: np.ndarray | None = None):
+        """The items ``rows`` (a mask; all when None) of scores ``s`` and unit codes ``codes``
+        (renumbered 0..k-1 here); None when there are none."""
+        if rows is not None:
+            if not rows.any():
+                return None
+            s, codes = s[rows], _dense(codes[rows])
+        return cls._sorted(s, codes)
+
+    @classmethod
+    def _sorted(cls, s: np.ndarray, units: np.ndarray) -> _Class:
+        by_score = np.argsort(s, kind="stable")
+        units_by_score = units[by_score]
+        # by unit, each in score order (cache-friendly gathers): ``np.lexsort((s, units))``,
+        # as a stable sort of the units of the (stable) score order
+        at = np.argsort(units_by_score, kind="stable")
+        return cls(
+            at=at,
+            starts=np.r_[0, np.flatnonzero(np.diff(units_by_score[at])) + 1],
+            sizes=np.bincount(units),
+            s_sorted=s[by_score],
+            units_by_score=units_by_score,
+        )
+
+    def search(self, other: _Class, side: str) -> np.ndarray:
+        """``np.searchsorted(other.s_sorted, self's scores in unit order, side)``."""
+        return np.searchsorted(other.s_sorted, self.s_sorted, side)[self.at]
 
 
 @dataclass(frozen=True)
@@ -140,19 +192,19 @@ class _Side:
 
     @classmethod
     def of(cls, s: np.ndarray, units: np.ndarray, s_other: np.ndarray, u_other: np.ndarray):
-        order = np.lexsort((s, units))  # by unit, each in score order (cache-friendly gathers)
-        sorted_units = units[order]
-        other = np.argsort(s_other, kind="stable")
-        s_sorted = s_other[other]
-        lo = np.searchsorted(s_sorted, s[order], "left")
-        hi = np.searchsorted(s_sorted, s[order], "right")
+        return cls.pair(_Class._sorted(s, units), _Class._sorted(s_other, u_other))
+
+    @classmethod
+    def pair(cls, mine: _Class, other: _Class) -> _Side:
+        """The side of ``mine`` against ``other`` (each sorted once: :class:`_Class`)."""
+        lo, hi = mine.search(other, "left"), mine.search(other, "right")
         return cls(
-            starts=np.r_[0, np.flatnonzero(np.diff(sorted_units)) + 1],
+            starts=mine.starts,
             lo=lo,
             hi=hi,
-            other_units=u_other[other],
-            sizes=np.bincount(units),
-            other_sizes=np.bincount(u_other),
+            other_units=other.units_by_score,
+            sizes=mine.sizes,
+            other_sizes=other.sizes,
             no_ties=bool(np.array_equal(lo, hi)),
         )
 
@@ -161,8 +213,11 @@ class _Side:
         one half), summed over its items, the other class's units weighted by ``w_other``
         (whole-number multiplicities). Integer sums, so exact in any order, and an integer
         cumsum pipelines where a float one waits on each addition: int32 while twice the
-        weighted item count fits, over blocks of replicates of :data:`_BELOW_CELLS`."""
-        exact = np.int64 if (w_other @ self.other_sizes).max() * 2 >= 2**31 else np.int32
+        weighted item count fits, over blocks of replicates of :data:`_BELOW_CELLS`; a unit's
+        sum in int32 too while its items times that fit."""
+        most = int((w_other @ self.other_sizes).max()) * 2  # of one item's two cum values
+        exact = np.int64 if most >= 2**31 else np.int32
+        unit_sum = np.int64 if most * int(self.sizes.max()) >= 2**31 else np.int32
         n_other = len(self.other_units)
         step = max(1, _BELOW_CELLS // (n_other + 1))
         out = np.empty((len(w_other), len(self.starts)))
@@ -175,7 +230,7 @@ class _Side:
             at = np.take(cum, self.lo, axis=1)
             if not self.no_ties:
                 at += np.take(cum, self.hi, axis=1)
-            sums = np.add.reduceat(at, self.starts, axis=1, dtype=np.int64)
+            sums = np.add.reduceat(at, self.starts, axis=1, dtype=unit_sum)
             out[first : first + step] = sums if self.no_ties else sums * 0.5
         return out
 
@@ -222,9 +277,24 @@ def xauc_interval(
     ``(A k + 1/2) / (k + 1)`` (``k``: fake videos x real videos), so that a replicate of AUC 1
     stays finite. ``why`` says why there is no interval (NaN bounds).
     """
-    n_f, n_r = int(u_fake.max()) + 1, int(u_real.max()) + 1
-    fake = _Side.of(s_fake, u_fake, s_real, u_real)
-    real = _Side.of(s_real, u_real, s_fake, u_fake)
+    return _pair_interval(
+        _Class._sorted(s_fake, u_fake), _Class._sorted(s_real, u_real), n_boot=n_boot,
+        confidence=confidence, rng=rng, max_cells=max_cells,
+    )  # fmt: skip
+
+
+def _pair_interval(
+    fakes: _Class,
+    reals: _Class,
+    *,
+    n_boot: int,
+    confidence: float,
+    rng: np.random.Generator,
+    max_cells: int,
+) -> tuple[float, float, float, str]:
+    """:func:`xauc_interval` of a group's fakes and a group's reals, each sorted once."""
+    n_f, n_r = fakes.n_units, reals.n_units
+    fake, real = _Side.pair(fakes, reals), _Side.pair(reals, fakes)
     auc, var = (
         float(x[0]) for x in _weighted_auc(fake, real, np.ones((1, n_f)), np.ones((1, n_r)))
     )
@@ -244,7 +314,7 @@ def xauc_interval(
         return np.log(shrunk / (1 - shrunk)), np.sqrt(v) / (shrunk * (1 - shrunk))
 
     centre, se = logit_se(np.array(auc), np.array(var))
-    reps = max(1, max_cells // (len(s_fake) + len(s_real)))
+    reps = max(1, max_cells // (fakes.n_items + reals.n_items))
     blocks = zip(
         bootstrap_multiplicities(rng, n_f, n_boot, max_cells=reps * n_f),
         bootstrap_multiplicities(rng, n_r, n_boot, max_cells=reps * n_r),

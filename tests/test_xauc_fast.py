@@ -1,7 +1,8 @@
 """The cross-group AUC's fast placement sums (issue 49, item 5) give the answers of the float
 cumsum they replaced, kept here as the reference: the same ``below`` for every block size,
 with ties, and in int64 when the weights are large; the same estimates and intervals for a
-seed on data with ties and groups of unequal size."""
+seed on data with ties and groups of unequal size; and each group's classes sorted once for
+all their pairs give the sides and intervals of the pair-by-pair loop they replaced."""
 
 from __future__ import annotations
 
@@ -136,3 +137,99 @@ def test_pooled_auc_computed_once_per_known_rows(monkeypatch: pytest.MonkeyPatch
     for a in alone:
         assert str(shared[a]) == str(alone[a])  # NaN-safe: every value, interval and note
     assert shared["o"][6]["AUC"] != shared["g"][6]["AUC"]
+
+
+def reference_side(s: np.ndarray, units: np.ndarray, s_other: np.ndarray, u_other: np.ndarray):
+    """A side as built before each class was sorted once for all its pairs: both classes
+    sorted again for every pair."""
+    order = np.lexsort((s, units))
+    sorted_units = units[order]
+    other = np.argsort(s_other, kind="stable")
+    lo = np.searchsorted(s_other[other], s[order], "left")
+    hi = np.searchsorted(s_other[other], s[order], "right")
+    return lm._Side(np.r_[0, np.flatnonzero(np.diff(sorted_units)) + 1], lo, hi,
+                    u_other[other], np.bincount(units), np.bincount(u_other),
+                    bool(np.array_equal(lo, hi)))  # fmt: skip
+
+
+def reference_cross_group_aucs(y, s, g, video, *, n_boot, seed, min_units):
+    """The pair loop as it was: each pair's rows selected, renumbered and sorted afresh, and
+    :func:`lm.xauc_interval` called on them (the draws of one generator, pair by pair)."""
+    y, s, g, names, u = lm._clean(y, s, g, video)
+    codes = lm.factorize(u)[0]
+    rng = np.random.default_rng(seed)
+    out = {}
+    for i, a in enumerate(names):
+        fakes = (g == i) & (y == 1)
+        for j, b in enumerate(names):
+            reals = (g == j) & (y == 0)
+            if not fakes.any() or not reals.any():
+                out[(a, b)] = lm.Estimate(float("nan"), note=f"no fakes of {a} or no reals of {b}")
+                continue
+            fu, ru = lm._dense(codes[fakes]), lm._dense(codes[reals])
+            note = "; ".join(filter(None, (
+                lm.few_units_note(fu.max() + 1, f"fake videos of {a}", min_units),
+                lm.few_units_note(ru.max() + 1, f"real videos of {b}", min_units))))  # fmt: skip
+            value, low, high, why = lm.xauc_interval(
+                s[fakes], fu, s[reals], ru, n_boot=0 if note else n_boot, confidence=0.95, rng=rng
+            )
+            out[(a, b)] = lm.Estimate(value, low, high, note or why)
+    return out
+
+
+def test_sides_of_classes_sorted_once_are_the_per_pair_sides() -> None:
+    """:meth:`lm._Side.pair` of classes sorted once (:class:`lm._Class`) is, field by field,
+    the side sorted for the pair alone, with ties and without."""
+    for seed, tie in ((1, True), (2, False)):
+        tied = []
+        y, s, g, video = tied_data(seed, n_videos=80)
+        if not tie:
+            s = s + np.random.default_rng(seed).random(len(s)) * 1e-3
+        for a in ("a", "b", "c"):
+            for b in ("a", "b", "c"):
+                f, r = (g == a) & (y == 1), (g == b) & (y == 0)
+                fu, ru = lm._dense(video[f]), lm._dense(video[r])
+                fakes, reals = lm._Class.of(s, video, f), lm._Class.of(s, video, r)
+                for got, want in (
+                    (lm._Side.pair(fakes, reals), reference_side(s[f], fu, s[r], ru)),
+                    (lm._Side.pair(reals, fakes), reference_side(s[r], ru, s[f], fu)),
+                ):
+                    assert got.no_ties == want.no_ties
+                    for field in ("starts", "lo", "hi", "other_units", "sizes", "other_sizes"):
+                        np.testing.assert_array_equal(getattr(got, field), getattr(want, field))
+                    tied.append(not got.no_ties)
+        assert any(tied) == tie
+
+
+def test_cross_group_aucs_same_as_pair_by_pair() -> None:
+    """Sorting each group's classes once gives every pair's estimate, interval and note of
+    the pair-by-pair loop, identical floats for a seed: three groups of unequal size, ties,
+    a group without fakes, a group too small for an interval."""
+    y, s, g, video = tied_data(6, n_videos=120)
+    g = g.astype(object)
+    g[(g == "c") & (y == 1)] = "b"  # c: reals only
+    g[video % 23 == 0] = "d"  # d: a few videos
+    for n_boot, seed in ((150, 2), (0, 0)):
+        fast = lm.cross_group_aucs(y, s, g, video, n_boot=n_boot, seed=seed, min_units=3)
+        slow = reference_cross_group_aucs(y, s, g, video, n_boot=n_boot, seed=seed, min_units=3)
+        assert list(fast) == list(slow) and len(fast) == 16
+        for pair, est in fast.items():
+            ref = slow[pair]
+            assert est.note == ref.note, pair
+            np.testing.assert_array_equal(
+                [est.value, est.low, est.high], [ref.value, ref.low, ref.high]
+            )
+    assert np.isnan(fast[("c", "a")].value) and "few" in fast[("d", "d")].note
+    assert sum(np.isfinite(e.low) for e in lm.cross_group_aucs(
+        y, s, g, video, n_boot=150, seed=2, min_units=3).values()) >= 6  # fmt: skip
+
+
+def test_unit_sums_go_wide_when_int32_would_overflow() -> None:
+    """Cum values that fit int32 but whose sums over a unit's items do not: summed in int64,
+    still exactly the float reference (a unit of 3-20 items)."""
+    fake, _ = sides(2)
+    w = np.full((2, len(fake.other_sizes)), 2**30 // (2 * fake.other_sizes.sum()), dtype=np.int64)
+    w[1, ::3] = 2
+    most = (w @ fake.other_sizes).max() * 2
+    assert most < 2**31 <= most * fake.sizes.max()
+    np.testing.assert_array_equal(fake.below(w), reference_below(fake, w))

@@ -145,8 +145,8 @@ def build(
     header = (
         f"{esc(benchmark)}: {len(rows)} bundle(s) admitted, {len(refused)} refused "
         f"(<a href='{{up}}changelog.html'>changelog</a>); {esc(site_date(ordered))}; intervals: "
-        f"{settings.n_boot} bootstrap replicates over videos at {settings.confidence:.0%}, "
-        f"ties at alpha {settings.alpha}"
+        f"{settings.n_boot} bootstrap replicates over videos at {settings.confidence:.0%} "
+        f"(fairness tables: {settings.fairness_boot}), ties at alpha {settings.alpha}"
     )
     write_assets(out)
     site = SiteWriter(out, benchmark, header, board.pages)

@@ -28,7 +28,7 @@ from fairforensics.evaluation.significance import seed_average
 log = logging.getLogger(__name__)
 
 #: Bumped when a summary's content changes: old cache folders are then not used.
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2  # 2: the fairness rows' AUC and xAUC intervals with fairness_boot
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class SiteSettings:
     levels: tuple[str, ...] = ("frame", "video")
     metrics: tuple[str, ...] = ("auc", "ap", "eer", "acc")
     reduce: str = "mean"
-    n_boot: int = 1000
-    fairness_boot: int = 200
+    n_boot: int = 1000  # the leaderboard cells' and calibration rows' intervals
+    fairness_boot: int = 200  # every interval of the fairness rows (gaps, Lin's, AUC, xAUC)
     confidence: float = 0.95
     seed: int = 0
     alpha: float = 0.05
@@ -85,7 +85,7 @@ def _entry_summary(
         try:
             row = fairness_row(
                 held, attribute, n_boot=settings.fairness_boot, confidence=settings.confidence,
-                seed=settings.seed, pooled_memo=pooled,
+                seed=settings.seed, pooled_memo=pooled, auc_boot=settings.fairness_boot,
             )  # fmt: skip
         except ValueError as exc:
             log.warning("site: %s on %s by %s: %s", entry.detector, entry.test_data, attribute, exc)
