@@ -397,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
         child(args.child, args.folder)
         return 0
     sizes = sorted({int(n) for n in args.sizes} | ({3_000_000} if args.large else set()))
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         report: dict[str, Any] = {"cpu_count": os.cpu_count(), "sizes": sizes, "stages": {}}
         scaled = [s for s in args.stages if s in SCALED]
