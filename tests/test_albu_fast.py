@@ -20,12 +20,13 @@ import cv2
 import numpy as np
 import pytest
 
-from fairforensics.preprocessing.albu_seed import SampleSeeds
+from fairforensics.preprocessing.albu_seed import SampleSeeds, entropy_pool, first_state
 from fairforensics.preprocessing.frames import (
     FrameDataset,
     apply_augment,
     apply_augment_clip,
     read_rgb,
+    sample_seed,
 )
 from fairforensics.preprocessing.index import read_index
 from fairforensics.training import albu_fast
@@ -135,6 +136,25 @@ def test_sample_seeds_are_numpys_spawned_seeds() -> None:
         key = tuple(rng.randrange(12) for _ in range(rng.choice([1, 2, 3])))
         want = np.random.SeedSequence(seed & 0xFFFFFFFF, spawn_key=key).generate_state(1)[0]
         assert SampleSeeds(seed).of(key) == int(want), (seed, key)
+
+
+def test_entropy_pool_and_sample_seed_are_numpys() -> None:
+    """The Python SeedSequence hash gives numpy's pool and first state word for entropy of 1 to
+    9 words (beyond the pool's 4 too), zeros and the largest words included, and
+    ``sample_seed`` is numpy's ``SeedSequence(parts).generate_state(1)[0]``."""
+    rng = random.Random(5)
+    for k in range(3000):
+        n = 1 + k % 9
+        words = [
+            rng.choice([0, 1, 0xFFFFFFFF, rng.getrandbits(rng.choice([4, 31, 32]))])
+            for _ in range(n)
+        ]
+        sequence = np.random.SeedSequence(words)
+        assert entropy_pool(words) == sequence.pool.tolist(), words
+        assert first_state(entropy_pool(words)) == int(sequence.generate_state(1)[0]), words
+        parts = [rng.choice([-1, 2**32, 2**40 + 7, rng.getrandbits(33)]) for _ in range(n)]
+        want = np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1)[0]
+        assert sample_seed(*parts) == int(want), parts
 
 
 def test_rotation_matrix_is_albumentations_matrix_bit_for_bit() -> None:
