@@ -746,8 +746,7 @@ def _to_chw(images: list[np.ndarray], clip: bool = False) -> torch.Tensor:
                 planes[...] = image.transpose(2, 0, 1)  # OpenCV wrote elsewhere: copy
     else:
         arr = np.ascontiguousarray(np.stack(images).transpose(0, 3, 1, 2))
-    tensor = torch.from_numpy(arr)
-    return tensor if clip else tensor[0]
+    return torch.from_numpy(arr if clip else arr[0])  # numpy's indexing: cheaper than torch's
 
 
 def _stack(tensors: list[torch.Tensor]) -> torch.Tensor:
