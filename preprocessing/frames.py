@@ -801,6 +801,8 @@ def _write_shared(out: torch.Tensor, tensors: list[torch.Tensor]) -> bool:
     storage = out.untyped_storage()
     if storage.nbytes() != sum(v.nbytes for v in views):
         return False
+    if storage.nbytes() == 0:  # nothing to write (an empty storage may have no file)
+        return True
     fd, _ = storage._share_fd_cpu_()  # the file torch keeps open for the storage, not a copy
     offset = 0
     for k in range(0, len(views), _IOV_MAX):

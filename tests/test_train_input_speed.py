@@ -203,7 +203,8 @@ def test_batches_written_through_the_shared_file_equal_torch_stack(monkeypatch) 
         assert not _write_shared(out, tensors)
         assert torch.equal(out, before)
     monkeypatch.setattr(frames_mod, "get_worker_info", lambda: object())  # as in a worker
-    for tensors in (images, masks, flipped):
+    empty = [torch.zeros((3, 0, 4), dtype=torch.uint8)] * 2
+    for tensors in (images, masks, flipped, empty):
         batch = _stack(tensors)
         assert batch.is_shared()
         assert torch.equal(batch, torch.stack(tensors))
