@@ -20,12 +20,18 @@ import cv2
 import numpy as np
 import pytest
 
-from fairforensics.preprocessing.albu_seed import SampleSeeds
+from fairforensics.preprocessing.albu_seed import (
+    SampleSeeds,
+    entropy_pool,
+    first_state,
+    first_uniform,
+)
 from fairforensics.preprocessing.frames import (
     FrameDataset,
     apply_augment,
     apply_augment_clip,
     read_rgb,
+    sample_seed,
 )
 from fairforensics.preprocessing.index import read_index
 from fairforensics.training import albu_fast
@@ -135,6 +141,48 @@ def test_sample_seeds_are_numpys_spawned_seeds() -> None:
         key = tuple(rng.randrange(12) for _ in range(rng.choice([1, 2, 3])))
         want = np.random.SeedSequence(seed & 0xFFFFFFFF, spawn_key=key).generate_state(1)[0]
         assert SampleSeeds(seed).of(key) == int(want), (seed, key)
+
+
+def test_entropy_pool_and_sample_seed_are_numpys() -> None:
+    """The Python SeedSequence hash gives numpy's pool and first state word for entropy of 1 to
+    9 words (beyond the pool's 4 too), zeros and the largest words included, and
+    ``sample_seed`` is numpy's ``SeedSequence(parts).generate_state(1)[0]``."""
+    rng = random.Random(5)
+    for k in range(3000):
+        n = 1 + k % 9
+        words = [
+            rng.choice([0, 1, 0xFFFFFFFF, rng.getrandbits(rng.choice([4, 31, 32]))])
+            for _ in range(n)
+        ]
+        sequence = np.random.SeedSequence(words)
+        assert entropy_pool(words) == sequence.pool.tolist(), words
+        assert first_state(entropy_pool(words)) == int(sequence.generate_state(1)[0]), words
+        parts = [rng.choice([-1, 2**32, 2**40 + 7, rng.getrandbits(33)]) for _ in range(n)]
+        want = np.random.SeedSequence([p & 0xFFFFFFFF for p in parts]).generate_state(1)[0]
+        assert sample_seed(*parts) == int(want), parts
+
+
+def test_first_uniform_and_one_of_choice_are_numpys() -> None:
+    """``first_uniform`` is ``default_rng(seed).random()`` (PCG64 seeded in Python), and a
+    fused ``OneOf`` picks what ``default_rng(seed).choice(n, p=ps)`` picks, for probabilities
+    of several shapes (equal, unequal, one child, ten)."""
+    rng = random.Random(7)
+    seeds = [0, 1, 2, 0xFFFFFFFF] + [rng.getrandbits(32) for _ in range(4000)]
+    for seed in seeds:
+        assert first_uniform(seed) == np.random.default_rng(seed).random(), seed
+    for ps in ([1.0, 1.0, 1.0], [0.2, 0.5, 0.3], [1.0], [0.7, 0.3], [0.1] * 10):
+        node = A.OneOf([A.HorizontalFlip(p=p) for p in ps], p=1.0)
+        picked: list[int] = []
+        children = [
+            lambda image, r, s, j=j, got=picked: got.append(j) or image for j in range(len(ps))
+        ]
+        step = albu_fast._one_of(node, (0,), children)
+        for seed in seeds[:1500]:
+            picked.clear()
+            step(np.zeros((1, 1, 3), np.uint8), SampleSeeds(seed))
+            child_seed = SampleSeeds(seed).of((0,))
+            want = np.random.default_rng(child_seed).choice(len(ps), p=node.transforms_ps)
+            assert picked == [int(want)], (ps, seed)
 
 
 def test_rotation_matrix_is_albumentations_matrix_bit_for_bit() -> None:

@@ -18,10 +18,13 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
+from fairforensics.preprocessing import frames as frames_mod
 from fairforensics.preprocessing.albu_seed import seed_pipeline
 from fairforensics.preprocessing.frames import (
     FrameDataset,
+    _stack,
     _to_chw,
+    _write_shared,
     collate,
     opencv_threads_for_loader,
 )
@@ -167,6 +170,44 @@ def test_worker_batches_equal_in_process_batches(tmp_path: Path) -> None:
         assert batch["label"].tolist() == want["label"].tolist()
         assert batch["video_id"] == want["video_id"]
     cv2.setNumThreads(threads)
+
+
+def _shared_like(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """A new shared-memory tensor of the stacked shape (what ``_stack`` makes in a worker)."""
+    first = tensors[0]
+    storage = first._typed_storage()._new_shared(sum(t.numel() for t in tensors))
+    return first.new(storage).resize_(len(tensors), *first.shape)
+
+
+def test_batches_written_through_the_shared_file_equal_torch_stack(monkeypatch) -> None:
+    """``_write_shared`` (``pwritev`` into the shared memory's file) gives ``torch.stack``'s
+    batch for images and float masks, in one call and in chunks of buffers; where it cannot
+    (shapes, dtypes or layouts that differ) it writes nothing and says so, and ``_stack`` in a
+    worker still gives ``torch.stack``'s batch."""
+    rng = np.random.default_rng(0)
+    images = [torch.from_numpy(rng.integers(0, 256, (3, 20, 24), dtype=np.uint8)) for _ in range(7)]
+    masks = [torch.from_numpy(rng.random((1, 20, 24), dtype=np.float32)) for _ in range(7)]
+    for chunk in (1024, 3):
+        monkeypatch.setattr(frames_mod, "_IOV_MAX", chunk)
+        for tensors in (images, masks):
+            out = _shared_like(tensors)
+            assert _write_shared(out, tensors)
+            assert out.is_shared()
+            assert torch.equal(out, torch.stack(tensors))
+    strided = images[0].transpose(1, 2).contiguous().transpose(1, 2)  # same shape, strided
+    assert not strided.is_contiguous()
+    flipped = [strided, *images[1:]]
+    for tensors in (flipped, [images[0], masks[0]], [images[0], images[1][:, :10]]):
+        out = _shared_like(tensors[:1] * len(tensors))
+        before = out.clone()
+        assert not _write_shared(out, tensors)
+        assert torch.equal(out, before)
+    monkeypatch.setattr(frames_mod, "get_worker_info", lambda: object())  # as in a worker
+    empty = [torch.zeros((3, 0, 4), dtype=torch.uint8)] * 2
+    for tensors in (images, masks, flipped, empty):
+        batch = _stack(tensors)
+        assert batch.is_shared()
+        assert torch.equal(batch, torch.stack(tensors))
 
 
 def test_training_index_holds_no_python_object_per_frame() -> None:

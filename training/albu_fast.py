@@ -18,6 +18,7 @@ use the albumentations pipeline itself.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import random
 from collections.abc import Callable
@@ -31,7 +32,7 @@ import numpy as np
 from albucore.functions import add_constant
 from albucore.utils import get_num_channels
 
-from fairforensics.preprocessing.albu_seed import SampleSeeds, seed_pipeline
+from fairforensics.preprocessing.albu_seed import SampleSeeds, first_uniform, seed_pipeline
 
 log = logging.getLogger(__name__)
 
@@ -162,13 +163,21 @@ def _maybe(node: Any, key: tuple[int, ...], forced: Forced) -> Step:
 
 def _one_of(node: A.OneOf, key: tuple[int, ...], children: list[Forced]) -> Step:
     """``OneOf.__call__``: its own draw against ``p``, then the child chosen by its numpy
-    generator with the normalised probabilities, applied without its own draw."""
+    generator with the normalised probabilities, applied without its own draw.
+
+    The choice is numpy's ``Generator.choice(n, p=ps)`` without its checks: the first uniform
+    draw of the generator (:func:`preprocessing.albu_seed.first_uniform`) located in the
+    cumulative probabilities numpy computes (``cdf = ps.cumsum(); cdf /= cdf[-1]``,
+    ``searchsorted(u, side="right")``)."""
+    cdf = np.cumsum(np.asarray(node.transforms_ps, np.float64)) if node.transforms_ps else None
+    if cdf is not None:
+        cdf /= cdf[-1]
+    bounds = cdf.tolist() if cdf is not None else []
 
     def step(image: np.ndarray, seeds: SampleSeeds) -> np.ndarray:
         seed = seeds.of(key)
         if node.transforms_ps and random.Random(seed).random() < node.p:
-            rng = np.random.default_rng(seed)
-            idx = int(rng.choice(len(children), p=node.transforms_ps))
+            idx = bisect.bisect_right(bounds, first_uniform(seed))
             if node.transforms[idx].p > 0.0:  # should_apply(force_apply=True)
                 child = seeds.of((*key, idx))
                 return children[idx](image, random.Random(child), child)
