@@ -803,7 +803,10 @@ def _write_shared(out: torch.Tensor, tensors: list[torch.Tensor]) -> bool:
         return False
     if storage.nbytes() == 0:  # nothing to write (an empty storage may have no file)
         return True
-    fd, _ = storage._share_fd_cpu_()  # the file torch keeps open for the storage, not a copy
+    try:  # the file torch keeps open for the storage, not a copy (a private call of torch's)
+        fd, _ = storage._share_fd_cpu_()
+    except (AttributeError, RuntimeError):  # another torch: stack into the mapping
+        return False
     offset = 0
     for k in range(0, len(views), _IOV_MAX):
         chunk = [memoryview(v).cast("B") for v in views[k : k + _IOV_MAX]]

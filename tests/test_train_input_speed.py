@@ -209,6 +209,13 @@ def test_batches_written_through_the_shared_file_equal_torch_stack(monkeypatch) 
         assert batch.is_shared()
         assert torch.equal(batch, torch.stack(tensors))
 
+    def no_fd(self):  # a torch without the private call: stacked into the mapping instead
+        raise RuntimeError("no file descriptor")
+
+    monkeypatch.setattr(torch.UntypedStorage, "_share_fd_cpu_", no_fd)
+    assert not _write_shared(_shared_like(images), images)
+    assert torch.equal(_stack(images), torch.stack(images))
+
 
 def test_training_index_holds_no_python_object_per_frame() -> None:
     """At 32 frames a video, the dataset (all allocations that stay) is under 100 bytes a
