@@ -47,6 +47,9 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_celebdfpp_df40.py",
         "tests/test_celebdfpp_details.py",
     ),
+    "fairness/group_calibration.py": ("tests/test_fairness_group_calibration.py",),
+    "evaluation/calibration/transfer.py": ("tests/test_leaderboard_acc_lost.py",),
+    "evaluation/sorted_subsets.py": ("tests/test_ranked_auc_eer.py",),
 }
 #: repository folders installed as ``fairforensics.<folder>`` (setup.py)
 SUBPACKAGES = (
