@@ -24,7 +24,7 @@ from fairforensics.evaluation.calibration import (
     reliability_bins,
     write_calibration,
 )
-from fairforensics.evaluation.calibration.metrics import ece_bootstrap
+from fairforensics.evaluation.calibration.metrics import basic_interval, ece_bootstrap
 from fairforensics.evaluation.predictions import Predictions, write_predictions
 
 
@@ -56,6 +56,14 @@ def test_hand_case():
     np.testing.assert_allclose(bins.counts, [2, 2])
     np.testing.assert_allclose(bins.fake_share, [0, 0.5])
     assert ece([1], [1.0], n_bins=15) == 0.0  # a score of 1 falls in the last bin
+
+
+def test_basic_interval_by_hand():
+    """Replicates 0, 0.01, ..., 1 (quantile q is q) and a point of 0.3: the interval is
+    ``[0.6 - q_hi, 0.6 - q_lo]``, at 95 % by default."""
+    replicates = np.arange(101) / 100
+    assert basic_interval(0.3, replicates) == pytest.approx((0.6 - 0.975, 0.6 - 0.025))
+    assert basic_interval(0.3, replicates, 0.9) == pytest.approx((0.6 - 0.95, 0.6 - 0.05))
 
 
 def test_ece_equals_a_loop_and_torchmetrics():
