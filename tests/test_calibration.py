@@ -25,6 +25,7 @@ from fairforensics.evaluation.calibration import (
     write_calibration,
 )
 from fairforensics.evaluation.calibration.metrics import basic_interval, ece_bootstrap
+from fairforensics.evaluation.confidence import stratified_multiplicities
 from fairforensics.evaluation.predictions import Predictions, write_predictions
 
 
@@ -64,6 +65,47 @@ def test_basic_interval_by_hand():
     replicates = np.arange(101) / 100
     assert basic_interval(0.3, replicates) == pytest.approx((0.6 - 0.975, 0.6 - 0.025))
     assert basic_interval(0.3, replicates, 0.9) == pytest.approx((0.6 - 0.95, 0.6 - 0.05))
+
+
+def test_ece_weights_single_rows_and_default_bins():
+    rng = np.random.default_rng(7)
+    y, s = rng.integers(0, 2, 60), rng.random(60)
+    w = rng.integers(0, 4, 60)
+    # a weight is a repetition of the row
+    repeated = ece_by_loop(np.repeat(y, w), np.repeat(s, w))
+    assert ece(y, s, sample_weight=w) == pytest.approx(repeated, abs=1e-12)
+    assert ece(y, s) == pytest.approx(ece_by_loop(y, s, 15), abs=1e-12)  # 15 bins by default
+    assert ece([1], [0.3], n_bins=2) == pytest.approx(0.7)  # a bin of one row counts
+
+
+def test_ece_bootstrap_equals_a_bootstrap_by_hand():
+    """The interval of a bootstrap written out: each class's videos drawn ``n`` of ``n`` with
+    :func:`stratified_multiplicities`, the ECE by the loop on the rows repeated by their
+    video's multiplicity, the basic interval clipped at 0; seeded, 1000 replicates and 15 bins
+    by default; the quantile bins of the data."""
+    rng = np.random.default_rng(3)
+    video = np.repeat(np.arange(16), 3)
+    y = (video % 2).astype(int)
+    s = expit(2.5 * (2 * y - 1) + rng.normal(0, 1.5, len(y)))
+    names = np.array([f"v{v:02d}" for v in video])
+    point, low, high = ece_bootstrap(y, s, names, n_boot=200, seed=5, confidence=0.9)
+    reps = [
+        ece_by_loop(np.repeat(y, w[video]), np.repeat(s, w[video]))
+        for block in stratified_multiplicities(
+            np.random.default_rng(5), np.arange(16) % 2, 200, minus_one=False
+        )
+        for w in block
+    ]
+    q_lo, q_hi = np.quantile(reps, [0.05, 0.95])
+    assert point == pytest.approx(ece_by_loop(y, s), abs=1e-12)
+    assert (low, high) == pytest.approx((max(0, 2 * point - q_hi), 2 * point - q_lo), abs=1e-12)
+    assert 0 <= low < high < 1
+    default = ece_bootstrap(y, s, names)
+    assert default == ece_bootstrap(y, s, names, n_bins=15, n_boot=1000, seed=0)
+    assert default != ece_bootstrap(y, s, names, n_boot=1001)
+    assert default != ece_bootstrap(y, s, names, seed=1)
+    quantile = ece_bootstrap(y, s, names, strategy="quantile", n_boot=50)
+    assert quantile[0] == pytest.approx(ece(y, s, strategy="quantile"), abs=1e-12)
 
 
 def test_ece_equals_a_loop_and_torchmetrics():
