@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -24,7 +25,12 @@ from fairforensics.evaluation.calibration import (
     reliability_bins,
     write_calibration,
 )
-from fairforensics.evaluation.calibration.metrics import basic_interval, ece_bootstrap
+from fairforensics.evaluation.calibration.metrics import (
+    basic_interval,
+    bin_edges,
+    bin_of,
+    ece_bootstrap,
+)
 from fairforensics.evaluation.confidence import stratified_multiplicities
 from fairforensics.evaluation.predictions import Predictions, write_predictions
 
@@ -106,6 +112,40 @@ def test_ece_bootstrap_equals_a_bootstrap_by_hand():
     assert default != ece_bootstrap(y, s, names, seed=1)
     quantile = ece_bootstrap(y, s, names, strategy="quantile", n_boot=50)
     assert quantile[0] == pytest.approx(ece(y, s, strategy="quantile"), abs=1e-12)
+
+
+def test_bins_edges_and_extreme_scores_by_hand():
+    y, s = [0, 0, 1, 0], [0.1, 0.2, 0.8, 0.9]
+    # two empty middle bins of four: the MCE is that of the filled ones
+    assert mce(y, s, n_bins=4) == pytest.approx(0.35)
+    assert mce([1], [0.3], n_bins=2) == pytest.approx(0.7)  # a bin of one row counts
+    rng = np.random.default_rng(1)
+    yq, sq = rng.integers(0, 2, 40), rng.random(40)
+    quantile = reliability_bins(yq, sq, n_bins=4, strategy="quantile")
+    assert mce(yq, sq, n_bins=4, strategy="quantile") == pytest.approx(np.max(quantile.gaps))
+    assert mce(yq, sq, n_bins=4, strategy="quantile") != pytest.approx(mce(yq, sq, n_bins=4))
+    edges = bin_edges(sq, 4, "quantile")
+    assert (edges[0], edges[-1]) == (0.0, 1.0) and np.all(np.diff(edges) > 0)
+    # bins [e_k, e_k+1): a score on an edge goes up; a score of 1 in the last bin
+    assert bin_of(np.array([0.0, 0.5, 0.99, 1.0]), bin_edges(sq, 2, "uniform")).tolist() == [
+        0,
+        1,
+        1,
+        1,
+    ]
+    np.testing.assert_array_equal(reliability_bins([1], [1.0], n_bins=2).counts, [0, 1])
+    assert len(reliability_bins(yq, sq).counts) == 15  # 15 bins by default
+    assert ece(y, s, n_bins=1) == pytest.approx(abs(0.25 - 0.5))  # one bin is allowed
+    with pytest.raises(ValueError, match="^n_bins must be at least 1, got 0$"):
+        ece(y, s, n_bins=0)
+    with pytest.raises(ValueError, match="expected one of uniform, quantile$"):
+        ece(y, s, strategy="kmeans")
+    # a wrong score of exactly 0 or 1 costs -log(1e-7), not an infinite or other NLL
+    assert nll([1], [0.0]) == pytest.approx(-np.log(1e-7))
+    assert nll([0], [1.0]) == pytest.approx(-np.log(1e-7))
+    with warnings.catch_warnings():  # an empty bin is NaN without a warning
+        warnings.simplefilter("error")
+        assert np.isnan(reliability_bins(y, s, n_bins=4).mean_score[1])
 
 
 def test_ece_equals_a_loop_and_torchmetrics():
