@@ -9,7 +9,7 @@ sits under ``fairforensics/``, the layout the package is installed with; mutmut 
 and the tests import it from mutmut's ``mutants/`` folder. A work folder is kept between runs,
 so mutmut only re-runs the mutants of functions that changed.
 
-    python scripts/mutate.py                                  # the six modules (hours on 2 cores)
+    python scripts/mutate.py                                  # every module (hours on 2 cores)
     python scripts/mutate.py --modules fairness/paired.py --only 'x_paired_change*'
 
 Statuses are mutmut's: ``killed`` (a test failed), ``survived`` (every test passed), ``timeout``
@@ -47,6 +47,10 @@ MODULE_TESTS: dict[str, tuple[str, ...]] = {
         "tests/test_celebdfpp_df40.py",
         "tests/test_celebdfpp_details.py",
     ),
+    "fairness/group_calibration.py": ("tests/test_fairness_group_calibration.py",),
+    "evaluation/calibration/transfer.py": ("tests/test_leaderboard_acc_lost.py",),
+    "evaluation/sorted_subsets.py": ("tests/test_ranked_auc_eer.py",),
+    "evaluation/calibration/metrics.py": ("tests/test_calibration.py",),
 }
 #: repository folders installed as ``fairforensics.<folder>`` (setup.py)
 SUBPACKAGES = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -24,7 +25,13 @@ from fairforensics.evaluation.calibration import (
     reliability_bins,
     write_calibration,
 )
-from fairforensics.evaluation.calibration.metrics import ece_bootstrap
+from fairforensics.evaluation.calibration.metrics import (
+    basic_interval,
+    bin_edges,
+    bin_of,
+    ece_bootstrap,
+)
+from fairforensics.evaluation.confidence import stratified_multiplicities
 from fairforensics.evaluation.predictions import Predictions, write_predictions
 
 
@@ -56,6 +63,89 @@ def test_hand_case():
     np.testing.assert_allclose(bins.counts, [2, 2])
     np.testing.assert_allclose(bins.fake_share, [0, 0.5])
     assert ece([1], [1.0], n_bins=15) == 0.0  # a score of 1 falls in the last bin
+
+
+def test_basic_interval_by_hand():
+    """Replicates 0, 0.01, ..., 1 (quantile q is q) and a point of 0.3: the interval is
+    ``[0.6 - q_hi, 0.6 - q_lo]``, at 95 % by default."""
+    replicates = np.arange(101) / 100
+    assert basic_interval(0.3, replicates) == pytest.approx((0.6 - 0.975, 0.6 - 0.025))
+    assert basic_interval(0.3, replicates, 0.9) == pytest.approx((0.6 - 0.95, 0.6 - 0.05))
+
+
+def test_ece_weights_single_rows_and_default_bins():
+    rng = np.random.default_rng(7)
+    y, s = rng.integers(0, 2, 60), rng.random(60)
+    w = rng.integers(0, 4, 60)
+    # a weight is a repetition of the row
+    repeated = ece_by_loop(np.repeat(y, w), np.repeat(s, w))
+    assert ece(y, s, sample_weight=w) == pytest.approx(repeated, abs=1e-12)
+    assert ece(y, s) == pytest.approx(ece_by_loop(y, s, 15), abs=1e-12)  # 15 bins by default
+    assert ece([1], [0.3], n_bins=2) == pytest.approx(0.7)  # a bin of one row counts
+
+
+def test_ece_bootstrap_equals_a_bootstrap_by_hand():
+    """The interval of a bootstrap written out: each class's videos drawn ``n`` of ``n`` with
+    :func:`stratified_multiplicities`, the ECE by the loop on the rows repeated by their
+    video's multiplicity, the basic interval clipped at 0; seeded, 1000 replicates and 15 bins
+    by default; the quantile bins of the data."""
+    rng = np.random.default_rng(3)
+    video = np.repeat(np.arange(16), 3)
+    y = (video % 2).astype(int)
+    s = expit(2.5 * (2 * y - 1) + rng.normal(0, 1.5, len(y)))
+    names = np.array([f"v{v:02d}" for v in video])
+    point, low, high = ece_bootstrap(y, s, names, n_boot=200, seed=5, confidence=0.9)
+    reps = [
+        ece_by_loop(np.repeat(y, w[video]), np.repeat(s, w[video]))
+        for block in stratified_multiplicities(
+            np.random.default_rng(5), np.arange(16) % 2, 200, minus_one=False
+        )
+        for w in block
+    ]
+    q_lo, q_hi = np.quantile(reps, [0.05, 0.95])
+    assert point == pytest.approx(ece_by_loop(y, s), abs=1e-12)
+    assert (low, high) == pytest.approx((max(0, 2 * point - q_hi), 2 * point - q_lo), abs=1e-12)
+    assert 0 <= low < high < 1
+    default = ece_bootstrap(y, s, names)
+    assert default == ece_bootstrap(y, s, names, n_bins=15, n_boot=1000, seed=0)
+    assert default != ece_bootstrap(y, s, names, n_boot=1001)
+    assert default != ece_bootstrap(y, s, names, seed=1)
+    quantile = ece_bootstrap(y, s, names, strategy="quantile", n_boot=50)
+    assert quantile[0] == pytest.approx(ece(y, s, strategy="quantile"), abs=1e-12)
+
+
+def test_bins_edges_and_extreme_scores_by_hand():
+    y, s = [0, 0, 1, 0], [0.1, 0.2, 0.8, 0.9]
+    # two empty middle bins of four: the MCE is that of the filled ones
+    assert mce(y, s, n_bins=4) == pytest.approx(0.35)
+    assert mce([1], [0.3], n_bins=2) == pytest.approx(0.7)  # a bin of one row counts
+    rng = np.random.default_rng(1)
+    yq, sq = rng.integers(0, 2, 40), rng.random(40)
+    quantile = reliability_bins(yq, sq, n_bins=4, strategy="quantile")
+    assert mce(yq, sq, n_bins=4, strategy="quantile") == pytest.approx(np.max(quantile.gaps))
+    assert mce(yq, sq, n_bins=4, strategy="quantile") != pytest.approx(mce(yq, sq, n_bins=4))
+    edges = bin_edges(sq, 4, "quantile")
+    assert (edges[0], edges[-1]) == (0.0, 1.0) and np.all(np.diff(edges) > 0)
+    # bins [e_k, e_k+1): a score on an edge goes up; a score of 1 in the last bin
+    assert bin_of(np.array([0.0, 0.5, 0.99, 1.0]), bin_edges(sq, 2, "uniform")).tolist() == [
+        0,
+        1,
+        1,
+        1,
+    ]
+    np.testing.assert_array_equal(reliability_bins([1], [1.0], n_bins=2).counts, [0, 1])
+    assert len(reliability_bins(yq, sq).counts) == 15  # 15 bins by default
+    assert ece(y, s, n_bins=1) == pytest.approx(abs(0.25 - 0.5))  # one bin is allowed
+    with pytest.raises(ValueError, match="^n_bins must be at least 1, got 0$"):
+        ece(y, s, n_bins=0)
+    with pytest.raises(ValueError, match="expected one of uniform, quantile$"):
+        ece(y, s, strategy="kmeans")
+    # a wrong score of exactly 0 or 1 costs -log(1e-7), not an infinite or other NLL
+    assert nll([1], [0.0]) == pytest.approx(-np.log(1e-7))
+    assert nll([0], [1.0]) == pytest.approx(-np.log(1e-7))
+    with warnings.catch_warnings():  # an empty bin is NaN without a warning
+        warnings.simplefilter("error")
+        assert np.isnan(reliability_bins(y, s, n_bins=4).mean_score[1])
 
 
 def test_ece_equals_a_loop_and_torchmetrics():

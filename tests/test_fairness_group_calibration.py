@@ -16,6 +16,7 @@ from fairforensics.benchmarks.group_calibration_coverage import (
     coverage,
     population_ece,
 )
+from fairforensics.evaluation.confidence import stratified_multiplicities
 from fairforensics.evaluation.leaderboard import Entry
 from fairforensics.evaluation.predictions import Predictions
 from fairforensics.fairness.group_calibration import group_calibration
@@ -178,3 +179,117 @@ def test_population_ece_and_coverage_smoke():
     assert null["cover"]["high"] >= 0.93 and alt["cover"]["high"] >= 0.88
     assert null["excludes_0"]["low"] <= 0.05  # the false alarm rate is not above 5 %
     assert alt["excludes_0"]["rate"] > null["excludes_0"]["rate"]  # some power
+
+
+def _reference_intervals(y, s, g, vid, n_boot, seed, confidence, n_bins=15):
+    """Per group the basic interval of the ECE (clipped at 0), and that of ``ECE_a - ECE_b``
+    at the Bonferroni confidence of the ranked pairs, from replicates built by hand: the
+    multiplicities of :func:`stratified_multiplicities` over the videos (sorted, each one
+    group and class) stratified by group x class, each group's ECE by the plain loop on the
+    rows repeated by their video's multiplicity."""
+    names = sorted(set(g))
+    videos = sorted(set(vid))
+    video_of = {v: i for i, v in enumerate(videos)}
+    strata = np.zeros(len(videos), dtype=np.int64)
+    for gi, yi, vi in zip(g, y, vid, strict=True):
+        strata[video_of[vi]] = names.index(gi) * 2 + yi
+    rows = np.array([video_of[v] for v in vid])
+    reps = {name: [] for name in names}
+    rng = np.random.default_rng(seed)
+    for block in stratified_multiplicities(rng, strata, n_boot):
+        for weights in block:
+            times = weights[rows]
+            for name in names:
+                keep = g == name
+                ys, ss = np.repeat(y[keep], times[keep]), np.repeat(s[keep], times[keep])
+                reps[name].append(ece_by_loop(ys, ss, n_bins))
+    point = {name: ece_by_loop(y[g == name], s[g == name], n_bins) for name in names}
+
+    def basic(x, r, conf):
+        alpha = (1 - conf) / 2
+        q_lo, q_hi = np.quantile(r, [alpha, 1 - alpha])
+        return 2 * x - q_hi, 2 * x - q_lo
+
+    ci = {}
+    for name in names:
+        low, high = basic(point[name], np.array(reps[name]), confidence)
+        ci[name] = (max(0.0, low), max(0.0, high))
+    ordered = sorted(names, key=lambda k: (point[k], k))
+    a, b = sorted((ordered[0], ordered[-1]))
+    pairs = len(names) * (len(names) - 1) // 2
+    diff_reps = np.array(reps[a]) - np.array(reps[b])
+    gap = basic(point[a] - point[b], diff_reps, 1 - (1 - confidence) / pairs)
+    return ci, (a, b), gap
+
+
+@pytest.mark.parametrize(("n_groups", "confidence"), [(3, 0.9), (4, 0.95)])
+def test_intervals_equal_a_reference_bootstrap_by_loop(n_groups, confidence):
+    """Each group's interval and the gap's, simultaneous over the ranked pairs (Bonferroni:
+    3 pairs of 3 groups, 6 of 4), equal those of a bootstrap written out by hand."""
+    rng = np.random.default_rng(11)
+    names = "abcd"[:n_groups]
+    design = [(k, v // n_groups % 2) for v, k in enumerate(names * 12)]
+    scale = {"a": 1.0, "b": 3.0, "c": 0.5, "d": 2.0}
+    y, s, g, vid = _videos(rng, design, scale, frames=2)
+    res = group_calibration(y, s, g, vid, n_boot=60, seed=4, confidence=confidence)
+    ci, ends, gap = _reference_intervals(y, s, g, vid, 60, 4, confidence)
+    assert (res.gap.group_a, res.gap.group_b) == ends
+    assert (res.gap.ece_a, res.gap.ece_b) == (res.ece[ends[0]], res.ece[ends[1]])
+    assert (res.gap.low, res.gap.high) == pytest.approx(gap, abs=1e-12)
+    for name in names:
+        assert res.ci[name] == pytest.approx(ci[name], abs=1e-12)
+        assert 0 <= res.ci[name][0] < res.ci[name][1] < 1
+    assert (res.groups, res.ranked) == (list(names), list(names))
+    assert (res.n_bins, res.n_boot, res.confidence) == (15, 60, confidence)
+    assert res.as_dict()["gap"]["diff"] == res.gap.diff
+
+
+def test_gap_fields_without_an_interval_and_notes_of_both_ends():
+    # the hand case of test_hand_case_and_independent_loop, a's class counts short
+    y = [0, 0, 1, 0, 1, 1]
+    s = [0.1, 0.2, 0.8, 0.9, 0.9, 0.7]
+    g = ["a"] * 4 + ["b"] * 2
+    for n_boot in (0, 20):  # intervals off, and on but withheld
+        gap = group_calibration(y, s, g, n_boot=n_boot, n_bins=2).gap
+        assert (gap.ece_a, gap.ece_b, gap.diff) == pytest.approx((0.25, 0.2, 0.05))
+        assert np.isnan(gap.low) and np.isnan(gap.high)
+        assert gap.note == (
+            "a: fewer than 5 real videos (3); fewer than 5 fake videos (1); "
+            "b: fewer than 5 real videos (0); fewer than 5 fake videos (2)"
+        )
+    # both classes short in a, and the group's own threshold of units
+    res = group_calibration(y, s, g, n_bins=2, n_boot=20, min_units=3)
+    assert res.notes == {"a": "fewer than 3 fake videos (1)",
+                         "b": "fewer than 3 real videos (0); fewer than 3 fake videos (2)"}  # fmt: skip
+    # a group of real rows only: its fake count is 0, not an index error
+    res = group_calibration([0, 0, 0, 0, 1], [0.1, 0.2, 0.3, 0.4, 0.9], list("aaaab"), n_boot=0)
+    assert res.notes["a"] == "fewer than 5 real videos (4); fewer than 5 fake videos (0)"
+    # one bin: ECE = |share of fakes - mean score| of the group
+    res = group_calibration(y, s, g, n_bins=1, n_boot=0)
+    assert res.ece == pytest.approx({"a": abs(0.25 - 0.5), "b": abs(1 - 0.8)})
+
+
+def test_arguments_defaults_and_refusals():
+    rng = np.random.default_rng(2)
+    design = [(k, v // 2 % 2) for v, k in enumerate("ab" * 10)] + [("c", 1)]
+    y, s, g, vid = _videos(rng, design, {"a": 1.0, "b": 2.0, "c": 1.0}, frames=2)
+    res = group_calibration(y, s, g, vid)
+    explicit = group_calibration(y, s, g, vid, n_boot=1000, seed=0, min_group_size=1)
+    np.testing.assert_equal(res.as_dict(), explicit.as_dict())  # NaN equal to NaN
+    assert res.n_boot == 1000 and res.ranked == ["a", "b", "c"]  # c's 2 rows are ranked
+    assert group_calibration(y, s, g, vid, n_boot=0, min_group_size=2).ranked == ["a", "b", "c"]
+    assert group_calibration(y, s, g, vid, n_boot=0, min_group_size=3).ranked == ["a", "b"]
+    assert group_calibration(y, s, g, vid, n_boot=0, min_units=2).notes["c"] == (
+        "fewer than 2 real videos (0); fewer than 2 fake videos (1)"
+    )
+    message = r"^n_bins must be >= 1, n_boot >= 0 and confidence in \(0, 1\)$"
+    for bad in ({"n_bins": 0}, {"n_boot": -1}, {"confidence": 0.0}, {"confidence": 1.0},
+                {"confidence": 1.5}):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            group_calibration(y, s, g, vid, **bad)
+    with pytest.raises(ValueError, match=r"^min_units must be >= 2 .*got 1$"):
+        group_calibration(y, s, g, vid, min_units=1)
+    with pytest.raises(ValueError, match=r"^units must have one entry per sample \(42\), got 3$"):
+        group_calibration(y, s, g, vid[:3])
+    with pytest.raises(ValueError, match=r"sizes \{'a': 20, 'b': 20, 'c': 2\}$"):
+        group_calibration(y, s, g, vid, min_group_size=21)

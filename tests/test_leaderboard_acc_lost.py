@@ -18,7 +18,7 @@ from fairforensics.evaluation.calibration.section import threshold_transfer_rows
 from fairforensics.evaluation.calibration.transfer import acc_lost
 from fairforensics.evaluation.confidence import stratified_multiplicities
 from fairforensics.evaluation.leaderboard import build_leaderboard
-from fairforensics.evaluation.metrics import acc, eer, factorize
+from fairforensics.evaluation.metrics import acc, eer, factorize, video_scores
 from fairforensics.evaluation.predictions import Predictions, write_predictions
 from fairforensics.evaluation.results import evaluate_prediction_files
 from fairforensics.evaluation.settings import load_test_config
@@ -223,3 +223,100 @@ def test_window_at_every_position_is_exact_or_declines():
                 assert got is None or got == pytest.approx(value, abs=1e-12)
                 told += got is not None
     assert told >= 100  # of 5400: the windows that hold the crossing
+
+
+def _one_row_videos(y, s) -> Predictions:
+    return Predictions(
+        dataset=["FF"] * len(y), video_id=[f"v{i}" for i in range(len(y))],
+        frame=np.zeros(len(y)), label=y, score=s, method=["m"] * len(y),
+    )  # fmt: skip
+
+
+def test_acc_at_thresholds_by_hand():
+    """ACC counted by hand: above every score (all called real), between the scores, and with
+    the lowest-scored row a fake."""
+    y = np.array([0, 1, 0, 1, 1])
+    s = np.array([0.9, 0.8, 0.6, 0.4, 0.2])
+    pred = _one_row_videos(y, s)
+    own = eer(y, s)[1]
+    at_own = acc(y, s, threshold=own)
+    for threshold, given in ((0.95, 2 / 5), (0.5, 1 / 5), (0.1, 3 / 5), (0.8, 2 / 5)):
+        est = acc_lost([pred], [threshold], n_boot=0)
+        assert est.acc_given == pytest.approx(given, abs=1e-15)
+        assert est.value == pytest.approx(at_own - given, abs=1e-15)
+
+
+def test_video_level_reduces_as_asked_and_arguments():
+    pred = simulate(np.random.default_rng(4), 30, 5)
+    for reduce in ("mean", "max"):
+        y, s, _ = video_scores(pred.label, pred.score, pred.video_key, reduce=reduce)
+        direct = acc(y, s, threshold=eer(y, s)[1]) - acc(y, s, threshold=0.8)
+        est = acc_lost([pred], [0.8], level="video", reduce=reduce, n_boot=0)
+        assert est.value == pytest.approx(direct, abs=1e-12)
+    assert acc_lost([pred], [0.8], level="video", reduce="max", n_boot=0).value != pytest.approx(
+        acc_lost([pred], [0.8], level="video", n_boot=0).value
+    )
+    # the defaults (1000 replicates, seed 0), the interval's confidence, ACC at the threshold
+    default = acc_lost([pred], [0.8])
+    assert default == acc_lost([pred], [0.8], n_boot=1000, seed=0, confidence=0.95)
+    assert default != acc_lost([pred], [0.8], n_boot=1001)
+    narrow = acc_lost([pred], [0.8], confidence=0.5)
+    assert default.low < narrow.low <= narrow.high < default.high
+    assert narrow.acc_given == default.acc_given == acc(pred.label, pred.score, threshold=0.8)
+    with pytest.raises(ValueError, match="zip"):  # one threshold a seed
+        acc_lost([pred], [0.8, 0.5], n_boot=0)
+    with pytest.raises(ValueError, match="zip"):
+        acc_lost([pred, pred], [0.8], n_boot=0)
+
+
+def test_refusal_messages_and_notes_in_full():
+    rng = np.random.default_rng(2)
+    pred = simulate(rng, n_videos=8)
+    assert acc_lost([pred], [0.5], n_boot=50).note == (
+        "fewer than 5 real videos (4); fewer than 5 fake videos (4)"
+    )
+    with pytest.raises(ValueError, match=r"^the seeds' predictions hold different videos$"):
+        acc_lost([pred, simulate(rng, n_videos=10)], [0.5, 0.5], n_boot=0)
+    pred.label = np.ones(len(pred), dtype=int)
+    with pytest.raises(ValueError, match=r"^ACC lost needs both classes \(an EER threshold\)$"):
+        acc_lost([pred], [0.5], n_boot=0)
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_window_declines_weights_it_cannot_tell(tied: bool):
+    """Windows at every position with extreme weights: a class weighted 0 (no EER threshold),
+    every row above the window weighted 0, and bootstrap weights on tied scores (a window
+    inside the top tie block): the window's answer is the full computation's, or None."""
+    pred = (
+        _tied(np.random.default_rng(12), 40) if tied else simulate(np.random.default_rng(9), 20, 2)
+    )
+    if tied:  # the 5 highest rows tied in one block: a window inside it holds no score
+        pred.score = np.minimum(pred.score, np.sort(pred.score)[-5])
+    y, s, key = transfer._level_rows(pred, "frame", "mean")
+    codes, uniq = factorize(key)
+    label = np.zeros(len(uniq), dtype=np.int64)
+    label[codes] = y
+    rows = transfer._Sorted(y, s, codes, len(uniq))
+    boot = next(stratified_multiplicities(np.random.default_rng(13), label, 6))
+    told = 0
+    for center in range(len(y)):
+        for half in (1, 3):
+            window = transfer._Window(rows, center, half)
+            above = np.zeros(len(uniq), dtype=np.int64)
+            above[np.unique(rows.videos[: window.start])] = 1
+            blocks = [
+                boot[0] * (label == 1),
+                boot[1] * (label == 0),
+                boot[2] * (1 - above),
+                *boot[3:],
+            ]
+            for w in blocks:
+                n, n_fake = w @ rows.counts_above(len(y))
+                got = window.eer_acc(w, int(n), int(n_fake))
+                own = rows.curve.summary(w, ())["eer_threshold"]
+                if not np.isfinite(own):
+                    assert got is None
+                    continue
+                assert got is None or got == pytest.approx((own, rows.acc(w, [own])[0]), abs=1e-12)
+                told += got is not None
+    assert told >= 20

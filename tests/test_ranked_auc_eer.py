@@ -157,3 +157,29 @@ def test_calibration_sections_on_codes_equal_those_on_keys(level: str) -> None:
     y, s, units = level_scores(pred, level)  # the video keys, as the rows were computed before
     want = calibration_summary(y, s, units, n_boot=200)
     assert {k: got[k] for k in want} == want
+
+
+def test_sorted_subsets_by_hand() -> None:
+    """AUCs counted pair by pair: a first tie block holding both classes (its trapezoid from
+    the origin), subsets of one fake and one real, and subsets of one class."""
+    scores = np.array([0.9, 0.9, 0.5, 0.1, 0.1])
+    positive = np.array([1, 0, 1, 0, 1])
+    subsets = SortedSubsets(scores, positive)
+    # fakes 0.9, 0.5, 0.1 against reals 0.9, 0.1: 1/2 + 1 + 0 + 1 + 0 + 1/2 = 3 of 6 pairs
+    assert subsets.auc_eer(np.zeros(5, dtype=np.uint8), 0)[0] == 0.5
+    row_group = np.array([0, 0, 1, 1, 2], dtype=np.uint8)
+    assert subsets.auc_eer(row_group, 0) == (0.5, reference_auc_eer(scores[:2], positive[:2])[1])
+    assert subsets.auc_eer(row_group, 1) == (1.0, 0.0)  # one fake above one real
+    assert all(map(math.isnan, subsets.auc_eer(row_group, 2)))  # a fake alone
+    reals = np.array([1, 0, 1, 0, 1], dtype=np.uint8)  # group 0: the reals only
+    assert all(map(math.isnan, subsets.auc_eer(reals, 0)))
+    again = SortedSubsets(scores, positive)  # fresh buffers give the same numbers
+    for g in (0, 1):
+        assert again.auc_eer(row_group, g) == subsets.auc_eer(row_group, g)
+
+
+def test_sorted_subsets_refuse_unsorted_scores_and_lengths() -> None:
+    with pytest.raises(ValueError, match="^scores must be sorted in descending order$"):
+        SortedSubsets(np.array([0.9, 0.1, 0.5]), np.array([0, 1, 0]))  # not below the first
+    with pytest.raises(ValueError, match="^scores and positive must have one entry per row$"):
+        SortedSubsets(np.array([0.9, 0.5]), np.array([0, 1, 0]))
