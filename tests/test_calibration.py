@@ -432,3 +432,72 @@ def test_frame_and_video_ece_intervals_share_their_draws_and_numbers(seed, monke
         _ece_bootstrap_before(*t, n_boot=300, seed=seed) for t in ((y, s, videos), other)
     ]
     assert len(calls) == 3
+    by_default = metrics.ece_bootstraps([(y, s, videos)])  # 1,000 replicates, seed 0
+    assert by_default == [_ece_bootstrap_before(y, s, videos, n_boot=1000, seed=0)]
+
+
+def test_calibration_summaries_every_field():
+    """Every field of a summary against its own computation: enough videos (an interval, equal
+    to a bootstrap of its own), too few of one class or of both (the notes, real first; no
+    interval), ``n_boot = 0``; the bins and their strategy reach the ECE and the MCE; the
+    defaults are 15 uniform bins, 1,000 replicates, seed 0."""
+    from fairforensics.evaluation.calibration.metrics import calibration_summaries, mce
+
+    rng = np.random.default_rng(5)
+    videos = np.repeat(np.arange(12), 3)
+    y = (videos % 2).astype(int)
+    s = np.clip(expit(3.0 * (y - 0.5) + rng.normal(0, 1.2, len(y))), 0.02, 0.98)
+    few = (y[:12], s[:12], videos[:12])  # 2 real and 2 fake videos
+    fakes_few = (
+        np.r_[y[y == 0], 1, 1, 1],
+        np.r_[s[y == 0], 0.9, 0.8, 0.7],
+        np.r_[videos[y == 0], 50, 50, 51],
+    )
+    enough, none, one_class_few = calibration_summaries(
+        [(y, s, videos), few, fakes_few], n_bins=4, n_boot=200, confidence=0.9, seed=3
+    )
+    (no_boot,) = calibration_summaries([(y, s, videos)], n_bins=4, n_boot=0)
+    for got, (yy, ss, _) in ((enough, (y, s, videos)), (none, few), (one_class_few, fakes_few)):
+        assert got["mce"] == mce(yy, ss, n_bins=4)
+        assert got["brier"] == pytest.approx(np.mean((ss - yy) ** 2), abs=1e-15)
+        want_nll = -np.mean(yy * np.log(ss) + (1 - yy) * np.log(1 - ss))
+        assert got["nll"] == pytest.approx(want_nll, rel=1e-12)
+        assert (got["n_bins"], got["strategy"], got["min_videos"]) == (4, "uniform", 5)
+    assert (enough["ece"], enough["ece_low"], enough["ece_high"]) == _ece_bootstrap_before(
+        y, s, videos, n_bins=4, n_boot=200, confidence=0.9, seed=3
+    )
+    assert (enough["n_real_videos"], enough["n_fake_videos"]) == (6, 6)
+    assert enough["note"] == "interval: 90% basic bootstrap over videos (200)"
+    assert (none["n_real_videos"], none["n_fake_videos"]) == (2, 2)
+    assert none["note"] == "fewer than 5 real videos (2); fewer than 5 fake videos (2)"
+    assert none["ece"] == ece(*few[:2], n_bins=4) and none["ece_low"] is none["ece_high"] is None
+    assert (one_class_few["n_real_videos"], one_class_few["n_fake_videos"]) == (6, 2)
+    assert one_class_few["note"] == "fewer than 5 fake videos (2)"
+    assert one_class_few["ece_low"] is None
+    assert no_boot["note"] == "no interval (n_boot = 0)" and no_boot["ece_low"] is None
+    assert no_boot["ece"] == ece(y, s, n_bins=4) == pytest.approx(enough["ece"], rel=1e-12)
+    (one_boot,) = calibration_summaries([(y, s, videos)], n_boot=1)  # one replicate: an interval
+    assert one_boot["note"].endswith("(1)") and one_boot["ece_low"] == one_boot["ece_high"]
+    noise = np.random.default_rng(0).random(len(y))  # unrelated to the labels: bins mix them
+    uniform, quantile = (
+        calibration_summaries([(y, noise, videos)], n_bins=4, strategy=k, n_boot=50)[0]
+        for k in ("uniform", "quantile")
+    )
+    assert quantile["strategy"] == "quantile" and quantile["ece_low"] is not None
+    assert quantile["ece"] == pytest.approx(ece(y, noise, n_bins=4, strategy="quantile"), rel=1e-12)
+    assert quantile["ece"] != pytest.approx(uniform["ece"], rel=1e-6)
+    (unbooted,) = calibration_summaries(
+        [(y, noise, videos)], n_bins=4, strategy="quantile", n_boot=0
+    )
+    assert unbooted["ece"] == ece(y, noise, n_bins=4, strategy="quantile")
+    assert quantile["mce"] == mce(y, noise, n_bins=4, strategy="quantile") != uniform["mce"]
+    (default,) = calibration_summaries([(y, s, videos)])
+    assert (
+        default
+        == calibration_summaries(
+            [(y, s, videos)], n_bins=15, strategy="uniform", n_boot=1000, confidence=0.95, seed=0
+        )[0]
+    )
+    assert (default["ece"], default["ece_low"], default["ece_high"]) == _ece_bootstrap_before(
+        y, s, videos
+    )
