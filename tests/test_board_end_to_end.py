@@ -12,7 +12,9 @@ import contextlib
 import io
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -118,9 +120,12 @@ def test_site_ranks_the_admitted_detectors(board: tuple[Path, int, str]) -> None
     assert not (site / "detectors" / "capsule.html").exists()
 
 
-def check_site_in_chromium(site: Path) -> None:
+def check_site_in_chromium(site: Path, on_index: Callable[[Any], None] | None = None) -> None:
     """Every page of ``site`` fits the window, its images load and its local links resolve; the
-    index's tables sort (skips, naming what is missing, without a headless Chromium)."""
+    index's sorting script is defined (waited for up to 10 s), and ``on_index`` runs on the
+    index page (skips, naming what is missing, without a headless Chromium)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
     from tests.test_report_layout import _browser, _check_fits, _layout
 
     browser = _browser()
@@ -137,8 +142,16 @@ def check_site_in_chromium(site: Path) -> None:
             for url in links:
                 assert url.startswith("file://"), (page, url)
                 assert Path(url.removeprefix("file://").split("#")[0]).is_file(), (page, url)
-        browser.get((site / "index.html").resolve().as_uri())
-        assert browser.execute_script("return typeof sortBy") == "function"
+        index = (site / "index.html").resolve().as_uri()
+        browser.get(index)
+        WebDriverWait(browser, 10).until(
+            lambda b: (
+                b.current_url == index and b.execute_script("return typeof sortBy") == "function"
+            ),
+            message=f"{index}: the sorting script sortBy is not defined after 10 s",
+        )
+        if on_index is not None:
+            on_index(browser)
     finally:
         browser.quit()
 

@@ -306,31 +306,14 @@ const read = () => [...body.rows].map(r => r.cells[col].dataset.v).filter(v => v
   .map(parseFloat);
 th.click(); const first = read(); th.click(); return [first, read()];
 """
-_LINKS = """
-return [...document.querySelectorAll('a[href], link[href], script[src], img[src]')].map(
-  e => e.href || e.src);
-"""
 
 
 def test_site_in_headless_chromium(site: Path) -> None:
     """Every page fits a 1400-pixel window, loads its images and its local links; a click on a
     leaderboard's column header sorts its ranked rows, a second click reverses them."""
-    from tests.test_report_layout import _browser, _check_fits, _layout
+    from tests.test_board_end_to_end import check_site_in_chromium
 
-    browser = _browser()
-    try:
-        pages = sorted(site.rglob("*.html"))
-        for page in pages:
-            got = _layout(browser, page)
-            if not got["images"]:  # only the index shows figures
-                got["images"] = [("none", True, 0, 0)]
-            _check_fits(got, page)
-            for url in browser.execute_script(_LINKS):
-                assert url.startswith("file://"), (page, url)
-                target = Path(url.removeprefix("file://").split("#")[0])
-                assert target.is_file(), (page, url)
-        browser.get((site / "index.html").resolve().as_uri())
-        assert browser.execute_script("return typeof sortBy") == "function"
+    def sorts(browser) -> None:
         heads = browser.execute_script(
             "return [...document.querySelectorAll('table')][0].tHead.rows[0].cells.length"
         )
@@ -343,37 +326,5 @@ def test_site_in_headless_chromium(site: Path) -> None:
         up, down = browser.execute_script(_SORT, 0, col)
         assert len(up) >= 3 and up == sorted(up) and down == sorted(up, reverse=True), (up, down)
         assert len(browser.execute_script("return document.images")) >= 1
-    finally:
-        browser.quit()
 
-
-def test_fairness_intervals_use_the_sites_replicates(
-    bundles: list[AdmittedBundle], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every bootstrap of a site's fairness row, the AUC and xAUC columns' bootstrap-t
-    included, draws the site's ``fairness_boot`` replicates, and the header says that count;
-    ``fairforensics fairness`` and ``test --leaderboard``'s rows (:func:`fairness_table`, no
-    ``auc_boot``) keep 1,000 for the AUC and xAUC."""
-    from fairforensics.benchmarks import fairness_board as fb
-    from fairforensics.evaluation.leaderboard import collect_entries
-
-    seen: dict[str, list[int]] = {"xauc": [], "gaps": [], "lin": [], "ece": []}
-    wrapped = {"cross_group_aucs": "xauc", "group_gaps": "gaps", "lin_intervals": "lin",
-               "group_calibration": "ece"}  # fmt: skip
-    for name, key in wrapped.items():
-        real = getattr(fb, name)
-
-        def record(*a: object, _real=real, _key=key, **k: object) -> object:
-            seen[_key].append(k.get("n_boot", 1000))
-            return _real(*a, **k)
-
-        monkeypatch.setattr(fb, name, record)
-    settings = SiteSettings(n_boot=50, fairness_boot=17)
-    build(bundles[:1], tmp_path / "site", benchmark="demo", test_sets=SETS, settings=settings)
-    assert all(seen.values()), seen
-    assert {n for counts in seen.values() for n in counts} == {17}
-    header = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
-    assert "50 bootstrap replicates over videos at 95% (fairness tables: 17)" in header
-    seen["xauc"].clear()
-    fb.fairness_table(collect_entries(bundles[0].eval_dirs), "demo-a", "gender", n_boot=17)
-    assert seen["xauc"] and set(seen["xauc"]) == {fb.AUC_BOOT} and fb.AUC_BOOT == 1000
+    check_site_in_chromium(site, on_index=sorts)
