@@ -328,3 +328,35 @@ def test_site_in_headless_chromium(site: Path) -> None:
         assert len(browser.execute_script("return document.images")) >= 1
 
     check_site_in_chromium(site, on_index=sorts)
+
+
+def test_fairness_intervals_use_the_sites_replicates(
+    bundles: list[AdmittedBundle], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every bootstrap of a site's fairness row, the AUC and xAUC columns' bootstrap-t
+    included, draws the site's ``fairness_boot`` replicates, and the header says that count;
+    ``fairforensics fairness`` and ``test --leaderboard``'s rows (:func:`fairness_table`, no
+    ``auc_boot``) keep 1,000 for the AUC and xAUC."""
+    from fairforensics.benchmarks import fairness_board as fb
+    from fairforensics.evaluation.leaderboard import collect_entries
+
+    seen: dict[str, list[int]] = {"xauc": [], "gaps": [], "lin": [], "ece": []}
+    wrapped = {"cross_group_aucs": "xauc", "group_gaps": "gaps", "lin_intervals": "lin",
+               "group_calibration": "ece"}  # fmt: skip
+    for name, key in wrapped.items():
+        real = getattr(fb, name)
+
+        def record(*a: object, _real=real, _key=key, **k: object) -> object:
+            seen[_key].append(k.get("n_boot", 1000))
+            return _real(*a, **k)
+
+        monkeypatch.setattr(fb, name, record)
+    settings = SiteSettings(n_boot=50, fairness_boot=17)
+    build(bundles[:1], tmp_path / "site", benchmark="demo", test_sets=SETS, settings=settings)
+    assert all(seen.values()), seen
+    assert {n for counts in seen.values() for n in counts} == {17}
+    header = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "50 bootstrap replicates over videos at 95% (fairness tables: 17)" in header
+    seen["xauc"].clear()
+    fb.fairness_table(collect_entries(bundles[0].eval_dirs), "demo-a", "gender", n_boot=17)
+    assert seen["xauc"] and set(seen["xauc"]) == {fb.AUC_BOOT} and fb.AUC_BOOT == 1000
